@@ -1,0 +1,25 @@
+//! Compiles `proto/*.proto` (the wire sheet transcribed) with protox + prost-build: no `protoc`
+//! on the machine. Bytes fields decode as `bytes::Bytes` so large payloads are not copied.
+use std::path::PathBuf;
+
+fn main() {
+    let proto_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../proto");
+    let files = [proto_dir.join("agent_v1.proto"), proto_dir.join("aiserver_v1.proto")];
+    for f in &files {
+        println!("cargo:rerun-if-changed={}", f.display());
+    }
+    let descriptors = protox::compile(&files, [&proto_dir]).expect("proto/ must compile");
+    // The descriptor set is embedded too: proto3 JSON (scenarios, recordings) is driven by it.
+    let out = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR"));
+    std::fs::write(out.join("descriptors.bin"), prost::Message::encode_to_vec(&descriptors)).expect("write descriptors");
+    let mut config = prost_build::Config::new();
+    config.bytes(["."]);
+    config.include_file("protos.rs");
+    // Secrets: these get hand-written, redacting Debug impls in src/proto.rs.
+    config.skip_debug([
+        ".agent.v1.ApiKeyCredentials",
+        ".agent.v1.AzureCredentials",
+        ".agent.v1.BedrockCredentials",
+    ]);
+    config.compile_fds(descriptors).expect("prost-build codegen");
+}

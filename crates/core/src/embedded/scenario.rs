@@ -1,0 +1,223 @@
+//! Declarative scenarios that drive the embedded backend.
+//!
+//! A scenario is JSON: options plus `turns`, a list of step lists. The n-th stream the backend
+//! sees (a new request id: a turn or a resume attempt) plays `turns[n]`, and the last turn repeats
+//! once they run out. `steps` is shorthand for a single turn. Server messages inside steps are
+//! proto3 JSON of the message named in each step's doc, so any branch of the schema can be sent.
+
+use serde::Deserialize;
+
+use crate::error::CoreError;
+
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Scenario {
+    /// Send `interaction_update.heartbeat` every this many ms while a turn runs (0 = never).
+    #[serde(default)]
+    pub heartbeat_ms: u64,
+    /// `content-type` of stream responses. Cursor labels them `text/event-stream` although the
+    /// body is Connect envelopes; clients must not gate on it.
+    #[serde(default)]
+    pub response_content_type: Option<String>,
+    /// Gzip response frames (flag 0x01) when the client accepts gzip.
+    #[serde(default)]
+    pub gzip_responses: bool,
+    /// How long a step waits for the client's answer before failing the stream.
+    #[serde(default)]
+    pub wait_timeout_ms: Option<u64>,
+    /// Record what clients send (default true; benchmarks turn it off).
+    #[serde(default)]
+    pub record: Option<bool>,
+    /// Fail or delay one BidiAppend (by seqno, in every run).
+    #[serde(default)]
+    pub append_fault: Option<AppendFault>,
+    /// The turns; see the module docs.
+    #[serde(default)]
+    pub turns: Vec<Vec<Step>>,
+    /// Shorthand for `turns: [steps]`.
+    #[serde(default)]
+    pub steps: Option<Vec<Step>>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AppendFault {
+    pub seqno: i64,
+    /// Answer this HTTP status (with a Connect error body) instead of accepting the append.
+    #[serde(default)]
+    pub status: Option<u16>,
+    /// Wait this long before answering.
+    #[serde(default)]
+    pub delay_ms: Option<u64>,
+}
+
+/// One step of a turn.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "type", rename_all = "camelCase", deny_unknown_fields)]
+pub enum Step {
+    /// `interaction_update.text_delta`.
+    Text { text: String },
+    /// Many `text_delta`s at once: `count` deltas of `text` (for load tests).
+    TextBurst { text: String, count: u64 },
+    /// `interaction_update.thinking_delta`.
+    Thinking { text: String },
+    /// `interaction_update.thinking_completed`.
+    #[serde(rename_all = "camelCase")]
+    ThinkingCompleted {
+        #[serde(default)]
+        duration_ms: i32,
+    },
+    /// `tool_call_started`; `toolCall` is an `agent.v1.ToolCall` in proto JSON.
+    #[serde(rename_all = "camelCase")]
+    ToolCallStarted {
+        call_id: String,
+        tool_call: serde_json::Value,
+        #[serde(default)]
+        model_call_id: String,
+    },
+    /// `tool_call_completed`; `toolCall` is an `agent.v1.ToolCall` in proto JSON.
+    #[serde(rename_all = "camelCase")]
+    ToolCallCompleted {
+        call_id: String,
+        tool_call: serde_json::Value,
+        #[serde(default)]
+        model_call_id: String,
+    },
+    /// Any `agent.v1.InteractionUpdate`, in proto JSON.
+    Update { update: serde_json::Value },
+    /// Any `agent.v1.AgentServerMessage`, in proto JSON.
+    Send { message: serde_json::Value },
+    /// `exec_server_message`: `args` is the oneof branch in proto JSON (`{"readArgs":{…}}`).
+    /// Unless `wait` is false, waits for the client's `stream_close` for this id.
+    #[serde(rename_all = "camelCase")]
+    Exec {
+        id: u32,
+        #[serde(default)]
+        exec_id: Option<String>,
+        args: serde_json::Value,
+        #[serde(default)]
+        wait: Option<bool>,
+    },
+    /// `exec_server_control_message.abort{id}`.
+    AbortExec { id: u32 },
+    /// Waits for the client's `stream_close` of an exec sent with `wait: false`.
+    AwaitExec { id: u32 },
+    /// `kv_server_message.get_blob_args`; waits for the reply. `blobId` is hex.
+    #[serde(rename_all = "camelCase")]
+    KvGet { id: u32, blob_id: String },
+    /// `kv_server_message.set_blob_args`; waits for the reply. `blobId` (hex) defaults to
+    /// sha256(data). `data` is text; `dataBase64` is raw bytes.
+    #[serde(rename_all = "camelCase")]
+    KvSet {
+        id: u32,
+        #[serde(default)]
+        blob_id: Option<String>,
+        #[serde(default)]
+        data: Option<String>,
+        #[serde(default)]
+        data_base64: Option<String>,
+    },
+    /// `interaction_query`: `query` is the oneof branch in proto JSON; waits for the response.
+    Interaction { id: u32, query: serde_json::Value },
+    /// `conversation_checkpoint_update`: `state` is a `ConversationStateStructure` in proto JSON.
+    Checkpoint { state: serde_json::Value },
+    /// One `interaction_update.heartbeat`.
+    Heartbeat,
+    /// `interaction_update.turn_ended` with token counts.
+    #[serde(rename_all = "camelCase")]
+    TurnEnded {
+        #[serde(default)]
+        input_tokens: Option<i64>,
+        #[serde(default)]
+        output_tokens: Option<i64>,
+        #[serde(default)]
+        cache_read_tokens: Option<i64>,
+        #[serde(default)]
+        cache_write_tokens: Option<i64>,
+    },
+    /// Waits (heartbeats go on).
+    Sleep { ms: u64 },
+    /// Waits until the client sends a message of this kind (e.g. `conversationAction`).
+    AwaitClient { kind: String },
+    /// Fault: the connection is cut mid-stream.
+    Drop,
+    /// Fault: nothing at all (not even heartbeats) for `ms`.
+    Stall { ms: u64 },
+    /// Fault: a well-formed frame whose payload is not an `AgentServerMessage`.
+    Garbage,
+    /// Fault: a frame header announcing `length` bytes (larger than the client's limit).
+    Oversize { length: u32 },
+    /// Fault: a gzip frame that inflates to `decompressedBytes`.
+    #[serde(rename_all = "camelCase")]
+    GzipBomb { decompressed_bytes: u64 },
+    /// Fault: a frame with reserved flag bits (default 0x04).
+    ReservedFlag {
+        #[serde(default)]
+        flags: Option<u8>,
+    },
+    /// Raw bytes on the wire (base64), for anything else.
+    RawBytes { base64: String },
+    /// Fault: end the stream with a Connect error; `cursorError` (an `ErrorDetails.Error` name)
+    /// adds `aiserver.v1.ErrorDetails` to the details.
+    #[serde(rename_all = "camelCase")]
+    Error {
+        code: String,
+        #[serde(default)]
+        message: String,
+        #[serde(default)]
+        cursor_error: Option<String>,
+        #[serde(default)]
+        title: Option<String>,
+        #[serde(default)]
+        detail: Option<String>,
+        #[serde(default)]
+        is_retryable: Option<bool>,
+    },
+    /// Fault (first step only): answer the stream request with this HTTP status and body.
+    HttpError {
+        status: u16,
+        #[serde(default)]
+        body: Option<String>,
+    },
+    /// Ends the body without an end-of-stream frame.
+    Close,
+    /// Ends the stream cleanly (`{}`); also what happens after the last step.
+    End,
+}
+
+impl Scenario {
+    /// Parses and validates a scenario.
+    pub fn from_json(value: &serde_json::Value) -> Result<Self, CoreError> {
+        let mut s: Scenario = serde_json::from_value(value.clone())
+            .map_err(|e| CoreError::InvalidInput(format!("invalid scenario: {e}")))?;
+        if let Some(steps) = s.steps.take() {
+            if !s.turns.is_empty() {
+                return Err(CoreError::InvalidInput("invalid scenario: give either steps or turns, not both".into()));
+            }
+            s.turns.push(steps);
+        }
+        if s.turns.is_empty() {
+            return Err(CoreError::InvalidInput("invalid scenario: no turns".into()));
+        }
+        for (t, turn) in s.turns.iter().enumerate() {
+            for (i, step) in turn.iter().enumerate() {
+                super::script::check(step)
+                    .map_err(|e| CoreError::InvalidInput(format!("invalid scenario: turn {t} step {i}: {e}")))?;
+                if matches!(step, Step::HttpError { .. }) && i != 0 {
+                    return Err(CoreError::InvalidInput(format!(
+                        "invalid scenario: turn {t}: httpError must be the first step"
+                    )));
+                }
+            }
+        }
+        Ok(s)
+    }
+
+    pub fn turn(&self, index: usize) -> &[Step] {
+        &self.turns[index.min(self.turns.len() - 1)]
+    }
+
+    pub fn records(&self) -> bool {
+        self.record.unwrap_or(true)
+    }
+}

@@ -1,0 +1,462 @@
+//! Plays one scenario turn onto a response stream, waiting for the client's answers.
+
+use std::collections::VecDeque;
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use base64::Engine as _;
+use bytes::Bytes;
+use hyper::body::Frame;
+use prost::Message as _;
+use sha2::Digest;
+use tokio::sync::mpsc;
+
+use super::scenario::Step;
+use crate::connect::{self, Code, ConnectError, ErrorDetail, CURSOR_ERROR_DETAILS};
+use crate::proto::agent::v1 as pb;
+use crate::proto::aiserver::v1 as ai;
+use crate::protojson;
+
+pub(crate) type BodyItem = Result<Frame<Bytes>, std::io::Error>;
+
+/// Client messages for one run, in order.
+pub(crate) struct Inbox {
+    rx: mpsc::UnboundedReceiver<pb::AgentClientMessage>,
+    /// Arrived while waiting for something else; looked at by later waits.
+    pending: VecDeque<pb::AgentClientMessage>,
+}
+
+impl Inbox {
+    pub(crate) fn new(rx: mpsc::UnboundedReceiver<pb::AgentClientMessage>) -> Self {
+        Inbox { rx, pending: VecDeque::new() }
+    }
+
+    async fn wait(&mut self, mut matches: impl FnMut(&pb::AgentClientMessage) -> bool) -> Option<pb::AgentClientMessage> {
+        if let Some(pos) = self.pending.iter().position(&mut matches) {
+            return self.pending.remove(pos);
+        }
+        while let Some(msg) = self.rx.recv().await {
+            if matches(&msg) {
+                return Some(msg);
+            }
+            self.pending.push_back(msg);
+            if self.pending.len() > 10_000 {
+                self.pending.pop_front();
+            }
+        }
+        None
+    }
+}
+
+/// The proto3 JSON name of a client message's branch.
+pub(crate) fn client_kind(msg: &pb::AgentClientMessage) -> &'static str {
+    use pb::agent_client_message::Message as M;
+    match &msg.message {
+        Some(M::RunRequest(_)) => "runRequest",
+        Some(M::ExecClientMessage(_)) => "execClientMessage",
+        Some(M::ExecClientControlMessage(_)) => "execClientControlMessage",
+        Some(M::KvClientMessage(_)) => "kvClientMessage",
+        Some(M::ConversationAction(_)) => "conversationAction",
+        Some(M::InteractionResponse(_)) => "interactionResponse",
+        Some(M::ClientHeartbeat(_)) => "clientHeartbeat",
+        Some(M::PrewarmRequest(_)) => "prewarmRequest",
+        None => "empty",
+    }
+}
+
+pub(crate) struct TurnContext {
+    pub out: mpsc::Sender<BodyItem>,
+    pub inbox: Inbox,
+    pub gzip: bool,
+    pub wait_timeout: Duration,
+    pub heartbeat_ms: u64,
+}
+
+enum Flow {
+    Continue,
+    /// The stream is finished; the string says how.
+    Stop(String),
+}
+
+fn server_msg(message: pb::agent_server_message::Message) -> pb::AgentServerMessage {
+    pb::AgentServerMessage { message: Some(message), ..Default::default() }
+}
+
+fn update(u: pb::interaction_update::Message) -> pb::AgentServerMessage {
+    server_msg(pb::agent_server_message::Message::InteractionUpdate(pb::InteractionUpdate { message: Some(u) }))
+}
+
+fn from_json<M: prost::Message + Default>(name: &str, value: &serde_json::Value) -> Result<M, String> {
+    protojson::from_json(&format!("agent.v1.{name}"), value)
+}
+
+impl TurnContext {
+    async fn write(&self, bytes: Bytes) -> Result<(), String> {
+        self.out.send(Ok(Frame::data(bytes))).await.map_err(|_| "client gone".to_string())
+    }
+
+    async fn send(&self, msg: &pb::AgentServerMessage) -> Result<(), String> {
+        self.write(connect::encode_message(msg, self.gzip, 0)).await
+    }
+
+    async fn end(&self, error: Option<&ConnectError>) -> String {
+        let _ = self.write(connect::encode_end_stream(error)).await;
+        match error {
+            Some(e) => format!("error: {e}"),
+            None => "end".into(),
+        }
+    }
+
+    /// Waits for a matching client message, bounded by the scenario's wait timeout; a missing
+    /// answer ends the stream with `deadline_exceeded` so a broken client fails fast, not hangs.
+    async fn wait_for(
+        &mut self,
+        what: &str,
+        matches: impl FnMut(&pb::AgentClientMessage) -> bool,
+    ) -> Result<pb::AgentClientMessage, Flow> {
+        let timeout = self.wait_timeout;
+        let out = self.out.clone();
+        tokio::select! {
+            r = tokio::time::timeout(timeout, self.inbox.wait(matches)) => match r {
+                Ok(Some(m)) => Ok(m),
+                Ok(None) => Err(Flow::Stop("client gone".into())),
+                Err(_) => {
+                    let err = ConnectError::new(
+                        Code::DeadlineExceeded,
+                        format!("embedded backend: no {what} within {} ms", timeout.as_millis()),
+                    );
+                    Err(Flow::Stop(self.end(Some(&err)).await))
+                }
+            },
+            _ = out.closed() => Err(Flow::Stop("client gone".into())),
+        }
+    }
+}
+
+/// Runs one turn to completion and reports how the stream ended.
+pub(crate) async fn run_turn(steps: Vec<super::Step>, mut ctx: TurnContext) -> String {
+    let paused = Arc::new(AtomicBool::new(false));
+    let heartbeat = (ctx.heartbeat_ms > 0).then(|| {
+        let out = ctx.out.clone();
+        let paused = paused.clone();
+        let every = Duration::from_millis(ctx.heartbeat_ms);
+        let frame = connect::encode_message(&update(pb::interaction_update::Message::Heartbeat(Default::default())), false, 0);
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+            loop {
+                tick.tick().await;
+                if !paused.load(Ordering::SeqCst) && out.send(Ok(Frame::data(frame.clone()))).await.is_err() {
+                    break;
+                }
+            }
+        })
+    });
+    let mut outcome = None;
+    for step in steps {
+        match run_step(step, &mut ctx, &paused).await {
+            Ok(Flow::Continue) => {}
+            Ok(Flow::Stop(how)) => {
+                outcome = Some(how);
+                break;
+            }
+            Err(how) if ctx.out.is_closed() => {
+                outcome = Some(how);
+                break;
+            }
+            Err(how) => {
+                let err = ConnectError::new(Code::Internal, format!("embedded backend: {how}"));
+                outcome = Some(ctx.end(Some(&err)).await);
+                break;
+            }
+        }
+    }
+    if let Some(h) = heartbeat {
+        h.abort();
+    }
+    match outcome {
+        Some(how) => how,
+        None => ctx.end(None).await,
+    }
+}
+
+async fn run_step(step: Step, ctx: &mut TurnContext, paused: &AtomicBool) -> Result<Flow, String> {
+    use pb::agent_server_message::Message as S;
+    use pb::interaction_update::Message as U;
+    let invalid = |e: String| e;
+    match step {
+        Step::Text { text } => ctx.send(&update(U::TextDelta(pb::TextDeltaUpdate { text }))).await?,
+        Step::TextBurst { text, count } => {
+            let frame = connect::encode_message(&update(U::TextDelta(pb::TextDeltaUpdate { text })), ctx.gzip, 0);
+            // Batch frames into larger writes: the point is to load the client, not the server.
+            let per_write = (64 * 1024 / frame.len().max(1)).max(1) as u64;
+            let mut left = count;
+            while left > 0 {
+                let n = left.min(per_write);
+                let mut buf = Vec::with_capacity(frame.len() * n as usize);
+                for _ in 0..n {
+                    buf.extend_from_slice(&frame);
+                }
+                ctx.write(Bytes::from(buf)).await?;
+                left -= n;
+            }
+        }
+        Step::Thinking { text } => {
+            ctx.send(&update(U::ThinkingDelta(pb::ThinkingDeltaUpdate { text, thinking_style: None }))).await?
+        }
+        Step::ThinkingCompleted { duration_ms } => {
+            ctx.send(&update(U::ThinkingCompleted(pb::ThinkingCompletedUpdate { thinking_duration_ms: duration_ms })))
+                .await?
+        }
+        Step::ToolCallStarted { call_id, tool_call, model_call_id } => {
+            let tool_call = Some(from_json("ToolCall", &tool_call).map_err(invalid)?);
+            ctx.send(&update(U::ToolCallStarted(pb::ToolCallStartedUpdate { call_id, tool_call, model_call_id })))
+                .await?
+        }
+        Step::ToolCallCompleted { call_id, tool_call, model_call_id } => {
+            let tool_call = Some(from_json("ToolCall", &tool_call).map_err(invalid)?);
+            ctx.send(&update(U::ToolCallCompleted(pb::ToolCallCompletedUpdate { call_id, tool_call, model_call_id })))
+                .await?
+        }
+        Step::Update { update: u } => {
+            let u: pb::InteractionUpdate = from_json("InteractionUpdate", &u)?;
+            ctx.send(&server_msg(S::InteractionUpdate(u))).await?
+        }
+        Step::Send { message } => ctx.send(&from_json::<pb::AgentServerMessage>("AgentServerMessage", &message)?).await?,
+        Step::Exec { id, exec_id, args, wait } => {
+            let mut msg: pb::ExecServerMessage = from_json("ExecServerMessage", &args)?;
+            msg.id = id;
+            msg.exec_id = exec_id.unwrap_or_else(|| format!("exec-{id}"));
+            ctx.send(&server_msg(S::ExecServerMessage(msg))).await?;
+            if wait.unwrap_or(true) {
+                if let Err(flow) = await_exec(ctx, id).await {
+                    return Ok(flow);
+                }
+            }
+        }
+        Step::AwaitExec { id } => {
+            if let Err(flow) = await_exec(ctx, id).await {
+                return Ok(flow);
+            }
+        }
+        Step::AbortExec { id } => {
+            let abort = pb::ExecServerControlMessage {
+                message: Some(pb::exec_server_control_message::Message::Abort(pb::ExecServerAbort { id })),
+            };
+            ctx.send(&server_msg(S::ExecServerControlMessage(abort))).await?
+        }
+        Step::KvGet { id, blob_id } => {
+            let blob_id = hex::decode(&blob_id).map_err(|e| format!("kvGet blobId is not hex: {e}"))?;
+            let msg = pb::KvServerMessage {
+                id,
+                span_context: None,
+                message: Some(pb::kv_server_message::Message::GetBlobArgs(pb::GetBlobArgs { blob_id: blob_id.into() })),
+            };
+            ctx.send(&server_msg(S::KvServerMessage(msg))).await?;
+            if let Err(flow) = ctx.wait_for(&format!("reply to KV get {id}"), |m| is_kv_reply(m, id)).await {
+                return Ok(flow);
+            }
+        }
+        Step::KvSet { id, blob_id, data, data_base64 } => {
+            let data = match (data, data_base64) {
+                (Some(t), None) => t.into_bytes(),
+                (None, Some(b)) => base64::engine::general_purpose::STANDARD
+                    .decode(b)
+                    .map_err(|e| format!("kvSet dataBase64: {e}"))?,
+                _ => return Err("kvSet needs exactly one of data / dataBase64".into()),
+            };
+            let blob_id = match blob_id {
+                Some(h) => hex::decode(h).map_err(|e| format!("kvSet blobId is not hex: {e}"))?,
+                None => sha2::Sha256::digest(&data).to_vec(),
+            };
+            let msg = pb::KvServerMessage {
+                id,
+                span_context: None,
+                message: Some(pb::kv_server_message::Message::SetBlobArgs(pb::SetBlobArgs {
+                    blob_id: blob_id.into(),
+                    blob_data: data.into(),
+                })),
+            };
+            ctx.send(&server_msg(S::KvServerMessage(msg))).await?;
+            if let Err(flow) = ctx.wait_for(&format!("reply to KV set {id}"), |m| is_kv_reply(m, id)).await {
+                return Ok(flow);
+            }
+        }
+        Step::Interaction { id, query } => {
+            let mut msg: pb::InteractionQuery = from_json("InteractionQuery", &query)?;
+            msg.id = id;
+            ctx.send(&server_msg(S::InteractionQuery(msg))).await?;
+            let what = format!("response to interaction query {id}");
+            if let Err(flow) = ctx
+                .wait_for(&what, |m| {
+                    matches!(&m.message, Some(pb::agent_client_message::Message::InteractionResponse(r)) if r.id == id)
+                })
+                .await
+            {
+                return Ok(flow);
+            }
+        }
+        Step::Checkpoint { state } => {
+            let state: pb::ConversationStateStructure = from_json("ConversationStateStructure", &state)?;
+            ctx.send(&server_msg(S::ConversationCheckpointUpdate(state))).await?
+        }
+        Step::Heartbeat => ctx.send(&update(U::Heartbeat(Default::default()))).await?,
+        Step::TurnEnded { input_tokens, output_tokens, cache_read_tokens, cache_write_tokens } => {
+            let t = pb::TurnEndedUpdate { input_tokens, output_tokens, cache_read_tokens, cache_write_tokens };
+            ctx.send(&update(U::TurnEnded(t))).await?
+        }
+        Step::Sleep { ms } => tokio::time::sleep(Duration::from_millis(ms)).await,
+        Step::AwaitClient { kind } => {
+            let want = kind.replace('_', "").to_ascii_lowercase();
+            let what = format!("client message of kind {kind}");
+            if let Err(flow) = ctx.wait_for(&what, |m| client_kind(m).to_ascii_lowercase() == want).await {
+                return Ok(flow);
+            }
+        }
+        Step::Drop => {
+            let _ = ctx.out.send(Err(std::io::Error::other("embedded backend: connection dropped"))).await;
+            return Ok(Flow::Stop("drop".into()));
+        }
+        Step::Stall { ms } => {
+            paused.store(true, Ordering::SeqCst);
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+            paused.store(false, Ordering::SeqCst);
+        }
+        Step::Garbage => {
+            // Field 1 as a varint with an unterminated continuation: not a valid message.
+            ctx.write(connect::encode_frame(0, &[0x08, 0xff, 0xff, 0xff])).await?;
+        }
+        Step::Oversize { length } => {
+            let mut bytes = vec![0u8];
+            bytes.extend_from_slice(&length.to_be_bytes());
+            bytes.extend_from_slice(&[0u8; 1024]);
+            ctx.write(Bytes::from(bytes)).await?;
+            return Ok(Flow::Stop("oversize".into()));
+        }
+        Step::GzipBomb { decompressed_bytes } => {
+            let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+            let zeros = vec![0u8; 1 << 20];
+            let mut left = decompressed_bytes;
+            while left > 0 {
+                let n = left.min(zeros.len() as u64) as usize;
+                enc.write_all(&zeros[..n]).map_err(|e| e.to_string())?;
+                left -= n as u64;
+            }
+            let gz = enc.finish().map_err(|e| e.to_string())?;
+            ctx.write(connect::encode_frame(connect::FLAG_COMPRESSED, &gz)).await?;
+            return Ok(Flow::Stop("gzip bomb".into()));
+        }
+        Step::ReservedFlag { flags } => {
+            let msg = update(U::Heartbeat(Default::default())).encode_to_vec();
+            ctx.write(connect::encode_frame(flags.unwrap_or(0x04), &msg)).await?;
+            return Ok(Flow::Stop("reserved flag".into()));
+        }
+        Step::RawBytes { base64 } => {
+            let bytes = base64::engine::general_purpose::STANDARD.decode(base64).map_err(|e| format!("rawBytes: {e}"))?;
+            ctx.write(Bytes::from(bytes)).await?;
+        }
+        Step::Error { code, message, cursor_error, title, detail, is_retryable } => {
+            let err = build_error(&code, message, cursor_error, title, detail, is_retryable)?;
+            return Ok(Flow::Stop(ctx.end(Some(&err)).await));
+        }
+        Step::HttpError { .. } => return Err("httpError must be the first step".into()),
+        Step::Close => return Ok(Flow::Stop("close".into())),
+        Step::End => return Ok(Flow::Stop(ctx.end(None).await)),
+    }
+    Ok(Flow::Continue)
+}
+
+async fn await_exec(ctx: &mut TurnContext, id: u32) -> Result<(), Flow> {
+    ctx.wait_for(&format!("stream_close for exec {id}"), |m| {
+        matches!(
+            &m.message,
+            Some(pb::agent_client_message::Message::ExecClientControlMessage(pb::ExecClientControlMessage {
+                message: Some(pb::exec_client_control_message::Message::StreamClose(c))
+            })) if c.id == id
+        )
+    })
+    .await
+    .map(|_| ())
+}
+
+fn is_kv_reply(m: &pb::AgentClientMessage, id: u32) -> bool {
+    matches!(&m.message, Some(pb::agent_client_message::Message::KvClientMessage(k)) if k.id == id)
+}
+
+pub(crate) fn build_error(
+    code: &str,
+    message: String,
+    cursor_error: Option<String>,
+    title: Option<String>,
+    detail: Option<String>,
+    is_retryable: Option<bool>,
+) -> Result<ConnectError, String> {
+    let mut err = ConnectError::new(Code::from_name(code), message);
+    if let Some(name) = cursor_error {
+        let value = ai::error_details::Error::from_str_name(&name)
+            .ok_or_else(|| format!("cursorError {name:?} is not an ErrorDetails.Error name"))?;
+        let details = ai::ErrorDetails {
+            error: value as i32,
+            details: Some(ai::CustomErrorDetails {
+                title: title.clone().unwrap_or_default(),
+                detail: detail.clone().unwrap_or_default(),
+                is_retryable,
+                ..Default::default()
+            }),
+            is_expected: None,
+        };
+        err.details.push(ErrorDetail {
+            type_name: CURSOR_ERROR_DETAILS.into(),
+            value: details.encode_to_vec().into(),
+            debug: Some(serde_json::json!({
+                "error": name,
+                "details": { "title": title, "detail": detail, "isRetryable": is_retryable },
+            })),
+        });
+    }
+    Ok(err)
+}
+
+/// Checks a step's embedded proto JSON and names, so a bad scenario fails when it is loaded
+/// rather than mid-stream.
+pub(crate) fn check(step: &Step) -> Result<(), String> {
+    match step {
+        Step::ToolCallStarted { tool_call, .. } | Step::ToolCallCompleted { tool_call, .. } => {
+            from_json::<pb::ToolCall>("ToolCall", tool_call).map(drop)
+        }
+        Step::Update { update } => from_json::<pb::InteractionUpdate>("InteractionUpdate", update).map(drop),
+        Step::Send { message } => from_json::<pb::AgentServerMessage>("AgentServerMessage", message).map(drop),
+        Step::Exec { args, .. } => {
+            let msg = from_json::<pb::ExecServerMessage>("ExecServerMessage", args)?;
+            if msg.message.is_none() {
+                return Err("exec args must name one ExecServerMessage branch, e.g. {\"readArgs\":{…}}".into());
+            }
+            Ok(())
+        }
+        Step::Interaction { query, .. } => {
+            let msg = from_json::<pb::InteractionQuery>("InteractionQuery", query)?;
+            if msg.query.is_none() {
+                return Err("interaction query must name one InteractionQuery branch".into());
+            }
+            Ok(())
+        }
+        Step::Checkpoint { state } => {
+            from_json::<pb::ConversationStateStructure>("ConversationStateStructure", state).map(drop)
+        }
+        Step::KvGet { blob_id, .. } => hex::decode(blob_id).map(drop).map_err(|e| format!("kvGet blobId: {e}")),
+        Step::KvSet { blob_id, data, data_base64, .. } => {
+            if data.is_some() == data_base64.is_some() {
+                return Err("kvSet needs exactly one of data / dataBase64".into());
+            }
+            if let Some(h) = blob_id {
+                hex::decode(h).map_err(|e| format!("kvSet blobId: {e}"))?;
+            }
+            Ok(())
+        }
+        Step::Error { cursor_error: Some(name), .. } if ai::error_details::Error::from_str_name(name).is_none() => {
+            Err(format!("cursorError {name:?} is not an ErrorDetails.Error name"))
+        }
+        _ => Ok(()),
+    }
+}

@@ -1,0 +1,425 @@
+//! HTTP side of the embedded backend: routes, per-request-id runs, seqno reassembly, recording.
+
+use std::collections::{BTreeMap, HashMap};
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{HeaderMap, Method, Request, Response, StatusCode, Version};
+use http_body_util::{combinators::BoxBody, BodyExt, Full, Limited, StreamBody};
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use prost::Message as _;
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::record::{header_map, AppendRecord, MessageRecord, RunRecord};
+use super::scenario::{Scenario, Step};
+use super::script::{self, BodyItem, Inbox, TurnContext};
+use crate::connect::{self, Code, ConnectError, Frame as EnvFrame, FrameDecoder, Limits};
+use crate::error::CoreError;
+use crate::proto::agent::v1::AgentClientMessage;
+use crate::proto::aiserver::v1::{BidiAppendRequest, BidiRequestId};
+use crate::protojson;
+use crate::transport::{BIDI_APPEND_PATH, RUN_PATH, RUN_SSE_PATH};
+
+type Body = BoxBody<Bytes, std::io::Error>;
+
+/// A running embedded backend. Dropping it (or [`close`](Self::close)) stops it.
+pub struct EmbeddedBackend {
+    addr: SocketAddr,
+    state: Arc<State>,
+    shutdown: CancellationToken,
+}
+
+struct State {
+    scenario: Scenario,
+    runs: Mutex<HashMap<String, Arc<Run>>>,
+    records: Mutex<Vec<RunRecord>>,
+    turns_started: AtomicUsize,
+    limits: Limits,
+}
+
+/// Server-side state of one request id.
+struct Run {
+    record: usize,
+    reorder: Mutex<Reorder>,
+    inbox_tx: mpsc::UnboundedSender<AgentClientMessage>,
+    inbox_rx: Mutex<Option<mpsc::UnboundedReceiver<AgentClientMessage>>>,
+}
+
+/// Appends may arrive out of order (16 in flight); messages are delivered by seqno.
+#[derive(Default)]
+struct Reorder {
+    next: i64,
+    waiting: BTreeMap<i64, Bytes>,
+}
+
+impl EmbeddedBackend {
+    /// Starts a backend for `scenario` on an ephemeral loopback port.
+    pub async fn start(scenario: Scenario) -> Result<Self, CoreError> {
+        Self::start_on(scenario, 0).await
+    }
+
+    /// Starts on a given loopback port (0 = any).
+    pub async fn start_on(scenario: Scenario, port: u16) -> Result<Self, CoreError> {
+        let listener = TcpListener::bind(("127.0.0.1", port))
+            .await
+            .map_err(|e| CoreError::Network(format!("embedded backend cannot listen on 127.0.0.1:{port}: {e}")))?;
+        let addr = listener.local_addr().map_err(|e| CoreError::Network(e.to_string()))?;
+        let state = Arc::new(State {
+            scenario,
+            runs: Mutex::new(HashMap::new()),
+            records: Mutex::new(Vec::new()),
+            turns_started: AtomicUsize::new(0),
+            limits: Limits::default(),
+        });
+        let shutdown = CancellationToken::new();
+        tokio::spawn(accept_loop(listener, state.clone(), shutdown.clone()));
+        Ok(EmbeddedBackend { addr, state, shutdown })
+    }
+
+    /// `http://127.0.0.1:PORT`
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Everything recorded so far, one entry per request id, in first-contact order.
+    pub fn records(&self) -> Vec<RunRecord> {
+        self.state.records.lock().expect("records lock").clone()
+    }
+
+    /// Stops accepting and cuts every open connection.
+    pub fn close(&self) {
+        self.shutdown.cancel();
+    }
+}
+
+impl Drop for EmbeddedBackend {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+    }
+}
+
+async fn accept_loop(listener: TcpListener, state: Arc<State>, shutdown: CancellationToken) {
+    loop {
+        let (stream, _) = tokio::select! {
+            _ = shutdown.cancelled() => return,
+            r = listener.accept() => match r {
+                Ok(s) => s,
+                Err(_) => {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    continue;
+                }
+            },
+        };
+        let _ = stream.set_nodelay(true);
+        let state = state.clone();
+        let shutdown = shutdown.clone();
+        tokio::spawn(async move {
+            let service = hyper::service::service_fn(move |req| handle(state.clone(), req));
+            // HTTP/1.1 and h2c (prior knowledge) on the same port.
+            let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+            let conn = builder.serve_connection(TokioIo::new(stream), service);
+            tokio::select! {
+                _ = conn => {}
+                _ = shutdown.cancelled() => {}
+            }
+        });
+    }
+}
+
+fn full(status: StatusCode, content_type: &str, body: impl Into<Bytes>) -> Response<Body> {
+    Response::builder()
+        .status(status)
+        .header("content-type", content_type)
+        .body(Full::new(body.into()).map_err(|never: Infallible| match never {}).boxed())
+        .expect("static response parts are valid")
+}
+
+/// A Connect unary-style error response.
+fn error_response(err: &ConnectError) -> Response<Body> {
+    let status = StatusCode::from_u16(err.http_status.unwrap_or(err.code.http_status())).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    full(status, "application/json", err.to_json().to_string())
+}
+
+async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Body>, Infallible> {
+    if req.method() != Method::POST {
+        return Ok(error_response(&ConnectError::new(Code::Unimplemented, "only POST is served")));
+    }
+    let response = match req.uri().path() {
+        RUN_SSE_PATH => handle_run_sse(state, req).await,
+        BIDI_APPEND_PATH => handle_append(state, req).await,
+        RUN_PATH => handle_run(state, req).await,
+        other => Err(ConnectError::new(Code::Unimplemented, format!("no route {other}"))),
+    };
+    Ok(response.unwrap_or_else(|e| error_response(&e)))
+}
+
+impl State {
+    fn run(&self, request_id: &str) -> Arc<Run> {
+        let mut runs = self.runs.lock().expect("runs lock");
+        runs.entry(request_id.to_string())
+            .or_insert_with(|| {
+                let mut records = self.records.lock().expect("records lock");
+                records.push(RunRecord { request_id: request_id.to_string(), ..Default::default() });
+                let (tx, rx) = mpsc::unbounded_channel();
+                Arc::new(Run {
+                    record: records.len() - 1,
+                    reorder: Mutex::new(Reorder::default()),
+                    inbox_tx: tx,
+                    inbox_rx: Mutex::new(Some(rx)),
+                })
+            })
+            .clone()
+    }
+
+    fn with_record(&self, run: &Run, f: impl FnOnce(&mut RunRecord)) {
+        if self.scenario.records() {
+            let mut records = self.records.lock().expect("records lock");
+            f(&mut records[run.record]);
+        }
+    }
+
+    /// Records (when enabled) and delivers one decoded client message.
+    fn deliver(&self, run: &Run, seqno: Option<i64>, compressed: bool, payload: &[u8]) -> Result<(), ConnectError> {
+        let msg = AgentClientMessage::decode(payload)
+            .map_err(|e| ConnectError::new(Code::InvalidArgument, format!("payload is not an AgentClientMessage: {e}")))?;
+        if self.scenario.records() {
+            let json = protojson::to_json("agent.v1.AgentClientMessage", payload).unwrap_or(serde_json::Value::Null);
+            let kind = script::client_kind(&msg).to_string();
+            self.with_record(run, |r| r.messages.push(MessageRecord { seqno, kind, compressed, message: json }));
+        }
+        let _ = run.inbox_tx.send(msg);
+        Ok(())
+    }
+
+    /// Picks the scenario turn for a new stream and notes it in the record.
+    fn start_turn(&self, run: &Run, transport: &str, headers: &HeaderMap) -> (usize, Vec<Step>) {
+        let index = self.turns_started.fetch_add(1, Ordering::SeqCst);
+        let steps = self.scenario.turn(index).to_vec();
+        let transport = transport.to_string();
+        let headers = header_map(headers);
+        self.with_record(run, |r| {
+            r.transport = transport;
+            r.turn_index = Some(index);
+            r.headers = headers;
+        });
+        (index, steps)
+    }
+
+    /// Starts the script for a stream and returns its streaming response.
+    fn stream_response(self: &Arc<Self>, run: Arc<Run>, steps: Vec<Step>, accepts_gzip: bool) -> Response<Body> {
+        let inbox = run.inbox_rx.lock().expect("inbox lock").take();
+        let Some(inbox) = inbox else {
+            return error_response(&ConnectError::new(Code::AlreadyExists, "this request id already has a stream"));
+        };
+        if let Some(Step::HttpError { status, body }) = steps.first() {
+            let status = StatusCode::from_u16(*status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            let body = body.clone().unwrap_or_else(|| {
+                ConnectError::new(Code::from_http_status(status.as_u16()), format!("embedded backend: HTTP {}", status.as_u16()))
+                    .to_json()
+                    .to_string()
+            });
+            self.with_record(&run, |r| r.outcome = Some(format!("http {}", status.as_u16())));
+            return full(status, "application/json", body);
+        }
+        let gzip = self.scenario.gzip_responses && accepts_gzip;
+        let (out, mut rx) = mpsc::channel::<BodyItem>(64);
+        let ctx = TurnContext {
+            out,
+            inbox: Inbox::new(inbox),
+            gzip,
+            wait_timeout: Duration::from_millis(self.scenario.wait_timeout_ms.unwrap_or(30_000)),
+            heartbeat_ms: self.scenario.heartbeat_ms,
+        };
+        let state = self.clone();
+        tokio::spawn(async move {
+            let outcome = script::run_turn(steps, ctx).await;
+            state.with_record(&run, |r| r.outcome = Some(outcome));
+        });
+        let body = StreamBody::new(futures::stream::poll_fn(move |cx| rx.poll_recv(cx)));
+        let content_type =
+            self.scenario.response_content_type.clone().unwrap_or_else(|| "application/connect+proto".to_string());
+        let mut builder = Response::builder().status(StatusCode::OK).header("content-type", content_type);
+        if gzip {
+            builder = builder.header("connect-content-encoding", "gzip");
+        }
+        builder.body(BodyExt::boxed(body)).expect("static response parts are valid")
+    }
+}
+
+fn accepts_gzip(headers: &HeaderMap) -> bool {
+    headers
+        .get("connect-accept-encoding")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.split(',').any(|e| e.trim().eq_ignore_ascii_case("gzip")))
+}
+
+async fn read_body(body: Incoming, max: usize) -> Result<Bytes, ConnectError> {
+    Limited::new(body, max)
+        .collect()
+        .await
+        .map(|c| c.to_bytes())
+        .map_err(|e| ConnectError::new(Code::InvalidArgument, format!("cannot read request body: {e}")))
+}
+
+async fn handle_run_sse(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Body>, ConnectError> {
+    let (parts, body) = req.into_parts();
+    let body = read_body(body, state.limits.max_frame + 5).await?;
+    let mut decoder = FrameDecoder::new(state.limits);
+    decoder.push(&body);
+    let frame = decoder
+        .next_frame()
+        .map_err(|e| ConnectError::new(Code::InvalidArgument, format!("RunSSE body: {e}")))?;
+    let payload = match frame {
+        Some(EnvFrame::Message(p)) => p,
+        Some(EnvFrame::End(_)) => {
+            return Err(ConnectError::new(Code::InvalidArgument, "RunSSE body must not have the end-stream flag"))
+        }
+        None => return Err(ConnectError::new(Code::InvalidArgument, "RunSSE body must be one Connect envelope")),
+    };
+    if decoder.buffered() != 0 {
+        return Err(ConnectError::new(Code::InvalidArgument, "RunSSE body must be exactly one envelope"));
+    }
+    let id = BidiRequestId::decode(payload)
+        .map_err(|e| ConnectError::new(Code::InvalidArgument, format!("RunSSE body is not a BidiRequestId: {e}")))?;
+    if id.request_id.is_empty() {
+        return Err(ConnectError::new(Code::InvalidArgument, "BidiRequestId.request_id is empty"));
+    }
+    let run = state.run(&id.request_id);
+    let (_, steps) = state.start_turn(&run, "sse", &parts.headers);
+    Ok(state.stream_response(run, steps, accepts_gzip(&parts.headers)))
+}
+
+async fn handle_append(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Body>, ConnectError> {
+    let (parts, body) = req.into_parts();
+    // Hex doubles the payload; allow for it.
+    let mut body = read_body(body, state.limits.max_frame * 2 + 1024).await?;
+    let content_encoding = parts.headers.get("content-encoding").and_then(|v| v.to_str().ok()).map(str::to_string);
+    match content_encoding.as_deref() {
+        None | Some("identity") => {}
+        Some("gzip") => {
+            body = connect::gunzip_capped(&body, state.limits.max_frame * 2 + 1024)
+                .map(Bytes::from)
+                .map_err(|e| ConnectError::new(Code::InvalidArgument, format!("BidiAppend body: {e}")))?;
+        }
+        Some(other) => {
+            return Err(ConnectError::new(Code::Unimplemented, format!("unsupported content-encoding {other}")));
+        }
+    }
+    let append = BidiAppendRequest::decode(body)
+        .map_err(|e| ConnectError::new(Code::InvalidArgument, format!("body is not a BidiAppendRequest: {e}")))?;
+    let request_id = append.request_id.as_ref().map(|r| r.request_id.clone()).unwrap_or_default();
+    if request_id.is_empty() {
+        return Err(ConnectError::new(Code::InvalidArgument, "BidiAppendRequest.request_id is empty"));
+    }
+    let run = state.run(&request_id);
+    if state.scenario.records() {
+        let record = AppendRecord {
+            seqno: append.append_seqno,
+            data: append.data.clone(),
+            data_binary: !append.data_binary.is_empty(),
+            content_encoding: content_encoding.clone(),
+            headers: header_map(&parts.headers),
+        };
+        state.with_record(&run, |r| r.appends.push(record));
+    }
+    if let Some(fault) = state.scenario.append_fault.as_ref().filter(|f| f.seqno == append.append_seqno) {
+        if let Some(ms) = fault.delay_ms {
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+        }
+        if let Some(status) = fault.status {
+            let mut err = ConnectError::new(Code::from_http_status(status), format!("embedded backend: append {} refused", append.append_seqno));
+            err.http_status = Some(status);
+            return Err(err);
+        }
+    }
+    // The sheet's servers prefer hex `data` and fall back to `data_binary`.
+    let payload = if !append.data.is_empty() {
+        Bytes::from(
+            hex::decode(&append.data)
+                .map_err(|e| ConnectError::new(Code::InvalidArgument, format!("BidiAppendRequest.data is not hex: {e}")))?,
+        )
+    } else {
+        append.data_binary.clone()
+    };
+    AgentClientMessage::decode(payload.clone())
+        .map_err(|e| ConnectError::new(Code::InvalidArgument, format!("append payload is not an AgentClientMessage: {e}")))?;
+    let ready = {
+        let mut reorder = run.reorder.lock().expect("reorder lock");
+        if append.append_seqno < reorder.next || reorder.waiting.contains_key(&append.append_seqno) {
+            return Err(ConnectError::new(
+                Code::InvalidArgument,
+                format!("duplicate append_seqno {} for request {request_id}", append.append_seqno),
+            ));
+        }
+        reorder.waiting.insert(append.append_seqno, payload);
+        let mut ready = Vec::new();
+        loop {
+            let next = reorder.next;
+            match reorder.waiting.remove(&next) {
+                Some(p) => {
+                    ready.push((next, p));
+                    reorder.next += 1;
+                }
+                None => break,
+            }
+        }
+        ready
+    };
+    for (seqno, payload) in ready {
+        state.deliver(&run, Some(seqno), false, &payload)?;
+    }
+    Ok(full(StatusCode::OK, "application/proto", Bytes::new()))
+}
+
+async fn handle_run(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Body>, ConnectError> {
+    if req.version() != Version::HTTP_2 {
+        // What Cursor's load balancer answers to Run over HTTP/1.1.
+        let mut err = ConnectError::new(Code::Unknown, "Run needs HTTP/2");
+        err.http_status = Some(464);
+        return Err(err);
+    }
+    let (parts, mut body) = req.into_parts();
+    let request_id = parts
+        .headers
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+        .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+    let run = state.run(&request_id);
+    let (_, steps) = state.start_turn(&run, "h2", &parts.headers);
+    let response = state.stream_response(run.clone(), steps, accepts_gzip(&parts.headers));
+    let reader_state = state.clone();
+    tokio::spawn(async move {
+        let mut decoder = FrameDecoder::new(reader_state.limits);
+        while let Some(frame) = body.frame().await {
+            let Ok(frame) = frame else { break };
+            let Ok(data) = frame.into_data() else { continue };
+            decoder.push(&data);
+            loop {
+                match decoder.next_frame() {
+                    Ok(Some(EnvFrame::Message(payload))) => {
+                        let compressed = decoder.last_flags() & connect::FLAG_COMPRESSED != 0;
+                        let _ = reader_state.deliver(&run, None, compressed, &payload);
+                    }
+                    Ok(Some(EnvFrame::End(_))) | Ok(None) => break,
+                    Err(e) => {
+                        reader_state.with_record(&run, |r| r.outcome = Some(format!("client sent bad frame: {e}")));
+                        return;
+                    }
+                }
+            }
+        }
+    });
+    Ok(response)
+}

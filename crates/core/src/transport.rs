@@ -1,0 +1,647 @@
+//! The two transports of the agent stream, behind one interface: send `AgentClientMessage`s,
+//! receive `AgentServerMessage`s.
+//!
+//! * [`TransportKind::Sse`]: `RunSSE` (server stream over HTTP/1.1, body = one `BidiRequestId`
+//!   envelope) plus one unary `BidiAppend` per outbound message, `append_seqno` from 0 on one
+//!   counter, at most 16 in flight, each with a deadline, never retried.
+//! * [`TransportKind::H2`]: `Run`, one bidirectional HTTP/2 Connect stream (h2c for `http://`).
+//!
+//! Headers follow client-behaviour §2.4. The token lives in [`Secret`] and is only ever written
+//! into the `authorization` header; no error, log or `Debug` output contains it.
+
+use std::fmt;
+use std::pin::Pin;
+use std::sync::{Arc, Once};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::{Stream, StreamExt};
+use prost::Message as _;
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use tokio::sync::{mpsc, watch, Mutex, Semaphore};
+use tokio::task::JoinHandle;
+
+use crate::connect::{self, ConnectError, Frame, FrameDecoder, Limits};
+use crate::error::{error_chain, CoreError};
+use crate::proto::agent::v1::{AgentClientMessage, AgentServerMessage};
+use crate::proto::aiserver::v1::{BidiAppendRequest, BidiRequestId};
+
+pub const RUN_SSE_PATH: &str = "/agent.v1.AgentService/RunSSE";
+pub const RUN_PATH: &str = "/agent.v1.AgentService/Run";
+pub const BIDI_APPEND_PATH: &str = "/aiserver.v1.BidiService/BidiAppend";
+/// A recent CLI build string; old ones get `ERROR_OUTDATED_CLIENT`, so it is configurable.
+pub const DEFAULT_CLIENT_VERSION: &str = "cli-2026.08.11-e8db854";
+/// The official client allows this many BidiAppend calls in flight.
+pub const DEFAULT_MAX_APPENDS_IN_FLIGHT: usize = 16;
+/// Messages smaller than this are sent uncompressed even with gzip on (gzip would grow them).
+pub const MIN_COMPRESS_BYTES: usize = 1024;
+
+/// A credential. Its `Debug` and `Display` never show the value.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(value: impl Into<String>) -> Self {
+        Secret(value.into())
+    }
+    /// The raw value, for the one place that needs it (the authorization header).
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret(<redacted>)")
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TransportKind {
+    /// RunSSE + BidiAppend over HTTP/1.1 (the seed protocol).
+    #[default]
+    Sse,
+    /// Run over HTTP/2.
+    H2,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Compression {
+    #[default]
+    None,
+    Gzip,
+}
+
+/// How BidiAppend carries the message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum AppendEncoding {
+    /// Lower-case hex in `data` (what the CLI sends; every server accepts it).
+    #[default]
+    Hex,
+    /// Raw bytes in `data_binary` (newer servers).
+    Binary,
+}
+
+/// Everything a transport needs to reach a server.
+#[derive(Debug, Clone)]
+pub struct TransportConfig {
+    /// `https://api2.cursor.sh` or a local gateway such as `http://127.0.0.1:8080`.
+    pub base_url: String,
+    pub access_token: Option<Secret>,
+    /// Extra headers sent on every request (after the protocol headers; `host` and
+    /// `content-length` belong to the transport and are refused).
+    pub headers: Vec<(String, String)>,
+    pub client_version: String,
+    pub client_type: String,
+    pub ghost_mode: bool,
+    pub kind: TransportKind,
+    pub compression: Compression,
+    pub append_encoding: AppendEncoding,
+    pub limits: Limits,
+    pub max_appends_in_flight: usize,
+    /// Base of the per-append deadline; the payload size adds 1 s per 128 KiB.
+    pub append_deadline: Duration,
+    pub connect_timeout: Duration,
+}
+
+impl Default for TransportConfig {
+    fn default() -> Self {
+        TransportConfig {
+            base_url: "https://api2.cursor.sh".into(),
+            access_token: None,
+            headers: Vec::new(),
+            client_version: DEFAULT_CLIENT_VERSION.into(),
+            client_type: "cli".into(),
+            ghost_mode: true,
+            kind: TransportKind::Sse,
+            compression: Compression::None,
+            append_encoding: AppendEncoding::Hex,
+            limits: Limits::default(),
+            max_appends_in_flight: DEFAULT_MAX_APPENDS_IN_FLIGHT,
+            append_deadline: Duration::from_secs(60),
+            connect_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// A decoded server message together with the exact bytes it arrived as (the turn loop keeps
+/// checkpoints as raw bytes; re-encoding through prost would drop unknown fields).
+#[derive(Debug, Clone)]
+pub struct ServerFrame {
+    pub message: AgentServerMessage,
+    pub raw: Bytes,
+}
+
+/// A configured client. Cheap to clone; reuses connections across streams.
+#[derive(Clone)]
+pub struct Transport {
+    config: Arc<TransportConfig>,
+    base: String,
+    client: reqwest::Client,
+    fixed_headers: HeaderMap,
+}
+
+impl fmt::Debug for Transport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Transport").field("base", &self.base).field("kind", &self.config.kind).finish()
+    }
+}
+
+static CRYPTO_PROVIDER: Once = Once::new();
+
+impl Transport {
+    pub fn new(config: TransportConfig) -> Result<Self, CoreError> {
+        CRYPTO_PROVIDER.call_once(|| {
+            // Another library in the process may have installed one already; that is fine.
+            let _ = rustls::crypto::ring::default_provider().install_default();
+        });
+        let url = reqwest::Url::parse(&config.base_url)
+            .map_err(|e| CoreError::InvalidInput(format!("baseUrl {:?} is not a URL: {e}", config.base_url)))?;
+        if url.scheme() != "http" && url.scheme() != "https" {
+            return Err(CoreError::InvalidInput(format!("baseUrl must be http(s), got {:?}", url.scheme())));
+        }
+        if config.max_appends_in_flight == 0 {
+            return Err(CoreError::InvalidInput("maxAppendsInFlight must be at least 1".into()));
+        }
+        let loopback = match url.host() {
+            Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+            Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+            Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+            None => false,
+        };
+        let mut builder = reqwest::Client::builder()
+            .user_agent(concat!("cursor-acp-native/", env!("CARGO_PKG_VERSION")))
+            .connect_timeout(config.connect_timeout)
+            .tcp_nodelay(true);
+        builder = match config.kind {
+            TransportKind::Sse => builder.http1_only(),
+            TransportKind::H2 => builder
+                .http2_prior_knowledge()
+                .http2_keep_alive_interval(Duration::from_secs(10))
+                .http2_keep_alive_timeout(Duration::from_secs(20))
+                .http2_keep_alive_while_idle(true),
+        };
+        if loopback {
+            // A local gateway is never reached through a proxy; HTTPS_PROXY/NO_PROXY apply otherwise.
+            builder = builder.no_proxy();
+        }
+        let client = builder.build().map_err(|e| CoreError::InvalidInput(error_chain(&e)))?;
+        let fixed_headers = protocol_headers(&config)?;
+        let base = config.base_url.trim_end_matches('/').to_string();
+        Ok(Transport { config: Arc::new(config), base, client, fixed_headers })
+    }
+
+    pub fn config(&self) -> &TransportConfig {
+        &self.config
+    }
+
+    /// Opens one agent stream. `request_id` is also the `x-request-id` header (and, for SSE, the
+    /// `BidiRequestId`); `original_request_id`, when set, stays stable across resume attempts.
+    /// Must be called inside a tokio runtime: the request starts at once, in the background.
+    pub fn open(&self, request_id: &str, original_request_id: Option<&str>) -> AgentStream {
+        let mut headers = self.fixed_headers.clone();
+        if let Ok(v) = HeaderValue::from_str(request_id) {
+            headers.insert("x-request-id", v);
+        }
+        if let Some(Ok(v)) = original_request_id.map(HeaderValue::from_str) {
+            headers.insert("x-original-request-id", v);
+        }
+        let (fail_tx, fail_rx) = watch::channel(None);
+        let fail_tx = Arc::new(fail_tx);
+        match self.config.kind {
+            TransportKind::Sse => self.open_sse(request_id, headers, fail_tx, fail_rx),
+            TransportKind::H2 => self.open_h2(headers, fail_tx, fail_rx),
+        }
+    }
+
+    fn open_sse(
+        &self,
+        request_id: &str,
+        mut headers: HeaderMap,
+        fail_tx: Arc<watch::Sender<Option<CoreError>>>,
+        fail_rx: watch::Receiver<Option<CoreError>>,
+    ) -> AgentStream {
+        headers.insert("x-cursor-streaming", HeaderValue::from_static("true"));
+        let gzip = self.config.compression == Compression::Gzip;
+        let mut stream_headers = headers.clone();
+        stream_headers.insert("content-type", HeaderValue::from_static("application/connect+proto"));
+        stream_headers.insert("connect-accept-encoding", HeaderValue::from_static("gzip"));
+        if gzip {
+            stream_headers.insert("connect-content-encoding", HeaderValue::from_static("gzip"));
+        }
+        let body = connect::encode_message(&BidiRequestId { request_id: request_id.to_string() }, gzip, 0);
+        let response = spawn_request(self.client.post(format!("{}{RUN_SSE_PATH}", self.base)).headers(stream_headers).body(body));
+
+        let mut append_headers = headers;
+        append_headers.insert("content-type", HeaderValue::from_static("application/proto"));
+        append_headers.insert("accept-encoding", HeaderValue::from_static("gzip"));
+        let sender = SseSender {
+            client: self.client.clone(),
+            url: format!("{}{BIDI_APPEND_PATH}", self.base),
+            headers: append_headers,
+            request_id: request_id.to_string(),
+            config: self.config.clone(),
+            next_seqno: Mutex::new(0),
+            in_flight: Arc::new(Semaphore::new(self.config.max_appends_in_flight)),
+            failure: fail_tx,
+        };
+        AgentStream {
+            sender: AgentSender { inner: Arc::new(SenderInner::Sse(sender)) },
+            receiver: AgentReceiver::new(response, self.config.limits, fail_rx),
+        }
+    }
+
+    fn open_h2(
+        &self,
+        mut headers: HeaderMap,
+        fail_tx: Arc<watch::Sender<Option<CoreError>>>,
+        fail_rx: watch::Receiver<Option<CoreError>>,
+    ) -> AgentStream {
+        let gzip = self.config.compression == Compression::Gzip;
+        headers.insert("content-type", HeaderValue::from_static("application/connect+proto"));
+        headers.insert("connect-accept-encoding", HeaderValue::from_static("gzip"));
+        headers.insert("te", HeaderValue::from_static("trailers"));
+        if gzip {
+            headers.insert("connect-content-encoding", HeaderValue::from_static("gzip"));
+        }
+        let (body_tx, mut body_rx) = mpsc::channel::<Bytes>(64);
+        let body_stream = futures::stream::poll_fn(move |cx| body_rx.poll_recv(cx)).map(Ok::<_, std::io::Error>);
+        let request = self
+            .client
+            .post(format!("{}{RUN_PATH}", self.base))
+            .headers(headers)
+            .body(reqwest::Body::wrap_stream(body_stream));
+        let response = spawn_request(request);
+        AgentStream {
+            sender: AgentSender {
+                inner: Arc::new(SenderInner::H2 { body: std::sync::Mutex::new(Some(body_tx)), gzip, failure: fail_tx }),
+            },
+            receiver: AgentReceiver::new(response, self.config.limits, fail_rx),
+        }
+    }
+}
+
+fn protocol_headers(config: &TransportConfig) -> Result<HeaderMap, CoreError> {
+    let mut h = HeaderMap::new();
+    if let Some(token) = &config.access_token {
+        let mut v = HeaderValue::from_str(&format!("Bearer {}", token.expose()))
+            .map_err(|_| CoreError::InvalidInput("accessToken contains characters not allowed in a header".into()))?;
+        v.set_sensitive(true);
+        h.insert("authorization", v);
+    }
+    let value = |name: &str, v: &str| {
+        HeaderValue::from_str(v).map_err(|_| CoreError::InvalidInput(format!("{name} is not a valid header value")))
+    };
+    h.insert("x-cursor-client-version", value("clientVersion", &config.client_version)?);
+    h.insert("x-cursor-client-type", value("clientType", &config.client_type)?);
+    h.insert("x-ghost-mode", HeaderValue::from_static(if config.ghost_mode { "true" } else { "false" }));
+    h.insert("connect-protocol-version", HeaderValue::from_static("1"));
+    for (name, v) in &config.headers {
+        let lower = name.to_ascii_lowercase();
+        if lower == "host" || lower == "content-length" || lower.starts_with(':') {
+            return Err(CoreError::InvalidInput(format!("header {name:?} is set by the transport")));
+        }
+        let name = HeaderName::from_bytes(lower.as_bytes())
+            .map_err(|_| CoreError::InvalidInput(format!("{name:?} is not a valid header name")))?;
+        let mut v = value("header", v)?;
+        if name == reqwest::header::AUTHORIZATION || name.as_str().contains("key") || name.as_str().contains("token") {
+            v.set_sensitive(true);
+        }
+        h.insert(name, v);
+    }
+    Ok(h)
+}
+
+type ResponseTask = JoinHandle<Result<reqwest::Response, CoreError>>;
+
+/// Starts the request now, so the stream opens even before anyone reads from it.
+fn spawn_request(request: reqwest::RequestBuilder) -> ResponseTask {
+    tokio::spawn(async move {
+        let response = request.send().await.map_err(CoreError::from)?;
+        let status = response.status();
+        if !status.is_success() {
+            let body = read_capped(response, 64 * 1024).await;
+            return Err(CoreError::from_connect(ConnectError::from_http(status.as_u16(), &body)));
+        }
+        Ok(response)
+    })
+}
+
+async fn read_capped(response: reqwest::Response, max: usize) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut body = response.bytes_stream();
+    while let Some(Ok(chunk)) = body.next().await {
+        out.extend_from_slice(&chunk[..chunk.len().min(max - out.len())]);
+        if out.len() >= max {
+            break;
+        }
+    }
+    out
+}
+
+/// Both halves of one agent stream.
+pub struct AgentStream {
+    pub sender: AgentSender,
+    pub receiver: AgentReceiver,
+}
+
+/// Outbound half. Cloneable; every clone shares one seqno counter.
+#[derive(Clone)]
+pub struct AgentSender {
+    inner: Arc<SenderInner>,
+}
+
+enum SenderInner {
+    Sse(SseSender),
+    H2 { body: std::sync::Mutex<Option<mpsc::Sender<Bytes>>>, gzip: bool, failure: Arc<watch::Sender<Option<CoreError>>> },
+}
+
+struct SseSender {
+    client: reqwest::Client,
+    url: String,
+    headers: HeaderMap,
+    request_id: String,
+    config: Arc<TransportConfig>,
+    next_seqno: Mutex<i64>,
+    in_flight: Arc<Semaphore>,
+    failure: Arc<watch::Sender<Option<CoreError>>>,
+}
+
+fn record_failure(failure: &watch::Sender<Option<CoreError>>, err: CoreError) {
+    failure.send_if_modified(|slot| {
+        if slot.is_none() {
+            *slot = Some(err);
+            true
+        } else {
+            false
+        }
+    });
+}
+
+impl AgentSender {
+    /// Sends one message. For SSE this returns once the append is in flight (it waits while 16
+    /// are pending); a failed append fails the stream: the receiver reports it and later sends
+    /// return it. Appends are never retried, since the server may have accepted one.
+    pub async fn send(&self, msg: &AgentClientMessage) -> Result<(), CoreError> {
+        match &*self.inner {
+            SenderInner::Sse(s) => s.send(msg).await,
+            SenderInner::H2 { body, gzip, failure } => {
+                if let Some(err) = failure.borrow().clone() {
+                    return Err(err);
+                }
+                let tx = body.lock().expect("sender lock").clone();
+                let tx = tx.ok_or_else(|| CoreError::Closed("the stream's send side is closed".into()))?;
+                let frame = connect::encode_message(msg, *gzip, MIN_COMPRESS_BYTES);
+                tx.send(frame).await.map_err(|_| {
+                    failure.borrow().clone().unwrap_or(CoreError::Closed("the stream's request body has ended".into()))
+                })
+            }
+        }
+    }
+
+    /// Waits until every append sent so far has been acknowledged (SSE); a no-op for h2.
+    pub async fn flush(&self) -> Result<(), CoreError> {
+        if let SenderInner::Sse(s) = &*self.inner {
+            let n = s.config.max_appends_in_flight as u32;
+            let _all = s.in_flight.acquire_many(n).await.map_err(|_| CoreError::Closed("sender closed".into()))?;
+            if let Some(err) = s.failure.borrow().clone() {
+                return Err(err);
+            }
+        }
+        Ok(())
+    }
+
+    /// Half-closes the stream (h2: ends the request body). Further sends fail.
+    pub fn close(&self) {
+        match &*self.inner {
+            SenderInner::H2 { body, .. } => {
+                body.lock().expect("sender lock").take();
+            }
+            SenderInner::Sse(s) => s.in_flight.close(),
+        }
+    }
+
+    /// Seqno the next append will use (SSE), for diagnostics and tests.
+    pub async fn next_seqno(&self) -> Option<i64> {
+        match &*self.inner {
+            SenderInner::Sse(s) => Some(*s.next_seqno.lock().await),
+            SenderInner::H2 { .. } => None,
+        }
+    }
+}
+
+impl SseSender {
+    async fn send(&self, msg: &AgentClientMessage) -> Result<(), CoreError> {
+        if let Some(err) = self.failure.borrow().clone() {
+            return Err(err);
+        }
+        let payload = msg.encode_to_vec();
+        if payload.len() > self.config.limits.max_frame {
+            return Err(CoreError::InvalidInput(format!(
+                "message of {} bytes exceeds the {}-byte limit",
+                payload.len(),
+                self.config.limits.max_frame
+            )));
+        }
+        let binary = self.config.append_encoding == AppendEncoding::Binary;
+        // The lock makes "take a permit, take a seqno, start the request" one step, so seqnos
+        // leave in order and none is skipped or reused.
+        let mut seqno_guard = self.next_seqno.lock().await;
+        let permit = self
+            .in_flight
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|_| CoreError::Closed("the stream's send side is closed".into()))?;
+        if let Some(err) = self.failure.borrow().clone() {
+            return Err(err);
+        }
+        let seqno = *seqno_guard;
+        *seqno_guard += 1;
+        let wire_bytes = if binary { payload.len() } else { payload.len() * 2 };
+        let request = BidiAppendRequest {
+            data: if binary { String::new() } else { hex::encode(&payload) },
+            request_id: Some(BidiRequestId { request_id: self.request_id.clone() }),
+            append_seqno: seqno,
+            data_binary: if binary { Bytes::from(payload) } else { Bytes::new() },
+        };
+        let mut body = request.encode_to_vec();
+        let mut builder = self.client.post(&self.url).headers(self.headers.clone());
+        if self.config.compression == Compression::Gzip && body.len() >= MIN_COMPRESS_BYTES {
+            body = connect::gzip(&body);
+            builder = builder.header("content-encoding", "gzip");
+        }
+        let deadline = self.config.append_deadline + Duration::from_millis((wire_bytes as u64 * 1000).div_ceil(131_072));
+        let failure = self.failure.clone();
+        tokio::spawn(async move {
+            let result = tokio::time::timeout(deadline, async {
+                let response = builder.body(body).send().await.map_err(CoreError::from)?;
+                let status = response.status();
+                let body = read_capped(response, 64 * 1024).await;
+                if !status.is_success() {
+                    return Err(CoreError::from_connect(ConnectError::from_http(status.as_u16(), &body)));
+                }
+                Ok(())
+            })
+            .await;
+            let result = result.unwrap_or_else(|_| {
+                Err(CoreError::Timeout(format!("BidiAppend seqno {seqno} exceeded its {} ms deadline", deadline.as_millis())))
+            });
+            if let Err(err) = result {
+                record_failure(&failure, err);
+            }
+            drop(permit);
+        });
+        drop(seqno_guard);
+        Ok(())
+    }
+}
+
+type BodyStream = Pin<Box<dyn Stream<Item = Result<Bytes, reqwest::Error>> + Send>>;
+
+enum ResponseState {
+    Pending(ResponseTask),
+    Body(BodyStream),
+    Done,
+}
+
+/// Inbound half: server messages in order, then `Ok(None)` after a clean end-of-stream frame.
+pub struct AgentReceiver {
+    state: ResponseState,
+    decoder: FrameDecoder,
+    failure: watch::Receiver<Option<CoreError>>,
+    trailers: std::collections::BTreeMap<String, Vec<String>>,
+    response_headers: HeaderMap,
+}
+
+impl Drop for AgentReceiver {
+    fn drop(&mut self) {
+        if let ResponseState::Pending(task) = &self.state {
+            task.abort();
+        }
+    }
+}
+
+impl AgentReceiver {
+    fn new(task: ResponseTask, limits: Limits, failure: watch::Receiver<Option<CoreError>>) -> Self {
+        AgentReceiver {
+            state: ResponseState::Pending(task),
+            decoder: FrameDecoder::new(limits),
+            failure,
+            trailers: Default::default(),
+            response_headers: HeaderMap::new(),
+        }
+    }
+
+    /// Trailers (`metadata`) of the end-of-stream frame, once it has arrived.
+    pub fn trailers(&self) -> &std::collections::BTreeMap<String, Vec<String>> {
+        &self.trailers
+    }
+
+    /// Response headers, once they have arrived.
+    pub fn response_headers(&self) -> &HeaderMap {
+        &self.response_headers
+    }
+
+    fn fail(&mut self, err: CoreError) -> Result<Option<ServerFrame>, CoreError> {
+        self.state = ResponseState::Done;
+        Err(err)
+    }
+
+    /// The next server message; `Ok(None)` after a clean end (`{}` end-of-stream frame).
+    /// A Connect error end, a framing violation, a failed append or a connection that closes
+    /// without the end-of-stream frame is an `Err`, and the receiver is finished after it.
+    pub async fn next(&mut self) -> Result<Option<ServerFrame>, CoreError> {
+        loop {
+            if matches!(self.state, ResponseState::Done) {
+                return Ok(None);
+            }
+            match self.decoder.next_frame() {
+                Err(e) => return self.fail(e.into()),
+                Ok(Some(Frame::Message(raw))) => match AgentServerMessage::decode(raw.clone()) {
+                    Ok(message) => return Ok(Some(ServerFrame { message, raw })),
+                    Err(e) => return self.fail(CoreError::Protocol(format!("frame is not an AgentServerMessage: {e}"))),
+                },
+                Ok(Some(Frame::End(end))) => {
+                    self.trailers = end.metadata;
+                    return match end.error {
+                        Some(err) => self.fail(CoreError::from_connect(err)),
+                        None => {
+                            self.state = ResponseState::Done;
+                            Ok(None)
+                        }
+                    };
+                }
+                Ok(None) => {}
+            }
+            let failed = self.failure.borrow().clone();
+            if let Some(err) = failed {
+                return self.fail(err);
+            }
+            let mut failure = self.failure.clone();
+            // Wakes when an append fails; once every sender is gone it can never fire.
+            let append_failed = async move {
+                if failure.changed().await.is_err() {
+                    std::future::pending::<()>().await
+                }
+            };
+            match &mut self.state {
+                ResponseState::Pending(task) => {
+                    let outcome = tokio::select! {
+                        biased;
+                        _ = append_failed => continue,
+                        r = task => r,
+                    };
+                    match outcome {
+                        Ok(Ok(response)) => {
+                            self.response_headers = response.headers().clone();
+                            self.state = ResponseState::Body(Box::pin(response.bytes_stream()));
+                        }
+                        Ok(Err(err)) => return self.fail(err),
+                        Err(join) => return self.fail(CoreError::Network(format!("request task failed: {join}"))),
+                    }
+                }
+                ResponseState::Body(body) => {
+                    let chunk = tokio::select! {
+                        biased;
+                        _ = append_failed => continue,
+                        c = body.next() => c,
+                    };
+                    match chunk {
+                        Some(Ok(bytes)) => self.decoder.push(&bytes),
+                        Some(Err(e)) => return self.fail(CoreError::Network(error_chain(&e))),
+                        None => {
+                            let result = self.decoder.finish();
+                            return match result {
+                                Err(e) => self.fail(e.into()),
+                                Ok(()) => self.fail(CoreError::StreamClosed),
+                            };
+                        }
+                    }
+                }
+                ResponseState::Done => return Ok(None),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secret_never_prints() {
+        let s = Secret::new("tok-123");
+        assert_eq!(format!("{s:?}"), "Secret(<redacted>)");
+        let cfg = TransportConfig { access_token: Some(s), ..Default::default() };
+        assert!(!format!("{cfg:?}").contains("tok-123"));
+    }
+
+    #[test]
+    fn transport_owned_headers_are_refused() {
+        let cfg = TransportConfig { headers: vec![("Host".into(), "evil".into())], ..Default::default() };
+        assert!(matches!(Transport::new(cfg), Err(CoreError::InvalidInput(_))));
+        let cfg = TransportConfig { base_url: "ftp://x".into(), ..Default::default() };
+        assert!(matches!(Transport::new(cfg), Err(CoreError::InvalidInput(_))));
+    }
+}

@@ -1,0 +1,2 @@
+#[macro_use]
+extern crate napi_derive;
