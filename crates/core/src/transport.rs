@@ -393,7 +393,12 @@ impl AgentSender {
                 let tx = tx.ok_or_else(|| CoreError::Closed("the stream's send side is closed".into()))?;
                 let frame = connect::encode_message(msg, *gzip, MIN_COMPRESS_BYTES);
                 tx.send(frame).await.map_err(|_| {
-                    failure.borrow().clone().unwrap_or(CoreError::Closed("the stream's request body has ended".into()))
+                    // We did not close it (that is checked above), so the peer or the
+                    // connection ended the request side.
+                    failure
+                        .borrow()
+                        .clone()
+                        .unwrap_or(CoreError::Network("the Run stream was closed by the server".into()))
                 })
             }
         }

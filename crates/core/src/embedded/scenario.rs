@@ -42,7 +42,9 @@ pub struct Scenario {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AppendFault {
-    pub seqno: i64,
+    /// The seqno to fault; absent = every append.
+    #[serde(default)]
+    pub seqno: Option<i64>,
     /// Answer this HTTP status (with a Connect error body) instead of accepting the append.
     #[serde(default)]
     pub status: Option<u16>,

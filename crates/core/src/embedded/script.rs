@@ -154,7 +154,13 @@ pub(crate) async fn run_turn(steps: Vec<super::Step>, mut ctx: TurnContext) -> S
         })
     });
     let mut outcome = None;
-    for step in steps {
+    // Like Cursor's server, do nothing until the run request has arrived.
+    if let Err(Flow::Stop(how)) =
+        ctx.wait_for("run request", |m| matches!(m.message, Some(pb::agent_client_message::Message::RunRequest(_)))).await
+    {
+        outcome = Some(how);
+    }
+    for step in steps.into_iter().take(if outcome.is_some() { 0 } else { usize::MAX }) {
         match run_step(step, &mut ctx, &paused).await {
             Ok(Flow::Continue) => {}
             Ok(Flow::Stop(how)) => {

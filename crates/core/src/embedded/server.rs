@@ -333,7 +333,7 @@ async fn handle_append(state: Arc<State>, req: Request<Incoming>) -> Result<Resp
         };
         state.with_record(&run, |r| r.appends.push(record));
     }
-    if let Some(fault) = state.scenario.append_fault.as_ref().filter(|f| f.seqno == append.append_seqno) {
+    if let Some(fault) = state.scenario.append_fault.as_ref().filter(|f| f.seqno.is_none_or(|n| n == append.append_seqno)) {
         if let Some(ms) = fault.delay_ms {
             tokio::time::sleep(Duration::from_millis(ms)).await;
         }

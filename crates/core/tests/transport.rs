@@ -1,0 +1,524 @@
+//! Both transports against the embedded backend over real loopback sockets: a scripted turn end
+//! to end, what the backend recorded (seqnos, hex payloads, headers), gzip both ways, and every
+//! fault giving a typed error within a bounded time.
+
+use std::time::{Duration, Instant};
+
+use cursor_acp_core::connect::{Code, FrameError};
+use cursor_acp_core::embedded::{EmbeddedBackend, Scenario};
+use cursor_acp_core::proto::agent::v1 as pb;
+use cursor_acp_core::transport::*;
+use cursor_acp_core::CoreError;
+use prost::Message;
+use serde_json::json;
+
+const KINDS: [TransportKind; 2] = [TransportKind::Sse, TransportKind::H2];
+/// Every test's stream must settle well within this.
+const BOUND: Duration = Duration::from_secs(10);
+
+async fn backend(scenario: serde_json::Value) -> EmbeddedBackend {
+    EmbeddedBackend::start(Scenario::from_json(&scenario).expect("valid scenario")).await.expect("backend starts")
+}
+
+fn transport(b: &EmbeddedBackend, kind: TransportKind, tweak: impl FnOnce(&mut TransportConfig)) -> Transport {
+    let mut config = TransportConfig { base_url: b.url(), kind, ..Default::default() };
+    tweak(&mut config);
+    Transport::new(config).expect("transport")
+}
+
+fn client(m: pb::agent_client_message::Message) -> pb::AgentClientMessage {
+    pb::AgentClientMessage { message: Some(m) }
+}
+
+fn run_request(text: &str) -> pb::AgentClientMessage {
+    client(pb::agent_client_message::Message::RunRequest(pb::AgentRunRequest {
+        conversation_id: Some("conv-1".into()),
+        action: Some(pb::ConversationAction {
+            action: Some(pb::conversation_action::Action::UserMessageAction(pb::UserMessageAction {
+                user_message: Some(pb::UserMessage { text: text.into(), message_id: "m1".into(), ..Default::default() }),
+                ..Default::default()
+            })),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }))
+}
+
+fn heartbeat() -> pb::AgentClientMessage {
+    client(pb::agent_client_message::Message::ClientHeartbeat(pb::ClientHeartbeat {}))
+}
+
+fn stream_close(id: u32) -> pb::AgentClientMessage {
+    client(pb::agent_client_message::Message::ExecClientControlMessage(pb::ExecClientControlMessage {
+        message: Some(pb::exec_client_control_message::Message::StreamClose(pb::ExecClientStreamClose { id })),
+    }))
+}
+
+/// What a minimal client saw of one turn.
+#[derive(Debug, Default)]
+struct Seen {
+    text: String,
+    thinking: String,
+    turn_ended: bool,
+    checkpoints: Vec<bytes::Bytes>,
+    sent: Vec<pb::AgentClientMessage>,
+}
+
+/// A minimal client: answers every server request with a canned reply and collects output.
+async fn drive(t: &Transport, first: pb::AgentClientMessage) -> Result<Seen, CoreError> {
+    use pb::agent_server_message::Message as S;
+    let request_id = uuid_like();
+    let AgentStream { sender, mut receiver } = t.open(&request_id, None);
+    let mut seen = Seen::default();
+    let send = |m: pb::AgentClientMessage, seen: &mut Seen| {
+        seen.sent.push(m.clone());
+        let sender = sender.clone();
+        async move { sender.send(&m).await }
+    };
+    send(first, &mut seen).await?;
+    while let Some(frame) = tokio::time::timeout(BOUND, receiver.next()).await.expect("stream settles")? {
+        match frame.message.message {
+            Some(S::InteractionUpdate(u)) => match u.message {
+                Some(pb::interaction_update::Message::TextDelta(d)) => seen.text.push_str(&d.text),
+                Some(pb::interaction_update::Message::ThinkingDelta(d)) => seen.thinking.push_str(&d.text),
+                Some(pb::interaction_update::Message::TurnEnded(_)) => seen.turn_ended = true,
+                _ => {}
+            },
+            Some(S::ExecServerMessage(e)) => {
+                let result = match e.message {
+                    Some(pb::exec_server_message::Message::ReadArgs(a)) => {
+                        pb::exec_client_message::Message::ReadResult(pb::ReadResult {
+                            result: Some(pb::read_result::Result::Success(pb::ReadSuccess {
+                                path: a.path,
+                                total_lines: 1,
+                                output: Some(pb::read_success::Output::Content("file body".into())),
+                                ..Default::default()
+                            })),
+                        })
+                    }
+                    other => panic!("unexpected exec {other:?}"),
+                };
+                let reply = pb::ExecClientMessage { id: e.id, exec_id: e.exec_id, message: Some(result), ..Default::default() };
+                send(client(pb::agent_client_message::Message::ExecClientMessage(reply)), &mut seen).await?;
+                send(stream_close(e.id), &mut seen).await?;
+            }
+            Some(S::KvServerMessage(k)) => {
+                let message = match k.message {
+                    Some(pb::kv_server_message::Message::GetBlobArgs(_)) => {
+                        pb::kv_client_message::Message::GetBlobResult(pb::GetBlobResult { blob_data: Some(b"blob".to_vec().into()) })
+                    }
+                    _ => pb::kv_client_message::Message::SetBlobResult(pb::SetBlobResult { error: None }),
+                };
+                let reply = pb::KvClientMessage { id: k.id, message: Some(message) };
+                send(client(pb::agent_client_message::Message::KvClientMessage(reply)), &mut seen).await?;
+            }
+            Some(S::InteractionQuery(q)) => {
+                let reply = pb::InteractionResponse {
+                    id: q.id,
+                    result: Some(pb::interaction_response::Result::WebSearchRequestResponse(pb::WebSearchRequestResponse {
+                        result: Some(pb::web_search_request_response::Result::Approved(Default::default())),
+                    })),
+                };
+                send(client(pb::agent_client_message::Message::InteractionResponse(reply)), &mut seen).await?;
+            }
+            Some(S::ConversationCheckpointUpdate(_)) => {
+                // The raw frame is kept: field 3 of the server message is the checkpoint.
+                seen.checkpoints.push(frame.raw.clone());
+            }
+            _ => {}
+        }
+    }
+    sender.flush().await?;
+    Ok(seen)
+}
+
+fn uuid_like() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    format!("00000000-0000-4000-8000-{:012x}", N.fetch_add(1, Ordering::SeqCst) + std::process::id() as u64 * 1000)
+}
+
+fn full_turn() -> serde_json::Value {
+    json!({ "steps": [
+        { "type": "thinking", "text": "let me look" },
+        { "type": "thinkingCompleted", "durationMs": 5 },
+        { "type": "text", "text": "Hello" },
+        { "type": "exec", "id": 1, "args": { "readArgs": { "path": "/w/a.txt", "toolCallId": "tc1" } } },
+        { "type": "kvSet", "id": 2, "data": "stored" },
+        { "type": "kvGet", "id": 3, "blobId": "00ff" },
+        { "type": "interaction", "id": 4, "query": { "webSearchRequestQuery": { "args": { "searchTerm": "rust" } } } },
+        { "type": "checkpoint", "state": { "tokenDetails": { "usedTokens": 10, "maxTokens": 100 } } },
+        { "type": "text", "text": ", world" },
+        { "type": "turnEnded", "inputTokens": 3, "outputTokens": 4 }
+    ]})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scripted_turn_end_to_end_on_both_transports() {
+    for kind in KINDS {
+        let b = backend(full_turn()).await;
+        let t = transport(&b, kind, |c| c.access_token = Some(Secret::new("tok-abc")));
+        let seen = drive(&t, run_request("hi")).await.unwrap_or_else(|e| panic!("{kind:?}: {e}"));
+        assert_eq!(seen.text, "Hello, world", "{kind:?}");
+        assert_eq!(seen.thinking, "let me look");
+        assert!(seen.turn_ended);
+        assert_eq!(seen.checkpoints.len(), 1);
+        let cp = pb::AgentServerMessage::decode(seen.checkpoints[0].clone()).unwrap();
+        assert!(matches!(cp.message, Some(pb::agent_server_message::Message::ConversationCheckpointUpdate(s)) if s.token_details.unwrap().used_tokens == 10));
+
+        let records = b.records();
+        assert_eq!(records.len(), 1, "{records:?}");
+        let r = &records[0];
+        assert_eq!(r.outcome.as_deref(), Some("end"));
+        assert_eq!(r.transport, if kind == TransportKind::Sse { "sse" } else { "h2" });
+        // The server got exactly what we sent, in order.
+        let kinds: Vec<&str> = r.messages.iter().map(|m| m.kind.as_str()).collect();
+        assert_eq!(
+            kinds,
+            ["runRequest", "execClientMessage", "execClientControlMessage", "kvClientMessage", "kvClientMessage", "interactionResponse"],
+            "{kind:?}"
+        );
+        assert_eq!(r.messages[0].message["runRequest"]["action"]["userMessageAction"]["userMessage"]["text"], "hi");
+        assert_eq!(r.messages[1].message["execClientMessage"]["readResult"]["success"]["content"], "file body");
+        assert_eq!(r.messages[1].message["execClientMessage"]["execId"], "exec-1");
+        assert_eq!(r.messages[4].message["kvClientMessage"]["id"], 3);
+        // Headers of §2.4.
+        let h = &r.headers;
+        assert_eq!(h["authorization"], "Bearer tok-abc");
+        assert_eq!(h["x-request-id"], r.request_id);
+        assert_eq!(h["x-cursor-client-version"], DEFAULT_CLIENT_VERSION);
+        assert_eq!(h["x-cursor-client-type"], "cli");
+        assert_eq!(h["x-ghost-mode"], "true");
+        assert_eq!(h["connect-protocol-version"], "1");
+        assert_eq!(h["connect-accept-encoding"], "gzip");
+        assert_eq!(h["content-type"], "application/connect+proto");
+        match kind {
+            TransportKind::Sse => {
+                assert_eq!(h["x-cursor-streaming"], "true");
+                // seqno 0.. on one counter, one append per message, hex of exactly the bytes sent.
+                let mut appends = r.appends.clone();
+                appends.sort_by_key(|a| a.seqno);
+                assert_eq!(appends.iter().map(|a| a.seqno).collect::<Vec<_>>(), (0..seen.sent.len() as i64).collect::<Vec<_>>());
+                for (a, sent) in appends.iter().zip(&seen.sent) {
+                    assert_eq!(a.data, hex::encode(sent.encode_to_vec()));
+                    assert!(a.data.chars().all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c)), "lower-case hex");
+                    assert!(!a.data_binary);
+                    assert_eq!(a.headers["content-type"], "application/proto");
+                    assert_eq!(a.headers["x-request-id"], r.request_id);
+                    assert_eq!(a.headers["authorization"], "Bearer tok-abc");
+                }
+                assert_eq!(r.messages.iter().map(|m| m.seqno.unwrap()).collect::<Vec<_>>(), (0..6).collect::<Vec<_>>());
+            }
+            TransportKind::H2 => {
+                assert_eq!(h["te"], "trailers");
+                assert!(!h.contains_key("x-cursor-streaming"));
+                assert!(r.appends.is_empty());
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_token_means_no_authorization_header_and_caller_headers_pass_through() {
+    for kind in KINDS {
+        let b = backend(json!({ "steps": [{ "type": "turnEnded" }] })).await;
+        let t = transport(&b, kind, |c| {
+            c.headers = vec![("X-Extra".into(), "1".into())];
+            c.client_version = "cli-test".into();
+            c.ghost_mode = false;
+        });
+        drive(&t, run_request("x")).await.unwrap();
+        let h = &b.records()[0].headers;
+        assert!(!h.contains_key("authorization"));
+        assert_eq!(h["x-extra"], "1");
+        assert_eq!(h["x-cursor-client-version"], "cli-test");
+        assert_eq!(h["x-ghost-mode"], "false");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gzip_both_ways() {
+    for kind in KINDS {
+        let scenario = json!({ "gzipResponses": true, "steps": [
+            { "type": "text", "text": "compressed hello" },
+            { "type": "awaitClient", "kind": "clientHeartbeat" },
+            { "type": "turnEnded" }
+        ]});
+        let b = backend(scenario).await;
+        let t = transport(&b, kind, |c| c.compression = Compression::Gzip);
+        let AgentStream { sender, mut receiver } = t.open("gz-1", None);
+        // Big enough to be compressed (≥ MIN_COMPRESS_BYTES).
+        sender.send(&run_request(&"x".repeat(4000))).await.unwrap();
+        sender.send(&heartbeat()).await.unwrap();
+        let mut text = String::new();
+        while let Some(f) = tokio::time::timeout(BOUND, receiver.next()).await.unwrap().unwrap() {
+            if let Some(pb::agent_server_message::Message::InteractionUpdate(pb::InteractionUpdate {
+                message: Some(pb::interaction_update::Message::TextDelta(d)),
+            })) = f.message.message
+            {
+                text.push_str(&d.text);
+            }
+        }
+        assert_eq!(text, "compressed hello");
+        assert_eq!(receiver.response_headers()["connect-content-encoding"], "gzip", "{kind:?}: server compressed");
+        let r = &b.records()[0];
+        assert_eq!(r.headers["connect-content-encoding"], "gzip");
+        assert_eq!(r.messages[0].message["runRequest"]["action"]["userMessageAction"]["userMessage"]["text"].as_str().unwrap().len(), 4000);
+        match kind {
+            TransportKind::Sse => {
+                let first = r.appends.iter().find(|a| a.seqno == 0).unwrap();
+                assert_eq!(first.content_encoding.as_deref(), Some("gzip"));
+                let hb = r.appends.iter().find(|a| a.seqno == 1).unwrap();
+                assert_eq!(hb.content_encoding, None, "tiny appends stay uncompressed");
+            }
+            TransportKind::H2 => {
+                assert!(r.messages[0].compressed);
+                assert!(!r.messages[1].compressed);
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn binary_append_mode_uses_data_binary() {
+    let b = backend(json!({ "steps": [{ "type": "text", "text": "ok" }, { "type": "turnEnded" }] })).await;
+    let t = transport(&b, TransportKind::Sse, |c| c.append_encoding = AppendEncoding::Binary);
+    let seen = drive(&t, run_request("bin")).await.unwrap();
+    assert_eq!(seen.text, "ok");
+    let r = &b.records()[0];
+    assert!(r.appends[0].data_binary);
+    assert!(r.appends[0].data.is_empty());
+    assert_eq!(r.messages[0].kind, "runRequest");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn event_stream_content_type_is_still_parsed_as_envelopes() {
+    let b = backend(json!({ "responseContentType": "text/event-stream", "steps": [{ "type": "text", "text": "sse label" }] })).await;
+    let seen = drive(&transport(&b, TransportKind::Sse, |_| {}), run_request("x")).await.unwrap();
+    assert_eq!(seen.text, "sse label");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn seqnos_are_unique_and_gapless_under_concurrent_senders() {
+    let b = backend(json!({ "steps": [{ "type": "sleep", "ms": 300 }] })).await;
+    let t = transport(&b, TransportKind::Sse, |_| {});
+    let AgentStream { sender, mut receiver } = t.open("concurrent", None);
+    sender.send(&run_request("go")).await.unwrap();
+    let tasks: Vec<_> = (0..4)
+        .map(|_| {
+            let s = sender.clone();
+            tokio::spawn(async move {
+                for _ in 0..25 {
+                    s.send(&heartbeat()).await.unwrap();
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.unwrap();
+    }
+    sender.flush().await.unwrap();
+    assert_eq!(sender.next_seqno().await, Some(101));
+    while tokio::time::timeout(BOUND, receiver.next()).await.unwrap().unwrap().is_some() {}
+    let r = &b.records()[0];
+    let mut seqnos: Vec<i64> = r.appends.iter().map(|a| a.seqno).collect();
+    seqnos.sort_unstable();
+    assert_eq!(seqnos, (0..101).collect::<Vec<_>>());
+    assert_eq!(r.messages.len(), 101, "every append delivered in seqno order");
+    assert_eq!(r.messages[0].kind, "runRequest");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_most_16_appends_in_flight_and_append_zero_does_not_wait_for_runsse() {
+    // Every append is held 300 ms by the server, and (like Cursor's) the backend sends nothing
+    // until the run request (append 0) has been delivered.
+    let b = backend(json!({
+        "appendFault": { "delayMs": 300 },
+        "steps": [{ "type": "text", "text": "started" }]
+    }))
+    .await;
+    let t = transport(&b, TransportKind::Sse, |_| {});
+    let AgentStream { sender, mut receiver } = t.open("inflight", None);
+    let started = Instant::now();
+    sender.send(&run_request("go")).await.unwrap();
+    for _ in 0..15 {
+        sender.send(&heartbeat()).await.unwrap();
+    }
+    let sixteen = started.elapsed();
+    sender.send(&heartbeat()).await.unwrap(); // the 17th waits for a permit
+    let seventeen = started.elapsed();
+    assert!(sixteen < Duration::from_millis(250), "16 appends went out at once ({sixteen:?})");
+    assert!(seventeen >= Duration::from_millis(250), "the 17th waited for a free slot ({seventeen:?})");
+    let first = tokio::time::timeout(BOUND, receiver.next()).await.unwrap().unwrap().unwrap();
+    assert!(matches!(first.message.message, Some(pb::agent_server_message::Message::InteractionUpdate(_))));
+    sender.flush().await.unwrap();
+}
+
+async fn expect_error(kind: TransportKind, scenario: serde_json::Value) -> CoreError {
+    let b = backend(scenario).await;
+    let t = transport(&b, kind, |c| c.limits = cursor_acp_core::connect::Limits::uniform(1 << 20));
+    let started = Instant::now();
+    let err = drive(&t, run_request("x")).await.expect_err("the fault must surface as an error");
+    assert!(started.elapsed() < BOUND);
+    err
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_fault_is_a_typed_error_on_both_transports() {
+    for kind in KINDS {
+        let text_then = |step: serde_json::Value| json!({ "steps": [{ "type": "text", "text": "partial" }, step] });
+
+        let e = expect_error(kind, text_then(json!({ "type": "drop" }))).await;
+        assert!(matches!(e, CoreError::Network(_) | CoreError::StreamClosed), "{kind:?} drop: {e:?}");
+        assert_eq!(e.code(), "E_NETWORK");
+
+        let e = expect_error(kind, text_then(json!({ "type": "close" }))).await;
+        assert!(matches!(e, CoreError::StreamClosed), "{kind:?} close: {e:?}");
+
+        let e = expect_error(kind, text_then(json!({ "type": "garbage" }))).await;
+        assert!(matches!(&e, CoreError::Protocol(m) if m.contains("AgentServerMessage")), "{kind:?} garbage: {e:?}");
+        assert_eq!(e.code(), "E_PROTOCOL");
+
+        let e = expect_error(kind, text_then(json!({ "type": "oversize", "length": 2_000_000 }))).await;
+        assert!(matches!(e, CoreError::Frame(FrameError::FrameTooLarge { len: 2_000_000, .. })), "{kind:?}: {e:?}");
+
+        let e = expect_error(kind, text_then(json!({ "type": "gzipBomb", "decompressedBytes": 8_000_000 }))).await;
+        assert!(matches!(e, CoreError::Frame(FrameError::DecompressedTooLarge { .. })), "{kind:?}: {e:?}");
+
+        let e = expect_error(kind, text_then(json!({ "type": "reservedFlag" }))).await;
+        assert!(matches!(e, CoreError::Frame(FrameError::ReservedFlags { flags: 0x04 })), "{kind:?}: {e:?}");
+
+        let e = expect_error(
+            kind,
+            text_then(json!({ "type": "error", "code": "resource_exhausted", "message": "limit",
+                "cursorError": "ERROR_RATE_LIMITED", "title": "Slow down", "isRetryable": true })),
+        )
+        .await;
+        let CoreError::Server(ce) = &e else { panic!("{kind:?}: {e:?}") };
+        assert_eq!(ce.code, Code::ResourceExhausted);
+        assert_eq!(ce.cursor_error_name(), Some("ERROR_RATE_LIMITED"));
+        assert_eq!(ce.cursor_details().unwrap().details.unwrap().title, "Slow down");
+        assert_eq!(e.code(), "E_SERVER");
+
+        let e = expect_error(kind, text_then(json!({ "type": "error", "code": "unauthenticated", "message": "bad token" }))).await;
+        assert!(matches!(e, CoreError::Auth(_)), "{kind:?}: {e:?}");
+        assert_eq!(e.code(), "E_AUTH");
+
+        let e = expect_error(kind, json!({ "steps": [{ "type": "httpError", "status": 429 }] })).await;
+        let CoreError::Server(ce) = &e else { panic!("{kind:?}: {e:?}") };
+        assert_eq!((ce.code, ce.http_status), (Code::Unavailable, Some(429)));
+
+        let e = expect_error(kind, json!({ "steps": [{ "type": "httpError", "status": 401, "body": "nope" }] })).await;
+        assert!(matches!(&e, CoreError::Auth(ce) if ce.message.contains("401")), "{kind:?}: {e:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stall_delivers_nothing_until_it_ends() {
+    for kind in KINDS {
+        let b = backend(json!({ "heartbeatMs": 50, "steps": [
+            { "type": "heartbeat" }, { "type": "stall", "ms": 600 }, { "type": "text", "text": "after" }
+        ]}))
+        .await;
+        let t = transport(&b, kind, |_| {});
+        let AgentStream { sender, mut receiver } = t.open("stall", None);
+        sender.send(&run_request("x")).await.unwrap();
+        receiver.next().await.unwrap().unwrap(); // the explicit heartbeat
+        // During the stall not even heartbeats arrive.
+        let quiet = tokio::time::timeout(Duration::from_millis(400), receiver.next()).await;
+        assert!(quiet.is_err(), "{kind:?}: a stalled server sends nothing");
+        let mut got_text = false;
+        while let Some(f) = tokio::time::timeout(BOUND, receiver.next()).await.unwrap().unwrap() {
+            if let Some(pb::agent_server_message::Message::InteractionUpdate(pb::InteractionUpdate {
+                message: Some(pb::interaction_update::Message::TextDelta(_)),
+            })) = f.message.message
+            {
+                got_text = true;
+            }
+        }
+        assert!(got_text);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_append_fails_the_stream_and_is_not_retried() {
+    let b = backend(json!({ "appendFault": { "seqno": 1, "status": 503 }, "steps": [{ "type": "sleep", "ms": 5000 }] })).await;
+    let t = transport(&b, TransportKind::Sse, |_| {});
+    let AgentStream { sender, mut receiver } = t.open("append-fail", None);
+    sender.send(&run_request("x")).await.unwrap();
+    sender.send(&heartbeat()).await.unwrap();
+    let err = tokio::time::timeout(BOUND, receiver.next()).await.unwrap().unwrap_err();
+    assert!(matches!(&err, CoreError::Server(ce) if ce.http_status == Some(503)), "{err:?}");
+    // Later sends report the same failure instead of appending.
+    assert!(sender.send(&heartbeat()).await.is_err());
+    let appends = &b.records()[0].appends;
+    assert_eq!(appends.iter().filter(|a| a.seqno == 1).count(), 1, "never retried");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn append_deadline_is_enforced() {
+    let b = backend(json!({ "appendFault": { "seqno": 0, "delayMs": 3000 }, "steps": [{ "type": "sleep", "ms": 5000 }] })).await;
+    let t = transport(&b, TransportKind::Sse, |c| c.append_deadline = Duration::from_millis(200));
+    let AgentStream { sender, mut receiver } = t.open("deadline", None);
+    let started = Instant::now();
+    sender.send(&run_request("x")).await.unwrap();
+    let err = tokio::time::timeout(BOUND, receiver.next()).await.unwrap().unwrap_err();
+    assert!(matches!(&err, CoreError::Timeout(m) if m.contains("seqno 0")), "{err:?}");
+    assert_eq!(err.code(), "E_TIMEOUT");
+    assert!(started.elapsed() < Duration::from_millis(2000));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unreachable_server_is_a_network_error() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    drop(listener);
+    for kind in KINDS {
+        let t = Transport::new(TransportConfig { base_url: url.clone(), kind, ..Default::default() }).unwrap();
+        let AgentStream { sender, mut receiver } = t.open("nowhere", None);
+        let _ = sender.send(&run_request("x")).await;
+        let err = tokio::time::timeout(BOUND, receiver.next()).await.unwrap().unwrap_err();
+        assert_eq!(err.code(), "E_NETWORK", "{kind:?}: {err:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_never_appears_in_errors() {
+    let b = backend(json!({ "steps": [{ "type": "httpError", "status": 500 }] })).await;
+    for kind in KINDS {
+        let t = transport(&b, kind, |c| c.access_token = Some(Secret::new("sekret-token-value")));
+        let err = drive(&t, run_request("x")).await.unwrap_err();
+        assert!(!format!("{err} {err:?}").contains("sekret-token-value"));
+        assert!(!format!("{t:?}").contains("sekret-token-value"));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_waits_are_bounded_when_the_client_never_answers() {
+    let b = backend(json!({ "waitTimeoutMs": 200, "steps": [
+        { "type": "exec", "id": 9, "args": { "readArgs": { "path": "/x" } } }
+    ]}))
+    .await;
+    let t = transport(&b, TransportKind::H2, |_| {});
+    let AgentStream { sender, mut receiver } = t.open("silent-client", None);
+    sender.send(&run_request("x")).await.unwrap();
+    let first = receiver.next().await.unwrap().unwrap();
+    assert!(matches!(first.message.message, Some(pb::agent_server_message::Message::ExecServerMessage(_))));
+    let err = tokio::time::timeout(BOUND, receiver.next()).await.unwrap().unwrap_err();
+    assert!(matches!(&err, CoreError::Server(ce) if ce.code == Code::DeadlineExceeded), "{err:?}");
+}
+
+#[test]
+fn bad_scenarios_are_rejected_with_the_step_named() {
+    let cases = [
+        (json!({ "steps": [{ "type": "nope" }] }), "unknown variant"),
+        (json!({ "steps": [{ "type": "exec", "id": 1, "args": { "readArgz": {} } }] }), "turn 0 step 0"),
+        (json!({ "steps": [{ "type": "text", "text": "a" }, { "type": "httpError", "status": 500 }] }), "first step"),
+        (json!({ "steps": [{ "type": "error", "code": "internal", "cursorError": "ERROR_NOPE" }] }), "ERROR_NOPE"),
+        (json!({ "turns": [] }), "no turns"),
+    ];
+    for (scenario, needle) in cases {
+        let err = Scenario::from_json(&scenario).unwrap_err().to_string();
+        assert!(err.contains(needle), "{scenario} → {err}");
+    }
+}
