@@ -1,2 +1,5 @@
 #[macro_use]
 extern crate napi_derive;
+
+#[napi]
+pub fn ping() -> u32 { 1 }

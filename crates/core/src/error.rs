@@ -37,6 +37,9 @@ pub enum CoreError {
     /// The stream or session is closed.
     #[error("closed: {0}")]
     Closed(String),
+    /// A turn is already running on this session.
+    #[error("a turn is already running on this session; wait for it or cancel it first")]
+    Busy,
     /// The operation was cancelled by the caller.
     #[error("aborted")]
     Aborted,
@@ -54,6 +57,7 @@ impl CoreError {
             CoreError::Callback(_) => "E_CALLBACK",
             CoreError::InvalidInput(_) => "E_INVALID",
             CoreError::Closed(_) => "E_CLOSED",
+            CoreError::Busy => "E_BUSY",
             CoreError::Aborted => "ABORT_ERR",
         }
     }

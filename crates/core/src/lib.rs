@@ -2,11 +2,18 @@
 //! HTTP) — framing, generated types, transports, and an embedded backend for offline use.
 //! Nothing here depends on Node or napi.
 
+pub mod bridge;
 pub mod connect;
 pub mod embedded;
 pub mod error;
+pub mod host;
+pub mod prompt;
 pub mod proto;
 pub mod protojson;
+pub mod session;
+pub mod translate;
 pub mod transport;
+pub mod wire;
 
+pub use agent_client_protocol_schema::v1 as acp;
 pub use error::CoreError;

@@ -339,6 +339,13 @@ async fn read_capped(response: reqwest::Response, max: usize) -> Vec<u8> {
     out
 }
 
+/// Largest message we send (the official client's append cap).
+pub const MAX_OUTBOUND_MESSAGE: usize = 16 * 1024 * 1024;
+
+fn too_large(len: usize) -> CoreError {
+    CoreError::InvalidInput(format!("message of {len} bytes exceeds the {MAX_OUTBOUND_MESSAGE}-byte limit"))
+}
+
 /// Both halves of one agent stream.
 pub struct AgentStream {
     pub sender: AgentSender,
@@ -383,15 +390,28 @@ impl AgentSender {
     /// are pending); a failed append fails the stream: the receiver reports it and later sends
     /// return it. Appends are never retried, since the server may have accepted one.
     pub async fn send(&self, msg: &AgentClientMessage) -> Result<(), CoreError> {
+        self.send_encoded(Bytes::from(msg.encode_to_vec())).await
+    }
+
+    /// Sends an already-encoded `AgentClientMessage` (the turn loop splices raw checkpoint
+    /// bytes into run requests, so it never re-encodes them through prost).
+    pub async fn send_encoded(&self, payload: Bytes) -> Result<(), CoreError> {
         match &*self.inner {
-            SenderInner::Sse(s) => s.send(msg).await,
+            SenderInner::Sse(s) => s.send(payload).await,
             SenderInner::H2 { body, gzip, failure } => {
                 if let Some(err) = failure.borrow().clone() {
                     return Err(err);
                 }
                 let tx = body.lock().expect("sender lock").clone();
                 let tx = tx.ok_or_else(|| CoreError::Closed("the stream's send side is closed".into()))?;
-                let frame = connect::encode_message(msg, *gzip, MIN_COMPRESS_BYTES);
+                if payload.len() > MAX_OUTBOUND_MESSAGE {
+                    return Err(too_large(payload.len()));
+                }
+                let frame = if *gzip && payload.len() >= MIN_COMPRESS_BYTES {
+                    connect::encode_frame(connect::FLAG_COMPRESSED, &connect::gzip(&payload))
+                } else {
+                    connect::encode_frame(0, &payload)
+                };
                 tx.send(frame).await.map_err(|_| {
                     // We did not close it (that is checked above), so the peer or the
                     // connection ended the request side.
@@ -436,17 +456,12 @@ impl AgentSender {
 }
 
 impl SseSender {
-    async fn send(&self, msg: &AgentClientMessage) -> Result<(), CoreError> {
+    async fn send(&self, payload: Bytes) -> Result<(), CoreError> {
         if let Some(err) = self.failure.borrow().clone() {
             return Err(err);
         }
-        let payload = msg.encode_to_vec();
-        if payload.len() > self.config.limits.max_frame {
-            return Err(CoreError::InvalidInput(format!(
-                "message of {} bytes exceeds the {}-byte limit",
-                payload.len(),
-                self.config.limits.max_frame
-            )));
+        if payload.len() > MAX_OUTBOUND_MESSAGE {
+            return Err(too_large(payload.len()));
         }
         let binary = self.config.append_encoding == AppendEncoding::Binary;
         // The lock makes "take a permit, take a seqno, start the request" one step, so seqnos
@@ -468,7 +483,7 @@ impl SseSender {
             data: if binary { String::new() } else { hex::encode(&payload) },
             request_id: Some(BidiRequestId { request_id: self.request_id.clone() }),
             append_seqno: seqno,
-            data_binary: if binary { Bytes::from(payload) } else { Bytes::new() },
+            data_binary: if binary { payload } else { Bytes::new() },
         };
         let mut body = request.encode_to_vec();
         let mut builder = self.client.post(&self.url).headers(self.headers.clone());

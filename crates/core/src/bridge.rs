@@ -1,0 +1,286 @@
+//! Generic decoding of exec requests / interaction queries and encoding of their replies,
+//! driven by the descriptors: the args field N of `ExecServerMessage` is answered by field N of
+//! `ExecClientMessage` (the sheet's numbering rule), and likewise for interaction queries.
+
+use bytes::{Bytes, BytesMut};
+use prost::encoding::{encode_key, encode_varint, WireType};
+use prost_reflect::{DynamicMessage, Kind, MessageDescriptor, ReflectMessage, SerializeOptions, Value};
+
+use crate::host::{ExecRequest, InteractionRequest};
+use crate::protojson::pool;
+use crate::wire::put_length_delimited;
+
+fn descriptor(name: &str) -> MessageDescriptor {
+    pool().get_message_by_name(name).unwrap_or_else(|| panic!("{name} is in proto/"))
+}
+
+fn to_json(msg: &DynamicMessage) -> serde_json::Value {
+    let options = SerializeOptions::new().skip_default_fields(true);
+    msg.serialize_with_options(serde_json::value::Serializer, &options).unwrap_or(serde_json::Value::Null)
+}
+
+/// The set member of oneof `oneof` in `msg`: (field number, json name, value).
+fn set_oneof_member(msg: &DynamicMessage, oneof: &str) -> Option<(u32, String, DynamicMessage)> {
+    let desc = msg.descriptor();
+    let oneof = desc.oneofs().find(|o| o.name() == oneof)?;
+    for field in oneof.fields() {
+        if msg.has_field(&field) {
+            if let Value::Message(m) = msg.get_field(&field).into_owned() {
+                return Some((field.number(), field.json_name().to_string(), m));
+            }
+        }
+    }
+    None
+}
+
+fn strip_suffixes(name: &str, suffixes: &[&str]) -> String {
+    for s in suffixes {
+        if let Some(stripped) = name.strip_suffix(s) {
+            return stripped.to_string();
+        }
+    }
+    name.to_string()
+}
+
+/// Decodes an `ExecServerMessage`. `Ok(None)`: a branch this schema does not know (answer with
+/// throw + close); `Err`: the bytes are not an `ExecServerMessage`.
+pub fn decode_exec(raw: &[u8]) -> Result<(u32, String, Option<ExecRequest>), String> {
+    let msg = DynamicMessage::decode(descriptor("agent.v1.ExecServerMessage"), raw).map_err(|e| e.to_string())?;
+    let id = msg.get_field_by_name("id").and_then(|v| v.as_u32()).unwrap_or(0);
+    let exec_id = msg.get_field_by_name("exec_id").and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+    let Some((field, name, args)) = set_oneof_member(&msg, "message") else {
+        return Ok((id, exec_id, None));
+    };
+    let kind = strip_suffixes(&name, &["ExecArgs", "Args"]);
+    let request = ExecRequest { id, exec_id: exec_id.clone(), kind, args: to_json(&args), field };
+    Ok((id, exec_id, Some(request)))
+}
+
+/// Decodes an `InteractionQuery`; `None` branch as for [`decode_exec`].
+pub fn decode_interaction(raw: &[u8]) -> Result<(u32, Option<InteractionRequest>), String> {
+    let msg = DynamicMessage::decode(descriptor("agent.v1.InteractionQuery"), raw).map_err(|e| e.to_string())?;
+    let id = msg.get_field_by_name("id").and_then(|v| v.as_u32()).unwrap_or(0);
+    let Some((field, name, query)) = set_oneof_member(&msg, "query") else {
+        return Ok((id, None));
+    };
+    let kind = strip_suffixes(&name, &["RequestQuery", "InteractionQuery", "Args"]);
+    Ok((id, Some(InteractionRequest { id, kind, query: to_json(&query), field })))
+}
+
+/// The message type of field `number` of `container`.
+fn field_type(container: &str, number: u32) -> Result<MessageDescriptor, String> {
+    let desc = descriptor(container);
+    let field = desc.get_field(number).ok_or_else(|| format!("{container} has no field {number}"))?;
+    match field.kind() {
+        Kind::Message(m) => Ok(m),
+        _ => Err(format!("{container}.{} is not a message", field.name())),
+    }
+}
+
+/// Name of the result message that answers `request` (e.g. `agent.v1.ReadResult`).
+pub fn exec_result_type(request: &ExecRequest) -> Result<String, String> {
+    Ok(field_type("agent.v1.ExecClientMessage", request.field)?.full_name().to_string())
+}
+
+fn encode_json(desc: MessageDescriptor, json: &serde_json::Value) -> Result<Vec<u8>, String> {
+    let name = desc.full_name().to_string();
+    let options = prost_reflect::DeserializeOptions::new().deny_unknown_fields(true);
+    let msg = DynamicMessage::deserialize_with_options(desc, json, &options).map_err(|e| format!("not a valid {name}: {e}"))?;
+    Ok(prost::Message::encode_to_vec(&msg))
+}
+
+/// `ExecClientMessage{id, exec_id, <field>: result}` bytes.
+pub fn exec_client_message(id: u32, exec_id: &str, field: u32, result: &[u8]) -> Bytes {
+    let mut out = BytesMut::with_capacity(result.len() + exec_id.len() + 24);
+    encode_key(1, WireType::Varint, &mut out);
+    encode_varint(id as u64, &mut out);
+    put_length_delimited(&mut out, field, result);
+    if !exec_id.is_empty() {
+        put_length_delimited(&mut out, 15, exec_id.as_bytes());
+    }
+    out.freeze()
+}
+
+/// Encodes the host's JSON result for `request` as an `ExecClientMessage`.
+pub fn exec_result(request: &ExecRequest, result: &serde_json::Value) -> Result<Bytes, String> {
+    let desc = field_type("agent.v1.ExecClientMessage", request.field)?;
+    let bytes = encode_json(desc, result)?;
+    Ok(exec_client_message(request.id, &request.exec_id, request.field, &bytes))
+}
+
+/// The result type's own error branch (`{error:{error, path?}}`), when it has one whose message
+/// carries an `error` string; otherwise `None` (the caller then throws).
+pub fn exec_error_result(request: &ExecRequest, message: &str) -> Option<Bytes> {
+    let desc = field_type("agent.v1.ExecClientMessage", request.field).ok()?;
+    let error_field = desc.get_field_by_name("error")?;
+    let Kind::Message(error_desc) = error_field.kind() else { return None };
+    let mut error = DynamicMessage::new(error_desc.clone());
+    let text_field = error_desc.get_field_by_name("error").filter(|f| matches!(f.kind(), Kind::String))?;
+    error.set_field(&text_field, Value::String(message.to_string()));
+    if let (Some(path_field), Some(path)) =
+        (error_desc.get_field_by_name("path"), request.args.get("path").and_then(|p| p.as_str()))
+    {
+        if matches!(path_field.kind(), Kind::String) {
+            error.set_field(&path_field, Value::String(path.to_string()));
+        }
+    }
+    let mut result = DynamicMessage::new(desc);
+    result.set_field(&error_field, Value::Message(error));
+    Some(exec_client_message(request.id, &request.exec_id, request.field, &prost::Message::encode_to_vec(&result)))
+}
+
+/// `InteractionResponse{id, <field>: response}` bytes.
+fn interaction_response_bytes(id: u32, field: u32, response: &[u8]) -> Bytes {
+    let mut out = BytesMut::with_capacity(response.len() + 16);
+    encode_key(1, WireType::Varint, &mut out);
+    encode_varint(id as u64, &mut out);
+    put_length_delimited(&mut out, field, response);
+    out.freeze()
+}
+
+/// Encodes the host's JSON response to `query`.
+pub fn interaction_response(query: &InteractionRequest, response: &serde_json::Value) -> Result<Bytes, String> {
+    let desc = field_type("agent.v1.InteractionResponse", query.field)?;
+    let bytes = encode_json(desc, response)?;
+    Ok(interaction_response_bytes(query.id, query.field, &bytes))
+}
+
+/// Fills `msg` with a refusal: `rejected{reason}` when the type has it, else recurse into a
+/// `result` wrapper, else `error{error}`, else `failure{}`; never an empty answer when the
+/// schema offers an explicit one.
+fn refuse(msg: &mut DynamicMessage, reason: &str) -> bool {
+    let desc = msg.descriptor();
+    for (branch, text_field) in [("rejected", "reason"), ("error", "error"), ("failure", "")] {
+        if let Some(field) = desc.get_field_by_name(branch) {
+            if let Kind::Message(inner_desc) = field.kind() {
+                let mut inner = DynamicMessage::new(inner_desc.clone());
+                if let Some(f) = inner_desc.get_field_by_name(text_field).filter(|f| matches!(f.kind(), Kind::String)) {
+                    inner.set_field(&f, Value::String(reason.to_string()));
+                }
+                msg.set_field(&field, Value::Message(inner));
+                return true;
+            }
+        }
+        if branch == "rejected" {
+            if let Some(field) = desc.get_field_by_name("result") {
+                if let Kind::Message(inner_desc) = field.kind() {
+                    let mut inner = DynamicMessage::new(inner_desc);
+                    if refuse(&mut inner, reason) {
+                        msg.set_field(&field, Value::Message(inner));
+                        return true;
+                    }
+                }
+            }
+        }
+    }
+    false
+}
+
+/// The response that refuses `query` (used when no host callback answers it, or on cancel).
+pub fn interaction_rejection(query: &InteractionRequest, reason: &str) -> Bytes {
+    let bytes = match field_type("agent.v1.InteractionResponse", query.field) {
+        Ok(desc) => {
+            let mut msg = DynamicMessage::new(desc);
+            refuse(&mut msg, reason);
+            prost::Message::encode_to_vec(&msg)
+        }
+        Err(_) => Vec::new(),
+    };
+    interaction_response_bytes(query.id, query.field, &bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proto::agent::v1 as pb;
+    use prost::Message;
+
+    fn exec(m: pb::exec_server_message::Message) -> Vec<u8> {
+        pb::ExecServerMessage { id: 7, exec_id: "e7".into(), message: Some(m), ..Default::default() }.encode_to_vec()
+    }
+
+    #[test]
+    fn exec_branches_decode_with_camel_case_kinds() {
+        let (id, exec_id, req) =
+            decode_exec(&exec(pb::exec_server_message::Message::ReadArgs(pb::ReadArgs { path: "/a".into(), ..Default::default() })))
+                .unwrap();
+        let req = req.unwrap();
+        assert_eq!((id, exec_id.as_str(), req.kind.as_str(), req.field), (7, "e7", "read", 7));
+        assert_eq!(req.args, serde_json::json!({"path": "/a"}));
+        let (_, _, req) = decode_exec(&exec(pb::exec_server_message::Message::ShellStreamArgs(pb::ShellArgs {
+            command: "ls".into(),
+            ..Default::default()
+        })))
+        .unwrap();
+        assert_eq!(req.unwrap().kind, "shellStream");
+        let (_, _, req) = decode_exec(&exec(pb::exec_server_message::Message::ListMcpResourcesExecArgs(Default::default()))).unwrap();
+        assert_eq!(req.unwrap().kind, "listMcpResources");
+    }
+
+    #[test]
+    fn unknown_exec_branch_is_none_not_an_error() {
+        // id 7, exec_id "e", then field 99 (unknown) LEN 0.
+        let raw = [0x08, 0x07, 0x7a, 0x01, b'e', 0x9a, 0x06, 0x00];
+        let (id, exec_id, req) = decode_exec(&raw).unwrap();
+        assert_eq!((id, exec_id.as_str()), (7, "e"));
+        assert!(req.is_none());
+    }
+
+    #[test]
+    fn result_json_becomes_the_matching_client_branch() {
+        let (_, _, req) = decode_exec(&exec(pb::exec_server_message::Message::ReadArgs(Default::default()))).unwrap();
+        let req = req.unwrap();
+        assert_eq!(exec_result_type(&req).unwrap(), "agent.v1.ReadResult");
+        let bytes = exec_result(&req, &serde_json::json!({"success": {"path": "/a", "content": "hi", "totalLines": 1}})).unwrap();
+        let msg = pb::ExecClientMessage::decode(bytes).unwrap();
+        assert_eq!((msg.id, msg.exec_id.as_str()), (7, "e7"));
+        let Some(pb::exec_client_message::Message::ReadResult(r)) = msg.message else { panic!() };
+        let Some(pb::read_result::Result::Success(s)) = r.result else { panic!() };
+        assert_eq!(s.output, Some(pb::read_success::Output::Content("hi".into())));
+        let err = exec_result(&req, &serde_json::json!({"sucess": {}})).unwrap_err();
+        assert!(err.contains("ReadResult") && err.contains("sucess"), "{err}");
+    }
+
+    #[test]
+    fn error_results_use_the_result_types_error_branch() {
+        let (_, _, req) = decode_exec(&exec(pb::exec_server_message::Message::ReadArgs(pb::ReadArgs {
+            path: "/a".into(),
+            ..Default::default()
+        })))
+        .unwrap();
+        let msg = pb::ExecClientMessage::decode(exec_error_result(&req.unwrap(), "boom").unwrap()).unwrap();
+        let Some(pb::exec_client_message::Message::ReadResult(pb::ReadResult { result: Some(pb::read_result::Result::Error(e)) })) =
+            msg.message
+        else {
+            panic!()
+        };
+        assert_eq!((e.path.as_str(), e.error.as_str()), ("/a", "boom"));
+    }
+
+    #[test]
+    fn every_interaction_kind_has_an_explicit_refusal() {
+        use pb::interaction_query::Query as Q;
+        let queries = [
+            Q::WebSearchRequestQuery(Default::default()),
+            Q::AskQuestionInteractionQuery(Default::default()),
+            Q::SwitchModeRequestQuery(Default::default()),
+            Q::CreatePlanRequestQuery(Default::default()),
+            Q::WebFetchRequestQuery(Default::default()),
+            Q::McpAuthRequestQuery(Default::default()),
+            Q::GenerateImageRequestQuery(Default::default()),
+            Q::PrManagementRequestQuery(Default::default()),
+            Q::ReplaceEnvArgs(Default::default()),
+        ];
+        for q in queries {
+            let raw = pb::InteractionQuery { id: 3, query: Some(q) }.encode_to_vec();
+            let (_, req) = decode_interaction(&raw).unwrap();
+            let req = req.unwrap();
+            let resp = pb::InteractionResponse::decode(interaction_rejection(&req, "no")).unwrap();
+            assert_eq!(resp.id, 3);
+            let text = format!("{:?}", resp.result.expect("a branch is always set"));
+            assert!(text.contains("Rejected") || text.contains("Error") || text.contains("Failure"), "{} → {text}", req.kind);
+        }
+        let raw = pb::InteractionQuery { id: 1, query: Some(Q::AskQuestionInteractionQuery(Default::default())) }.encode_to_vec();
+        assert_eq!(decode_interaction(&raw).unwrap().1.unwrap().kind, "askQuestion");
+    }
+}

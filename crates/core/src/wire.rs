@@ -1,0 +1,77 @@
+//! Byte-level protobuf helpers for the places where the core must not re-encode through prost:
+//! the checkpoint is kept as the exact bytes the server sent (prost would drop unknown fields),
+//! and it is spliced back into the next run request unchanged.
+
+use bytes::{BufMut, Bytes, BytesMut};
+use prost::encoding::{decode_key, decode_varint, encode_key, encode_varint, WireType};
+
+/// The payload of the last occurrence of length-delimited field `field` in `message`, sliced
+/// out of `message` without copying. `None` when absent or when `message` is malformed.
+pub fn length_delimited_field(message: &Bytes, field: u32) -> Option<Bytes> {
+    let mut buf: &[u8] = message;
+    let mut found = None;
+    while !buf.is_empty() {
+        let (tag, wire_type) = decode_key(&mut buf).ok()?;
+        match wire_type {
+            WireType::Varint => {
+                decode_varint(&mut buf).ok()?;
+            }
+            WireType::SixtyFourBit => buf = buf.get(8..)?,
+            WireType::ThirtyTwoBit => buf = buf.get(4..)?,
+            WireType::LengthDelimited => {
+                let len = usize::try_from(decode_varint(&mut buf).ok()?).ok()?;
+                if len > buf.len() {
+                    return None;
+                }
+                if tag == field {
+                    let start = message.len() - buf.len();
+                    found = Some(message.slice(start..start + len));
+                }
+                buf = &buf[len..];
+            }
+            WireType::StartGroup | WireType::EndGroup => return None,
+        }
+    }
+    found
+}
+
+/// Appends length-delimited field `field` holding `payload` to `out`.
+pub fn put_length_delimited(out: &mut BytesMut, field: u32, payload: &[u8]) {
+    encode_key(field, WireType::LengthDelimited, out);
+    encode_varint(payload.len() as u64, out);
+    out.put_slice(payload);
+}
+
+/// `payload` wrapped as length-delimited field `field` of a new message.
+pub fn wrap(field: u32, payload: &[u8]) -> Bytes {
+    let mut out = BytesMut::with_capacity(payload.len() + 11);
+    put_length_delimited(&mut out, field, payload);
+    out.freeze()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proto::agent::v1 as pb;
+    use prost::Message;
+
+    #[test]
+    fn slices_the_checkpoint_out_of_a_server_message_byte_for_byte() {
+        // A checkpoint with an unknown field (99) that prost would drop on re-encode.
+        let mut state = pb::ConversationStateStructure { read_paths: vec!["/a".into()], ..Default::default() }.encode_to_vec();
+        state.extend_from_slice(&[0x9a, 0x06, 0x02, 0xde, 0xad]); // field 99, LEN 2
+        let msg = wrap(3, &state);
+        assert_eq!(length_delimited_field(&msg, 3).unwrap(), Bytes::from(state.clone()));
+        assert!(length_delimited_field(&msg, 1).is_none());
+        // Decoding still works and the unknown field survives only in the raw bytes.
+        let decoded = pb::AgentServerMessage::decode(msg.clone()).unwrap();
+        assert!(matches!(decoded.message, Some(pb::agent_server_message::Message::ConversationCheckpointUpdate(_))));
+    }
+
+    #[test]
+    fn malformed_input_gives_none_not_a_panic() {
+        for bad in [&[0x1a, 0x05, 0x00][..], &[0x1a], &[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01], &[0x0b]] {
+            assert!(length_delimited_field(&Bytes::copy_from_slice(bad), 3).is_none());
+        }
+    }
+}
