@@ -560,6 +560,8 @@ struct TurnLoop {
     translator: Translator,
     usage: Option<TurnUsage>,
     cancel_deadline: Option<Instant>,
+    /// The in-flight send of `cancel_action`.
+    cancel_send: Option<tokio::task::JoinHandle<()>>,
     handlers: JoinSet<()>,
     exec_tokens: Arc<Mutex<HashMap<u32, CancellationToken>>>,
 }
@@ -573,6 +575,7 @@ impl TurnLoop {
             translator,
             usage: None,
             cancel_deadline: None,
+            cancel_send: None,
             handlers: JoinSet::new(),
             exec_tokens: Arc::default(),
         }
@@ -631,7 +634,12 @@ impl TurnLoop {
             match end {
                 AttemptEnd::TurnEnded => {
                     self.drain().await;
-                    break Ok(acp::StopReason::EndTurn);
+                    // Cancel always wins: a turn cancelled before it ended is never end_turn.
+                    break Ok(if self.shared.cancel.is_cancelled() {
+                        acp::StopReason::Cancelled
+                    } else {
+                        acp::StopReason::EndTurn
+                    });
                 }
                 AttemptEnd::Cancelled => break Ok(acp::StopReason::Cancelled),
                 AttemptEnd::Failed(_) if self.shared.cancel.is_cancelled() => break Ok(acp::StopReason::Cancelled),
@@ -720,8 +728,34 @@ impl TurnLoop {
 
     async fn attempt(&mut self, request_id: &str, original: &str, first: Option<&FirstAction>) -> AttemptEnd {
         let stream = self.session.inner.transport.open(request_id, Some(original));
-        let sender = stream.sender;
+        let sender = stream.sender.clone();
         let mut receiver = stream.receiver;
+        let end = self.attempt_on(&sender, &mut receiver, first).await;
+        if matches!(end, AttemptEnd::Cancelled) {
+            // Let the cancel reach the server and the stream end politely, in the background:
+            // the turn resolves now, and a reset would discard frames still queued.
+            let cancel_send = self.cancel_send.take();
+            tokio::spawn(async move {
+                if let Some(send) = cancel_send {
+                    let _ = send.await;
+                }
+                sender.close();
+                let _ = tokio::time::timeout(Duration::from_secs(2), async {
+                    while let Ok(Some(_)) = receiver.next().await {}
+                })
+                .await;
+            });
+        }
+        end
+    }
+
+    async fn attempt_on(
+        &mut self,
+        sender: &AgentSender,
+        receiver: &mut crate::transport::AgentReceiver,
+        first: Option<&FirstAction>,
+    ) -> AttemptEnd {
+        let sender = sender.clone();
         self.session.lock().active_sender = Some(sender.clone());
         let run_request = match self.run_request(first).await {
             Ok(r) => r,
@@ -789,9 +823,9 @@ impl TurnLoop {
         }));
         let sender = sender.clone();
         // Never block the loop on the server: the deadline bounds the wait whatever happens.
-        tokio::spawn(async move {
+        self.cancel_send = Some(tokio::spawn(async move {
             let _ = sender.send(&cancel).await;
-        });
+        }));
     }
 
     /// Handles one server message; `true` when it ended the turn.

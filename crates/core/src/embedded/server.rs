@@ -354,7 +354,9 @@ async fn handle_append(state: Arc<State>, req: Request<Incoming>) -> Result<Resp
     };
     AgentClientMessage::decode(payload.clone())
         .map_err(|e| ConnectError::new(Code::InvalidArgument, format!("append payload is not an AgentClientMessage: {e}")))?;
-    let ready = {
+    {
+        // Delivery happens under the lock: two appends finishing together must not overtake
+        // each other between reassembly and delivery.
         let mut reorder = run.reorder.lock().expect("reorder lock");
         if append.append_seqno < reorder.next || reorder.waiting.contains_key(&append.append_seqno) {
             return Err(ConnectError::new(
@@ -363,21 +365,12 @@ async fn handle_append(state: Arc<State>, req: Request<Incoming>) -> Result<Resp
             ));
         }
         reorder.waiting.insert(append.append_seqno, payload);
-        let mut ready = Vec::new();
         loop {
             let next = reorder.next;
-            match reorder.waiting.remove(&next) {
-                Some(p) => {
-                    ready.push((next, p));
-                    reorder.next += 1;
-                }
-                None => break,
-            }
+            let Some(payload) = reorder.waiting.remove(&next) else { break };
+            reorder.next += 1;
+            state.deliver(&run, Some(next), false, &payload)?;
         }
-        ready
-    };
-    for (seqno, payload) in ready {
-        state.deliver(&run, Some(seqno), false, &payload)?;
     }
     Ok(full(StatusCode::OK, "application/proto", Bytes::new()))
 }

@@ -1,0 +1,563 @@
+//! The turn loop against the embedded backend over real sockets, on both transports: a full
+//! turn, what the server recorded, multi-turn checkpoints, heartbeats, cancel, resume, errors.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use cursor_acp_core::acp;
+use cursor_acp_core::embedded::{EmbeddedBackend, RunRecord, Scenario};
+use cursor_acp_core::host::*;
+use cursor_acp_core::session::*;
+use cursor_acp_core::transport::*;
+use cursor_acp_core::CoreError;
+use futures::future::BoxFuture;
+use serde_json::{json, Value};
+
+const KINDS: [TransportKind; 2] = [TransportKind::Sse, TransportKind::H2];
+
+type ExecFn = dyn Fn(ExecRequest, ExecContext) -> BoxFuture<'static, Result<Option<Value>, CoreError>> + Send + Sync;
+
+#[derive(Clone)]
+struct TestHost {
+    exec: Arc<ExecFn>,
+    answer_interactions: bool,
+    calls: Arc<AtomicUsize>,
+}
+
+impl TestHost {
+    fn reading() -> Self {
+        TestHost {
+            exec: Arc::new(|req, ctx| {
+                Box::pin(async move {
+                    match req.kind.as_str() {
+                        "read" => Ok(Some(json!({ "success": { "path": req.args["path"], "content": "file body", "totalLines": 1 } }))),
+                        "shellStream" => {
+                            ctx.output.send(ShellOutput::Stdout("line 1\n".into())).unwrap();
+                            ctx.output.send(ShellOutput::Stderr("warn\n".into())).unwrap();
+                            Ok(Some(json!({ "success": { "command": req.args["command"], "exitCode": 0, "stdout": "line 1\n" } })))
+                        }
+                        _ => Ok(None),
+                    }
+                })
+            }),
+            answer_interactions: true,
+            calls: Arc::default(),
+        }
+    }
+
+    fn with_exec(f: impl Fn(ExecRequest, ExecContext) -> BoxFuture<'static, Result<Option<Value>, CoreError>> + Send + Sync + 'static) -> Self {
+        TestHost { exec: Arc::new(f), answer_interactions: false, calls: Arc::default() }
+    }
+}
+
+impl Host for TestHost {
+    fn exec(&self, request: ExecRequest, ctx: ExecContext) -> BoxFuture<'static, Result<Option<Value>, CoreError>> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        (self.exec)(request, ctx)
+    }
+
+    fn interaction(&self, query: InteractionRequest, _cancel: tokio_util::sync::CancellationToken) -> BoxFuture<'static, Result<Option<Value>, CoreError>> {
+        let answer = self.answer_interactions;
+        Box::pin(async move {
+            if !answer {
+                return Ok(None);
+            }
+            assert_eq!(query.kind, "webSearch");
+            Ok(Some(json!({ "approved": {} })))
+        })
+    }
+}
+
+fn fast_timing() -> Timing {
+    Timing {
+        client_heartbeat: Duration::from_millis(100),
+        exec_heartbeat: Duration::from_millis(100),
+        stall: Duration::from_millis(800),
+        cancel_grace: Duration::from_millis(300),
+        callback: Duration::from_secs(5),
+        drain: Duration::from_secs(1),
+        resume_attempts: 2,
+        resume_backoff: Duration::from_millis(20),
+        resume_backoff_max: Duration::from_millis(100),
+        queue: 64,
+    }
+}
+
+async fn setup(scenario: Value, kind: TransportKind, host: TestHost, timing: Timing) -> (EmbeddedBackend, AgentClient) {
+    let backend = EmbeddedBackend::start(Scenario::from_json(&scenario).unwrap()).await.unwrap();
+    let config = ClientConfig {
+        transport: TransportConfig { base_url: backend.url(), kind, ..Default::default() },
+        timing,
+    };
+    let client = AgentClient::new(config, Arc::new(host), None).unwrap();
+    (backend, client)
+}
+
+async fn collect(turn: &Turn) -> Vec<Value> {
+    let mut out = Vec::new();
+    while let Some(u) = tokio::time::timeout(Duration::from_secs(10), turn.next()).await.expect("updates settle") {
+        out.push(serde_json::to_value(u).unwrap());
+    }
+    out
+}
+
+/// Merges adjacent chunks of one message, so assertions do not depend on how the consumer's
+/// timing coalesced them.
+fn merged(updates: Vec<Value>) -> Vec<Value> {
+    let mut out: Vec<Value> = Vec::new();
+    for u in updates {
+        if let Some(last) = out.last_mut() {
+            if last["sessionUpdate"] == u["sessionUpdate"]
+                && last["messageId"] == u["messageId"]
+                && last["content"]["text"].is_string()
+                && u["content"]["text"].is_string()
+            {
+                let joined = format!("{}{}", last["content"]["text"].as_str().unwrap(), u["content"]["text"].as_str().unwrap());
+                last["content"]["text"] = Value::String(joined);
+                continue;
+            }
+        }
+        out.push(u);
+    }
+    out
+}
+
+fn text(prompt: &str) -> Vec<acp::ContentBlock> {
+    vec![acp::ContentBlock::Text(acp::TextContent::new(prompt))]
+}
+
+fn kinds(r: &RunRecord) -> Vec<String> {
+    r.messages.iter().map(|m| m.kind.clone()).filter(|k| k != "clientHeartbeat").collect()
+}
+
+fn full_turn() -> Value {
+    json!({ "steps": [
+        { "type": "thinking", "text": "Let me " },
+        { "type": "thinking", "text": "look." },
+        { "type": "thinkingCompleted", "durationMs": 3 },
+        { "type": "text", "text": "Reading" },
+        { "type": "toolCallStarted", "callId": "c1", "toolCall": { "readToolCall": { "args": { "path": "/w/a.txt" } } } },
+        { "type": "exec", "id": 1, "args": { "readArgs": { "path": "/w/a.txt", "toolCallId": "c1" } } },
+        { "type": "toolCallCompleted", "callId": "c1", "toolCall": { "readToolCall": {
+            "args": { "path": "/w/a.txt" }, "result": { "success": { "content": "file body" } } } } },
+        { "type": "exec", "id": 2, "args": { "shellStreamArgs": { "command": "make", "workingDirectory": "/w" } } },
+        { "type": "kvSet", "id": 3, "data": "remember me" },
+        { "type": "kvGet", "id": 4, "blobId": "6c07a4c7de4b5e4b4f1a2b8c68c5e5b76e5bb1c3c8e0c0f5cb5a7a8e1a1d1c1b" },
+        { "type": "interaction", "id": 5, "query": { "webSearchRequestQuery": { "args": { "searchTerm": "acp" } } } },
+        { "type": "checkpoint", "state": { "tokenDetails": { "usedTokens": 1200, "maxTokens": 200000 } } },
+        { "type": "text", "text": " done." },
+        { "type": "turnEnded", "inputTokens": 10, "outputTokens": 20, "cacheReadTokens": 1 }
+    ]})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_turn_on_both_transports() {
+    for kind in KINDS {
+        let (backend, client) = setup(full_turn(), kind, TestHost::reading(), fast_timing()).await;
+        let session = client.new_session(SessionOptions { cwd: Some("/w".into()), ..Default::default() }).unwrap();
+        let turn = session.prompt(text("Read a.txt")).unwrap();
+        let updates = merged(collect(&turn).await);
+        let result = turn.result().await.unwrap();
+        assert_eq!(result.stop_reason, acp::StopReason::EndTurn, "{kind:?}");
+        assert_eq!(result.usage.unwrap().input_tokens, 10);
+
+        let kinds_seen: Vec<&str> = updates.iter().map(|u| u["sessionUpdate"].as_str().unwrap()).collect();
+        assert_eq!(kinds_seen, ["agent_thought_chunk", "agent_message_chunk", "tool_call", "tool_call_update", "usage_update", "agent_message_chunk"], "{kind:?}: {updates:#?}");
+        // Thought deltas of one segment share an id and were coalesced or kept in order.
+        assert_eq!(updates[0]["content"]["text"], "Let me look.");
+        assert_ne!(updates[0]["messageId"], updates[1]["messageId"]);
+        assert_eq!(updates[2]["toolCallId"], "c1");
+        assert_eq!(updates[2]["kind"], "read");
+        assert_eq!(updates[2]["status"], "in_progress");
+        assert_eq!(updates[2]["locations"][0]["path"], "/w/a.txt");
+        assert_eq!(updates[3]["status"], "completed");
+        assert_eq!(updates[4], json!({ "sessionUpdate": "usage_update", "used": 1200, "size": 200000 }));
+        // Text after a tool call is a new message.
+        assert_ne!(updates[1]["messageId"], updates[5]["messageId"]);
+
+        let records = backend.records();
+        let r = &records[0];
+        assert_eq!(r.outcome.as_deref(), Some("end"));
+        let run = &r.messages[0].message["runRequest"];
+        assert_eq!(run["conversationId"], session.conversation_id());
+        assert_eq!(run["action"]["userMessageAction"]["userMessage"]["text"], "Read a.txt");
+        assert_eq!(run["action"]["userMessageAction"]["requestContext"]["env"]["workspacePaths"][0], "/w");
+        let k = kinds(r);
+        assert_eq!(k[0], "runRequest");
+        // read: result, then stream_close.
+        let read_result = r.messages.iter().position(|m| m.message["execClientMessage"]["readResult"].is_object()).unwrap();
+        assert_eq!(r.messages[read_result].message["execClientMessage"]["readResult"]["success"]["content"], "file body");
+        assert_eq!(r.messages[read_result + 1].message["execClientControlMessage"]["streamClose"]["id"], 1);
+        // shell stream: start, stdout, stderr, exit, shell_result, stream_close.
+        let shell: Vec<&Value> = r
+            .messages
+            .iter()
+            .map(|m| &m.message)
+            .filter(|m| m["execClientMessage"]["id"] == 2 || m["execClientControlMessage"]["streamClose"]["id"] == 2)
+            .collect();
+        let shape: Vec<String> = shell
+            .iter()
+            .map(|m| {
+                if let Some(s) = m["execClientMessage"]["shellStream"].as_object() {
+                    format!("stream.{}", s.keys().next().unwrap())
+                } else if m["execClientMessage"]["shellResult"].is_object() {
+                    "shellResult".into()
+                } else {
+                    "close".into()
+                }
+            })
+            .collect();
+        assert_eq!(shape, ["stream.start", "stream.stdout", "stream.stderr", "stream.exit", "shellResult", "close"], "{kind:?}");
+        // KV: the set blob is kept, the unknown get answers without data; ids echoed.
+        let kv: Vec<&Value> = r.messages.iter().map(|m| &m.message["kvClientMessage"]).filter(|v| v.is_object()).collect();
+        assert_eq!(kv[0]["id"], 3);
+        assert!(kv[0]["setBlobResult"].is_object());
+        assert_eq!(kv[1]["id"], 4);
+        assert!(kv[1]["getBlobResult"].get("blobData").is_none());
+        let ir = r.messages.iter().find(|m| m.kind == "interactionResponse").unwrap();
+        assert_eq!(ir.message["interactionResponse"], json!({ "id": 5, "webSearchRequestResponse": { "approved": {} } }));
+        assert!(!session.save().blobs.is_empty(), "the KV set landed in the session store");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn checkpoint_is_resent_byte_for_byte_including_unknown_fields() {
+    // A checkpoint frame with an unknown field 99 (prost would drop it on re-encode).
+    let mut state = vec![0x2a, 0x04, 0x08, 0x05, 0x10, 0x64]; // token_details{used 5, max 100}
+    state.extend_from_slice(&[0x9a, 0x06, 0x03, b'x', b'y', b'z']);
+    let mut msg = vec![0x1a, state.len() as u8];
+    msg.extend_from_slice(&state);
+    let mut frame = vec![0, 0, 0, 0, msg.len() as u8];
+    frame.extend_from_slice(&msg);
+    let b64 = base64::engine::general_purpose::STANDARD.encode(&frame);
+    for kind in KINDS {
+        let scenario = json!({ "turns": [
+            [{ "type": "rawBytes", "base64": b64 }, { "type": "text", "text": "one" }, { "type": "turnEnded" }],
+            [{ "type": "text", "text": "two" }, { "type": "turnEnded" }]
+        ]});
+        let (backend, client) = setup(scenario, kind, TestHost::reading(), fast_timing()).await;
+        let session = client.new_session(SessionOptions::default()).unwrap();
+        let t1 = session.prompt(text("first")).unwrap();
+        collect(&t1).await;
+        t1.result().await.unwrap();
+        assert_eq!(session.checkpoint().unwrap().as_ref(), &state[..]);
+        let t2 = session.prompt(text("second")).unwrap();
+        collect(&t2).await;
+        assert_eq!(t2.result().await.unwrap().stop_reason, acp::StopReason::EndTurn);
+        let records = backend.records();
+        assert_eq!(records.len(), 2);
+        let first = &records[0].messages[0].message["runRequest"];
+        let second = &records[1].messages[0].message["runRequest"];
+        assert_eq!(first["conversationId"], second["conversationId"], "stable conversation id");
+        assert_ne!(records[0].request_id, records[1].request_id);
+        // The raw bytes of the second run request contain the checkpoint exactly.
+        if kind == TransportKind::Sse {
+            let append0 = records[1].appends.iter().find(|a| a.seqno == 0).unwrap();
+            assert!(append0.data.contains(&hex::encode(&state)), "checkpoint spliced verbatim");
+        }
+        assert_eq!(second["conversationState"]["tokenDetails"]["usedTokens"], 5);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn heartbeats_for_the_channel_and_for_running_execs() {
+    let host = TestHost::with_exec(|_req, _ctx| {
+        Box::pin(async move {
+            tokio::time::sleep(Duration::from_millis(450)).await;
+            Ok(Some(json!({ "success": { "path": "/x", "content": "" } })))
+        })
+    });
+    for kind in KINDS {
+        let scenario = json!({ "steps": [{ "type": "exec", "id": 7, "args": { "readArgs": { "path": "/x" } } }, { "type": "turnEnded" }] });
+        let (backend, client) = setup(scenario, kind, host.clone(), fast_timing()).await;
+        let turn = client.new_session(SessionOptions::default()).unwrap().prompt(text("x")).unwrap();
+        collect(&turn).await;
+        turn.result().await.unwrap();
+        let r = &backend.records()[0];
+        let client_beats = r.messages.iter().filter(|m| m.kind == "clientHeartbeat").count();
+        let exec_beats = r.messages.iter().filter(|m| m.message["execClientControlMessage"]["heartbeat"]["id"] == 7).count();
+        assert!(client_beats >= 3, "{kind:?}: {client_beats} client heartbeats in ~450 ms at 100 ms");
+        assert!(exec_beats >= 3, "{kind:?}: {exec_beats} exec heartbeats");
+        // Heartbeats stop with the exec: none after its stream_close.
+        let close = r.messages.iter().position(|m| m.message["execClientControlMessage"]["streamClose"]["id"] == 7).unwrap();
+        assert!(!r.messages[close..].iter().any(|m| m.message["execClientControlMessage"]["heartbeat"].is_object()));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unhandled_throwing_and_hanging_callbacks_are_answered() {
+    let host = TestHost::with_exec(|req, ctx| {
+        Box::pin(async move {
+            match req.kind.as_str() {
+                "read" => Err(CoreError::Callback("disk on fire".into())),
+                "ls" => {
+                    ctx.cancel.cancelled().await;
+                    Ok(None)
+                }
+                _ => Ok(None),
+            }
+        })
+    });
+    let mut timing = fast_timing();
+    timing.callback = Duration::from_millis(300);
+    for kind in KINDS {
+        let scenario = json!({ "steps": [
+            { "type": "exec", "id": 1, "args": { "fetchArgs": { "url": "https://x" } } },
+            { "type": "exec", "id": 2, "args": { "readArgs": { "path": "/etc/x" } } },
+            { "type": "exec", "id": 3, "args": { "lsArgs": { "path": "/" } } },
+            { "type": "turnEnded" }
+        ]});
+        let (backend, client) = setup(scenario, kind, host.clone(), timing.clone()).await;
+        let turn = client.new_session(SessionOptions::default()).unwrap().prompt(text("x")).unwrap();
+        collect(&turn).await;
+        assert_eq!(turn.result().await.unwrap().stop_reason, acp::StopReason::EndTurn);
+        let r = &backend.records()[0];
+        let by_id = |id: u64| -> Vec<&Value> {
+            r.messages
+                .iter()
+                .map(|m| &m.message)
+                .filter(|m| {
+                    m["execClientMessage"]["id"] == id
+                        || m["execClientControlMessage"]["throw"]["id"] == id
+                        || m["execClientControlMessage"]["streamClose"]["id"] == id
+                })
+                .collect()
+        };
+        let fetch = by_id(1);
+        assert!(fetch[0]["execClientControlMessage"]["throw"]["error"].as_str().unwrap().contains("fetch"));
+        assert!(fetch[1]["execClientControlMessage"]["streamClose"].is_object());
+        let read = by_id(2);
+        assert_eq!(read[0]["execClientMessage"]["readResult"]["error"]["error"], "callback failed: disk on fire");
+        assert_eq!(read[0]["execClientMessage"]["readResult"]["error"]["path"], "/etc/x");
+        let ls = by_id(3);
+        assert!(ls[0]["execClientMessage"]["lsResult"]["error"]["error"].as_str().unwrap().contains("did not settle"), "{ls:?}");
+        assert!(ls[1]["execClientControlMessage"]["streamClose"].is_object());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_during_an_exec_and_with_a_silent_server() {
+    let host = TestHost::with_exec(|_req, ctx| {
+        Box::pin(async move {
+            ctx.cancel.cancelled().await;
+            Err(CoreError::Aborted)
+        })
+    });
+    for kind in KINDS {
+        for scenario in [
+            json!({ "steps": [{ "type": "text", "text": "working" }, { "type": "exec", "id": 1, "args": { "shellStreamArgs": { "command": "sleep 100" } } }] }),
+            json!({ "steps": [{ "type": "text", "text": "working" }, { "type": "stall", "ms": 60000 }] }),
+        ] {
+            let mut timing = fast_timing();
+            timing.stall = Duration::from_secs(30);
+            let (backend, client) = setup(scenario, kind, host.clone(), timing).await;
+            let session = client.new_session(SessionOptions::default()).unwrap();
+            let turn = session.prompt(text("go")).unwrap();
+            let first = turn.next().await.unwrap();
+            assert!(matches!(first, acp::SessionUpdate::AgentMessageChunk(_)));
+            tokio::time::sleep(Duration::from_millis(150)).await;
+            let started = Instant::now();
+            session.cancel();
+            let rest = collect(&turn).await;
+            let result = turn.result().await.unwrap();
+            assert_eq!(result.stop_reason, acp::StopReason::Cancelled, "{kind:?}");
+            assert!(started.elapsed() < Duration::from_millis(1500), "bounded: {:?}", started.elapsed());
+            assert!(rest.iter().all(|u| u["sessionUpdate"] != "agent_message_chunk" || u["content"]["text"] != "working"));
+            // The server gets the cancel asynchronously; give it a moment.
+            let mut records = backend.records();
+            for _ in 0..50 {
+                if records[0].messages.iter().any(|m| m.message["conversationAction"]["cancelAction"].is_object()) {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                records = backend.records();
+            }
+            let r = &records[0];
+            assert!(
+                r.messages.iter().any(|m| m.message["conversationAction"]["cancelAction"].is_object()),
+                "{kind:?}: cancel_action sent: {:#?}", r.messages.iter().map(|m| &m.kind).collect::<Vec<_>>()
+            );
+            // The session is free for the next prompt.
+            assert!(!matches!(session.prompt(text("again")), Err(CoreError::Busy)));
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_closes_open_tool_calls_and_never_reports_end_turn() {
+    let scenario = json!({ "steps": [
+        { "type": "toolCallStarted", "callId": "t1", "toolCall": { "shellToolCall": { "args": { "command": "sleep 9" } } } },
+        { "type": "awaitClient", "kind": "conversationAction" },
+        { "type": "turnEnded" }
+    ]});
+    let (_backend, client) = setup(scenario, TransportKind::Sse, TestHost::reading(), fast_timing()).await;
+    let session = client.new_session(SessionOptions::default()).unwrap();
+    let turn = session.prompt(text("go")).unwrap();
+    let first = serde_json::to_value(turn.next().await.unwrap()).unwrap();
+    assert_eq!(first["sessionUpdate"], "tool_call");
+    assert_eq!(first["title"], "sleep 9");
+    turn.cancel();
+    let rest = collect(&turn).await;
+    assert_eq!(turn.result().await.unwrap().stop_reason, acp::StopReason::Cancelled, "turn_ended after cancel is still cancelled");
+    let last = rest.last().unwrap();
+    assert_eq!(last["toolCallId"], "t1");
+    assert_eq!(last["status"], "failed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resume_after_a_drop_and_after_a_stall() {
+    for kind in KINDS {
+        for fault in [json!({ "type": "drop" }), json!({ "type": "stall", "ms": 5000 }), json!({ "type": "close" })] {
+            let scenario = json!({ "turns": [
+                // The pause lets "par" reach the client before the fault (an RST may discard
+                // frames still in flight, as on a real network).
+                [{ "type": "checkpoint", "state": { "readPaths": ["/a"] } }, { "type": "text", "text": "par" },
+                 { "type": "sleep", "ms": 50 }, fault],
+                [{ "type": "text", "text": "tial" }, { "type": "turnEnded" }]
+            ]});
+            let (backend, client) = setup(scenario, kind, TestHost::reading(), fast_timing()).await;
+            let turn = client.new_session(SessionOptions::default()).unwrap().prompt(text("go")).unwrap();
+            let updates = collect(&turn).await;
+            assert_eq!(turn.result().await.unwrap().stop_reason, acp::StopReason::EndTurn, "{kind:?} {fault}");
+            let text: String = updates.iter().filter_map(|u| u["content"]["text"].as_str()).collect();
+            assert_eq!(text, "partial");
+            let records = backend.records();
+            assert_eq!(records.len(), 2, "{kind:?} {fault}: one resume");
+            let resume = &records[1].messages[0].message["runRequest"];
+            assert!(resume["action"]["resumeAction"].is_object(), "{resume}");
+            assert_eq!(resume["conversationState"]["readPaths"][0], "/a", "latest checkpoint sent");
+            assert_ne!(records[0].request_id, records[1].request_id);
+            assert_eq!(records[0].headers["x-original-request-id"], records[1].headers["x-original-request-id"]);
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resume_gives_up_after_bounded_attempts() {
+    let scenario = json!({ "steps": [{ "type": "drop" }] });
+    let (backend, client) = setup(scenario, TransportKind::H2, TestHost::reading(), fast_timing()).await;
+    let turn = client.new_session(SessionOptions::default()).unwrap().prompt(text("go")).unwrap();
+    collect(&turn).await;
+    let err = turn.result().await.unwrap_err();
+    assert_eq!(err.code(), "E_NETWORK", "{err}");
+    assert_eq!(backend.records().len(), 3, "first attempt + 2 resumes");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn errors_map_to_stop_reasons_or_coded_errors() {
+    let cases = [
+        (json!({ "type": "error", "code": "resource_exhausted", "cursorError": "ERROR_MAX_TOKENS" }), Ok(acp::StopReason::MaxTokens)),
+        (json!({ "type": "error", "code": "resource_exhausted", "message": "quota", "cursorError": "ERROR_RATE_LIMITED" }), Err("E_SERVER")),
+        (json!({ "type": "error", "code": "unauthenticated", "message": "bad token" }), Err("E_AUTH")),
+        (json!({ "type": "garbage" }), Err("E_PROTOCOL")),
+    ];
+    for (step, expected) in cases {
+        let (_b, client) = setup(json!({ "steps": [step] }), TransportKind::Sse, TestHost::reading(), fast_timing()).await;
+        let turn = client.new_session(SessionOptions::default()).unwrap().prompt(text("go")).unwrap();
+        collect(&turn).await;
+        match (turn.result().await, expected) {
+            (Ok(r), Ok(reason)) => assert_eq!(r.stop_reason, reason),
+            (Err(e), Err(code)) => assert_eq!(e.code(), code, "{e}"),
+            (got, want) => panic!("got {got:?}, want {want:?}"),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_prompt_while_one_runs_is_busy() {
+    let (_b, client) = setup(json!({ "steps": [{ "type": "sleep", "ms": 300 }, { "type": "turnEnded" }] }), TransportKind::Sse, TestHost::reading(), fast_timing()).await;
+    let session = client.new_session(SessionOptions::default()).unwrap();
+    let turn = session.prompt(text("one")).unwrap();
+    let err = session.prompt(text("two")).err().unwrap();
+    assert_eq!(err.code(), "E_BUSY");
+    turn.result().await.unwrap();
+    assert!(session.prompt(text("three")).is_ok());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn save_and_load_continue_the_conversation_on_a_new_client() {
+    let scenario = json!({ "turns": [
+        [{ "type": "kvSet", "id": 1, "data": "turn one blob" },
+         { "type": "checkpoint", "state": { "readPaths": ["/one"] } },
+         { "type": "turnEnded" }],
+        [{ "type": "kvGet", "id": 2, "blobId": "5c9c3b8b2d7fcdb4a2d6f0e3f0b9c7d9e5f2f0a6b0a2f9f3d1c5f3e1a6b8c2d4" },
+         { "type": "turnEnded" }]
+    ]});
+    let backend = EmbeddedBackend::start(Scenario::from_json(&scenario).unwrap()).await.unwrap();
+    let config = || ClientConfig {
+        transport: TransportConfig { base_url: backend.url(), kind: TransportKind::H2, ..Default::default() },
+        timing: fast_timing(),
+    };
+    let first_client = AgentClient::new(config(), Arc::new(TestHost::reading()), None).unwrap();
+    let session = first_client.new_session(SessionOptions { model: Some("gpt-x".into()), ..Default::default() }).unwrap();
+    let t = session.prompt(text("remember")).unwrap();
+    t.result().await.unwrap();
+    let saved = session.save();
+    assert_eq!(saved.blobs.len(), 1);
+    drop(first_client);
+
+    let second_client = AgentClient::new(config(), Arc::new(TestHost::reading()), None).unwrap();
+    let loaded = second_client.load_session(saved.clone()).unwrap();
+    assert_eq!(loaded.conversation_id(), saved.conversation_id);
+    let t = loaded.prompt(text("recall")).unwrap();
+    t.result().await.unwrap();
+    let records = backend.records();
+    let run = &records[1].messages[0].message["runRequest"];
+    assert_eq!(run["conversationId"], saved.conversation_id);
+    assert_eq!(run["conversationState"]["readPaths"][0], "/one");
+    assert_eq!(run["modelDetails"]["modelId"], "gpt-x");
+    assert_eq!(run["requestedModel"]["modelId"], "gpt-x");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_consumers_get_coalesced_text_and_result_without_iterating_does_not_hang() {
+    let scenario = json!({ "steps": [{ "type": "textBurst", "text": "ab", "count": 2000 }, { "type": "turnEnded" }] });
+    let mut timing = fast_timing();
+    timing.queue = 16;
+    let (_b, client) = setup(scenario, TransportKind::Sse, TestHost::reading(), timing).await;
+    let session = client.new_session(SessionOptions::default()).unwrap();
+    let turn = session.prompt(text("go")).unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await; // let the queue fill
+    let updates = collect(&turn).await;
+    let all: String = updates.iter().map(|u| u["content"]["text"].as_str().unwrap()).collect();
+    assert_eq!(all.len(), 4000, "no text lost");
+    assert!(updates.len() < 2000, "adjacent chunks were merged ({} updates)", updates.len());
+    assert_eq!(turn.result().await.unwrap().stop_reason, acp::StopReason::EndTurn);
+
+    // Nobody iterates: the result still resolves (updates are discarded, and counted).
+    let turn = session.prompt(text("again")).unwrap();
+    let result = tokio::time::timeout(Duration::from_secs(10), turn.result()).await.expect("no deadlock");
+    assert_eq!(result.unwrap().stop_reason, acp::StopReason::EndTurn);
+    assert!(turn.dropped_updates() > 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conversation_actions_and_prewarm_reach_the_server() {
+    let scenario = json!({ "turns": [
+        [{ "type": "awaitClient", "kind": "conversationAction" }, { "type": "turnEnded" }],
+        [{ "type": "turnEnded" }],
+        [{ "type": "turnEnded" }]
+    ]});
+    let (backend, client) = setup(scenario, TransportKind::Sse, TestHost::reading(), fast_timing()).await;
+    let session = client.new_session(SessionOptions { model: Some("m1".into()), ..Default::default() }).unwrap();
+    let turn = session.prompt(text("work")).unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    session
+        .send_action(&json!({ "cancelSubagentAction": { "subagentId": "sub-1" } }))
+        .await
+        .unwrap();
+    assert_eq!(turn.result().await.unwrap().stop_reason, acp::StopReason::EndTurn);
+    let t = session.action(&json!({ "summarizeAction": {} })).unwrap();
+    t.result().await.unwrap();
+    session.prewarm().await.unwrap();
+    let bad = session.action(&json!({ "noSuchAction": {} })).err().unwrap();
+    assert_eq!(bad.code(), "E_INVALID");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let records = backend.records();
+    assert!(records[0].messages.iter().any(|m| m.message["conversationAction"]["cancelSubagentAction"]["subagentId"] == "sub-1"));
+    assert!(records[1].messages[0].message["runRequest"]["action"]["summarizeAction"].is_object());
+    let prewarm = records.iter().flat_map(|r| &r.messages).find(|m| m.kind == "prewarmRequest").expect("prewarm recorded");
+    assert_eq!(prewarm.message["prewarmRequest"]["requestedModel"]["modelId"], "m1");
+}
