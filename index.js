@@ -657,10 +657,10 @@ if (!nativeBinding || forceWasi) {
     let candidateError = null
     let candidateFailed = false
     try {
-      candidateError = __napiWasiResolveCandidate('./cursor-acp-native.wasi.cjs', false, ['./cursor-acp-native.wasm32-wasi.debug.wasm', './cursor-acp-native.wasm32-wasi.wasm'])
+      candidateError = __napiWasiResolveCandidate('../../cursor-acp-native.wasi.cjs', false, ['../../cursor-acp-native.wasm32-wasi.debug.wasm', '../../cursor-acp-native.wasm32-wasi.wasm'])
       candidateFailed = candidateError !== null
       if (!candidateFailed) {
-        wasiBinding = require('./cursor-acp-native.wasi.cjs')
+        wasiBinding = require('../../cursor-acp-native.wasi.cjs')
         nativeBinding = wasiBinding
         __napiLoadedBindingTarget = 'wasm32-wasi'
         wasiBindingLoaded = true
@@ -835,4 +835,9 @@ function __napiStampBindingTarget(exportsObject, target) {
 // linked import resolves to `undefined`.
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
-module.exports.ping = nativeBinding.ping
+module.exports.AgentClient = nativeBinding.AgentClient
+module.exports.EmbeddedBackend = nativeBinding.EmbeddedBackend
+module.exports.ExecContext = nativeBinding.ExecContext
+module.exports.PromptTurn = nativeBinding.PromptTurn
+module.exports.Session = nativeBinding.Session
+module.exports.startEmbeddedBackend = nativeBinding.startEmbeddedBackend

@@ -1,5 +1,13 @@
+//! N-API binding of `cursor-acp-core`: a thin layer that converts between JavaScript and the
+//! core's types, hosts the JS callbacks as threadsafe functions, and maps errors to coded JS
+//! errors. All protocol logic lives in the core crate.
+
 #[macro_use]
 extern crate napi_derive;
 
-#[napi]
-pub fn ping() -> u32 { 1 }
+mod backend;
+mod client;
+mod error;
+mod host;
+mod session;
+mod turn;

@@ -77,9 +77,24 @@ fn field_type(container: &str, number: u32) -> Result<MessageDescriptor, String>
     }
 }
 
+/// `ExecServerMessage.shell_stream_args`: answered by stream events (field 14) and finally a
+/// `shell_result` (field 2), which is what the host returns.
+const SHELL_STREAM_ARGS: u32 = 14;
+const SHELL_RESULT: u32 = 2;
+
+/// The `ExecClientMessage` field that carries the host's result for `request`: the same
+/// number as the args, except streaming shells whose final result is a `shell_result`.
+pub fn result_field(request: &ExecRequest) -> u32 {
+    if request.field == SHELL_STREAM_ARGS {
+        SHELL_RESULT
+    } else {
+        request.field
+    }
+}
+
 /// Name of the result message that answers `request` (e.g. `agent.v1.ReadResult`).
 pub fn exec_result_type(request: &ExecRequest) -> Result<String, String> {
-    Ok(field_type("agent.v1.ExecClientMessage", request.field)?.full_name().to_string())
+    Ok(field_type("agent.v1.ExecClientMessage", result_field(request))?.full_name().to_string())
 }
 
 fn encode_json(desc: MessageDescriptor, json: &serde_json::Value) -> Result<Vec<u8>, String> {
@@ -103,15 +118,16 @@ pub fn exec_client_message(id: u32, exec_id: &str, field: u32, result: &[u8]) ->
 
 /// Encodes the host's JSON result for `request` as an `ExecClientMessage`.
 pub fn exec_result(request: &ExecRequest, result: &serde_json::Value) -> Result<Bytes, String> {
-    let desc = field_type("agent.v1.ExecClientMessage", request.field)?;
-    let bytes = encode_json(desc, result)?;
-    Ok(exec_client_message(request.id, &request.exec_id, request.field, &bytes))
+    let field = result_field(request);
+    let bytes = encode_json(field_type("agent.v1.ExecClientMessage", field)?, result)?;
+    Ok(exec_client_message(request.id, &request.exec_id, field, &bytes))
 }
 
 /// The result type's own error branch (`{error:{error, path?}}`), when it has one whose message
 /// carries an `error` string; otherwise `None` (the caller then throws).
 pub fn exec_error_result(request: &ExecRequest, message: &str) -> Option<Bytes> {
-    let desc = field_type("agent.v1.ExecClientMessage", request.field).ok()?;
+    let field = result_field(request);
+    let desc = field_type("agent.v1.ExecClientMessage", field).ok()?;
     let error_field = desc.get_field_by_name("error")?;
     let Kind::Message(error_desc) = error_field.kind() else { return None };
     let mut error = DynamicMessage::new(error_desc.clone());
@@ -126,7 +142,7 @@ pub fn exec_error_result(request: &ExecRequest, message: &str) -> Option<Bytes> 
     }
     let mut result = DynamicMessage::new(desc);
     result.set_field(&error_field, Value::Message(error));
-    Some(exec_client_message(request.id, &request.exec_id, request.field, &prost::Message::encode_to_vec(&result)))
+    Some(exec_client_message(request.id, &request.exec_id, field, &prost::Message::encode_to_vec(&result)))
 }
 
 /// `InteractionResponse{id, <field>: response}` bytes.
@@ -212,7 +228,9 @@ mod tests {
             ..Default::default()
         })))
         .unwrap();
-        assert_eq!(req.unwrap().kind, "shellStream");
+        let req = req.unwrap();
+        assert_eq!(req.kind, "shellStream");
+        assert_eq!(exec_result_type(&req).unwrap(), "agent.v1.ShellResult", "streamed shells end with shell_result");
         let (_, _, req) = decode_exec(&exec(pb::exec_server_message::Message::ListMcpResourcesExecArgs(Default::default()))).unwrap();
         assert_eq!(req.unwrap().kind, "listMcpResources");
     }

@@ -17,3 +17,9 @@ pub mod wire;
 
 pub use agent_client_protocol_schema::v1 as acp;
 pub use error::CoreError;
+pub use tokio_util::sync::CancellationToken;
+
+/// A new random (v4) UUID string.
+pub fn new_id() -> String {
+    uuid::Uuid::new_v4().to_string()
+}

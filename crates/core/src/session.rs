@@ -247,6 +247,12 @@ impl Session {
 
     /// Starts a turn with ACP content blocks.
     pub fn prompt(&self, content: Vec<acp::ContentBlock>) -> Result<Turn, CoreError> {
+        self.prompt_with(content, CancellationToken::new())
+    }
+
+    /// Like [`prompt`](Self::prompt), cancelled by `cancel` (already cancelled: the turn
+    /// resolves `cancelled` without contacting the server).
+    pub fn prompt_with(&self, content: Vec<acp::ContentBlock>, cancel: CancellationToken) -> Result<Turn, CoreError> {
         let mode = self.lock().mode.clone();
         let message = prompt::user_message(&content, mode.as_deref().map(prompt::mode_value).transpose()?)?;
         let first = if message.text.trim().is_empty() && message.selected_context.is_none() {
@@ -255,17 +261,22 @@ impl Session {
         } else {
             FirstAction::User(Box::new(message))
         };
-        self.start(first)
+        self.start(first, cancel)
     }
 
     /// Starts a turn with any `ConversationAction` (proto3 JSON), e.g. `{"summarizeAction":{}}`.
     pub fn action(&self, action: &serde_json::Value) -> Result<Turn, CoreError> {
+        self.action_with(action, CancellationToken::new())
+    }
+
+    /// Like [`action`](Self::action), cancelled by `cancel`.
+    pub fn action_with(&self, action: &serde_json::Value, cancel: CancellationToken) -> Result<Turn, CoreError> {
         let action: pb::ConversationAction = protojson::from_json("agent.v1.ConversationAction", action)
-            .map_err(|e| CoreError::InvalidInput(e))?;
+            .map_err(CoreError::InvalidInput)?;
         if action.action.is_none() {
             return Err(CoreError::InvalidInput("the action must set one ConversationAction branch".into()));
         }
-        self.start(FirstAction::Raw(Box::new(action)))
+        self.start(FirstAction::Raw(Box::new(action)), cancel)
     }
 
     /// Sends a `ConversationAction` into the running turn (e.g. inject context, cancel a
@@ -300,8 +311,7 @@ impl Session {
         Ok(())
     }
 
-    fn start(&self, first: FirstAction) -> Result<Turn, CoreError> {
-        let cancel = CancellationToken::new();
+    fn start(&self, first: FirstAction, cancel: CancellationToken) -> Result<Turn, CoreError> {
         let translator = {
             let mut s = self.lock();
             if s.closed {
@@ -322,8 +332,6 @@ impl Session {
             iterating: AtomicBool::new(false),
             discard: AtomicBool::new(false),
             discard_wake: Notify::new(),
-            drained: Notify::new(),
-            drained_flag: AtomicBool::new(false),
             dropped: AtomicU64::new(0),
         });
         let session = self.clone();
@@ -413,8 +421,6 @@ struct TurnShared {
     /// Nobody will read updates (result awaited without iterating, or the iterator released).
     discard: AtomicBool,
     discard_wake: Notify,
-    drained: Notify,
-    drained_flag: AtomicBool,
     dropped: AtomicU64,
 }
 
@@ -476,8 +482,6 @@ impl Turn {
         let next = rx.next().await;
         if next.is_none() {
             rx.done = true;
-            self.shared.drained_flag.store(true, Ordering::SeqCst);
-            self.shared.drained.notify_waiters();
         }
         next
     }
@@ -520,8 +524,9 @@ impl Turn {
         self.shared.dropped.load(Ordering::SeqCst)
     }
 
-    /// The turn's outcome. When the updates are being iterated, it resolves after the last one
-    /// has been taken; when nobody iterates, queued updates are discarded so the turn can end.
+    /// The turn's outcome, once the turn is over: every update it produced has been queued
+    /// before this resolves (and stays readable from [`next`](Self::next)). When nobody has
+    /// iterated, queued updates are discarded so a full queue cannot hold the turn open.
     pub async fn result(&self) -> Result<TurnResult, CoreError> {
         if !self.shared.iterating.load(Ordering::SeqCst) {
             self.shared.discard.store(true, Ordering::SeqCst);
@@ -536,12 +541,6 @@ impl Turn {
                 break Err(CoreError::Closed("the turn task ended without a result".into()));
             }
         };
-        if self.shared.iterating.load(Ordering::SeqCst) && !self.shared.discard.load(Ordering::SeqCst) {
-            let drained = self.shared.drained.notified();
-            if !self.shared.drained_flag.load(Ordering::SeqCst) {
-                drained.await;
-            }
-        }
         outcome
     }
 }
@@ -626,6 +625,10 @@ impl TurnLoop {
     }
 
     async fn run(&mut self, first: FirstAction) -> Result<TurnResult, CoreError> {
+        if self.shared.cancel.is_cancelled() {
+            // Aborted before it started: nothing was sent, nothing to wait for.
+            return Ok(TurnResult { stop_reason: acp::StopReason::Cancelled, usage: None });
+        }
         let original_request_id = uuid::Uuid::new_v4().to_string();
         let mut attempt: u32 = 0;
         let outcome = loop {
@@ -1152,14 +1155,7 @@ async fn run_exec(
                 let exit = shell_exit(&request, &result);
                 let _ = sender.send_encoded(shell_event(id, exec_id, pb::shell_stream::Event::Exit(exit))).await;
             }
-            let field_result = if streaming {
-                // The final shell_result (field 2) carries the same ShellResult.
-                let inner = wire::length_delimited_field(&result, request.field).unwrap_or_default();
-                bridge::exec_client_message(id, exec_id, 2, &inner)
-            } else {
-                result
-            };
-            let _ = sender.send_encoded(wire::wrap(2, &field_result)).await;
+            let _ = sender.send_encoded(wire::wrap(2, &result)).await;
         }
         Err(message) if message.is_empty() => {
             let _ = sender.send(&throw(format!("No handler for {} in this client", request.kind))).await;
@@ -1199,7 +1195,7 @@ async fn run_exec(
 
 /// The `exit` event for a streaming shell, from its final `ShellResult`.
 fn shell_exit(request: &ExecRequest, client_message: &Bytes) -> pb::ShellStreamExit {
-    let raw = wire::length_delimited_field(client_message, request.field).unwrap_or_default();
+    let raw = wire::length_delimited_field(client_message, bridge::result_field(request)).unwrap_or_default();
     let result = pb::ShellResult::decode(raw).unwrap_or_default();
     let cwd = request.args.get("workingDirectory").and_then(|c| c.as_str()).unwrap_or_default().to_string();
     match result.result {

@@ -210,6 +210,8 @@ async fn a_full_turn_on_both_transports() {
             })
             .collect();
         assert_eq!(shape, ["stream.start", "stream.stdout", "stream.stderr", "stream.exit", "shellResult", "close"], "{kind:?}");
+        assert_eq!(shell[3]["execClientMessage"]["shellStream"]["exit"].get("code"), None, "exit code 0 (default, omitted)");
+        assert_eq!(shell[4]["execClientMessage"]["shellResult"]["success"]["stdout"], "line 1\n");
         // KV: the set blob is kept, the unknown get answers without data; ids echoed.
         let kv: Vec<&Value> = r.messages.iter().map(|m| &m.message["kvClientMessage"]).filter(|v| v.is_object()).collect();
         assert_eq!(kv[0]["id"], 3);

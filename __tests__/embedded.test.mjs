@@ -1,0 +1,39 @@
+// The embedded backend from JavaScript: start, record, close, reject bad scenarios.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { startEmbeddedBackend } from './helpers.mjs'
+
+test('startEmbeddedBackend listens on loopback and closes', async () => {
+  const backend = await startEmbeddedBackend({ scenario: { steps: [{ type: 'text', text: 'hi' }] } })
+  assert.match(backend.url, /^http:\/\/127\.0\.0\.1:\d+$/)
+  assert.deepEqual(backend.records(), [])
+  const res = await fetch(`${backend.url}/nope`, { method: 'POST' })
+  assert.equal(res.status, 501)
+  assert.equal((await res.json()).code, 'unimplemented')
+  backend.close()
+  await new Promise((r) => setTimeout(r, 50))
+  await assert.rejects(fetch(`${backend.url}/x`, { method: 'POST' }))
+})
+
+test('Run over HTTP/1.1 is refused the way Cursor refuses it (HTTP 464)', async () => {
+  const backend = await startEmbeddedBackend({ scenario: { steps: [] } })
+  try {
+    const res = await fetch(`${backend.url}/agent.v1.AgentService/Run`, { method: 'POST', body: '' })
+    assert.equal(res.status, 464)
+  } finally {
+    backend.close()
+  }
+})
+
+test('a BidiAppend with a bad body is a Connect invalid_argument error', async () => {
+  const backend = await startEmbeddedBackend({ scenario: { steps: [] } })
+  try {
+    const res = await fetch(`${backend.url}/aiserver.v1.BidiService/BidiAppend`, {
+      method: 'POST', headers: { 'content-type': 'application/proto' }, body: new Uint8Array([0xff, 0xff]),
+    })
+    assert.equal(res.status, 400)
+    assert.equal((await res.json()).code, 'invalid_argument')
+  } finally {
+    backend.close()
+  }
+})

@@ -1,0 +1,68 @@
+// Shared helpers for the addon's tests: load the built addon, start an embedded backend, drain
+// a turn. Every test talks to the real addon over real loopback sockets.
+import { createRequire } from 'node:module'
+
+const require = createRequire(import.meta.url)
+export const addon = require('../index.js')
+export const { AgentClient, startEmbeddedBackend } = addon
+
+export const TRANSPORTS = ['sse', 'h2']
+
+/** Fast timers so fault tests finish quickly. */
+export const FAST = {
+  heartbeatIntervalMs: 100,
+  execHeartbeatIntervalMs: 100,
+  stallTimeoutMs: 1500,
+  cancelTimeoutMs: 300,
+  resumeAttempts: 2,
+  resumeBackoffMs: 20,
+}
+
+/** Starts a backend and a client on it; call `close()` at the end of the test. */
+export async function setup(scenario, clientOptions = {}, transport = 'sse') {
+  const backend = await startEmbeddedBackend({ scenario })
+  const client = new AgentClient({ baseUrl: backend.url, transport, ...FAST, ...clientOptions })
+  return { backend, client, close: () => backend.close() }
+}
+
+/** Collects every update of a turn, failing the test if it does not settle within `ms`. */
+export async function drain(turn, ms = 10_000) {
+  const updates = []
+  await within(ms, (async () => { for await (const u of turn) updates.push(u) })(), 'turn')
+  return updates
+}
+
+/** Resolves `promise` or rejects after `ms`, so a hang fails instead of stalling the suite. */
+export function within(ms, promise, what = 'operation') {
+  let timer
+  return Promise.race([
+    promise.finally(() => clearTimeout(timer)),
+    new Promise((_, reject) => { timer = setTimeout(() => reject(new Error(`${what} did not settle within ${ms} ms`)), ms) }),
+  ])
+}
+
+/** Merges adjacent chunks of one message (coalescing depends on consumer timing). */
+export function merged(updates) {
+  const out = []
+  for (const u of updates) {
+    const last = out.at(-1)
+    if (last && last.sessionUpdate === u.sessionUpdate && last.messageId && last.messageId === u.messageId &&
+        typeof last.content?.text === 'string' && typeof u.content?.text === 'string') {
+      out[out.length - 1] = { ...last, content: { ...last.content, text: last.content.text + u.content.text } }
+    } else {
+      out.push(u)
+    }
+  }
+  return out
+}
+
+/** Polls the backend's records until `predicate` holds (the server records asynchronously). */
+export async function recordsWhen(backend, predicate, ms = 2000) {
+  const deadline = Date.now() + ms
+  let records = backend.records()
+  while (!predicate(records) && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 20))
+    records = backend.records()
+  }
+  return records
+}

@@ -1,0 +1,307 @@
+// The JavaScript session API end to end against the embedded backend, on both transports.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { setup, drain, merged, within, recordsWhen, TRANSPORTS, AgentClient } from './helpers.mjs'
+
+const FULL_TURN = { steps: [
+  { type: 'thinking', text: 'Let me ' },
+  { type: 'thinking', text: 'look.' },
+  { type: 'thinkingCompleted', durationMs: 4 },
+  { type: 'text', text: 'Reading the file' },
+  { type: 'toolCallStarted', callId: 'c1', toolCall: { readToolCall: { args: { path: '/w/a.txt' } } } },
+  { type: 'exec', id: 1, args: { readArgs: { path: '/w/a.txt', toolCallId: 'c1' } } },
+  { type: 'toolCallCompleted', callId: 'c1', toolCall: { readToolCall: { args: { path: '/w/a.txt' }, result: { success: { content: 'hi' } } } } },
+  { type: 'exec', id: 2, args: { shellStreamArgs: { command: 'make test', workingDirectory: '/w' } } },
+  { type: 'kvSet', id: 3, data: 'a blob' },
+  { type: 'kvGet', id: 4, blobId: 'ffee' },
+  { type: 'interaction', id: 5, query: { webSearchRequestQuery: { args: { searchTerm: 'napi' } } } },
+  { type: 'checkpoint', state: { tokenDetails: { usedTokens: 900, maxTokens: 100000 } } },
+  { type: 'text', text: ' - done' },
+  { type: 'turnEnded', inputTokens: 7, outputTokens: 9 },
+] }
+
+function host(log) {
+  return {
+    async exec(request, ctx) {
+      log.push(request)
+      if (request.kind === 'read') return { success: { path: request.args.path, content: 'hi\n', totalLines: 1 } }
+      if (request.kind === 'shellStream') {
+        ctx.stdout('PASS 3 tests\n')
+        ctx.stderr('warning: slow\n')
+        return { success: { command: request.args.command, exitCode: 0, stdout: 'PASS 3 tests\n' } }
+      }
+      return undefined
+    },
+    interaction: async (query) => { log.push(query); return { approved: {} } },
+  }
+}
+
+for (const transport of TRANSPORTS) {
+  test(`${transport}: a full turn: updates in order, every request answered, result last`, async () => {
+    const log = []
+    const { backend, client, close } = await setup(FULL_TURN, host(log), transport)
+    try {
+      const session = client.newSession({ cwd: '/w', model: 'default', mode: 'agent' })
+      const turn = session.prompt([{ type: 'text', text: 'Run the tests' }])
+      const updates = merged(await drain(turn))
+      const result = await turn.result
+      assert.deepEqual(result, { stopReason: 'end_turn', usage: { inputTokens: 7, outputTokens: 9, cachedReadTokens: 0, cachedWriteTokens: 0, totalTokens: 16 } })
+      assert.deepEqual(updates.map((u) => u.sessionUpdate),
+        ['agent_thought_chunk', 'agent_message_chunk', 'tool_call', 'tool_call_update', 'usage_update', 'agent_message_chunk'])
+      assert.equal(updates[0].content.text, 'Let me look.')
+      assert.equal(updates[2].toolCallId, 'c1')
+      assert.equal(updates[3].status, 'completed')
+      assert.deepEqual(updates[4], { sessionUpdate: 'usage_update', used: 900, size: 100000 })
+      assert.notEqual(updates[1].messageId, updates[5].messageId, 'text after a tool call is a new message')
+
+      assert.deepEqual(log.map((e) => e.kind), ['read', 'shellStream', 'webSearch'])
+      assert.equal(log[0].args.path, '/w/a.txt')
+      assert.equal(log[2].query.args.searchTerm, 'napi')
+
+      const [record] = backend.records()
+      const messages = record.messages.map((m) => m.message)
+      const run = messages[0].runRequest
+      assert.equal(run.conversationId, session.conversationId)
+      assert.equal(run.action.userMessageAction.userMessage.text, 'Run the tests')
+      assert.equal(run.action.userMessageAction.userMessage.mode, 'AGENT_MODE_AGENT')
+      assert.equal(run.requestedModel.modelId, 'default')
+      const shell = messages.filter((m) => m.execClientMessage?.id === 2 || m.execClientControlMessage?.streamClose?.id === 2)
+      assert.deepEqual(shell.map((m) => m.execClientMessage ? Object.keys(m.execClientMessage).find((k) => !['id', 'execId'].includes(k)) : 'streamClose'),
+        ['shellStream', 'shellStream', 'shellStream', 'shellStream', 'shellResult', 'streamClose'])
+      assert.equal(shell[1].execClientMessage.shellStream.stdout.data, 'PASS 3 tests\n')
+      assert.equal(shell[2].execClientMessage.shellStream.stderr.data, 'warning: slow\n')
+      assert.equal(shell[3].execClientMessage.shellStream.exit.code ?? 0, 0)
+      assert.equal(shell[4].execClientMessage.shellResult.success.stdout, 'PASS 3 tests\n')
+      const kv = messages.filter((m) => m.kvClientMessage).map((m) => m.kvClientMessage)
+      assert.deepEqual(kv.map((k) => k.id), [3, 4])
+      assert.ok(kv[0].setBlobResult)
+      assert.deepEqual(messages.find((m) => m.interactionResponse).interactionResponse, { id: 5, webSearchRequestResponse: { approved: {} } })
+    } finally {
+      close()
+    }
+  })
+
+  test(`${transport}: multi-turn re-sends the checkpoint; save → load continues on a new client`, async () => {
+    const scenario = { turns: [
+      [{ type: 'kvSet', id: 1, data: 'history blob' }, { type: 'checkpoint', state: { readPaths: ['/first'] } }, { type: 'text', text: 'one' }, { type: 'turnEnded' }],
+      [{ type: 'text', text: 'two' }, { type: 'turnEnded' }],
+      [{ type: 'kvGet', id: 2, blobId: '0000' }, { type: 'text', text: 'three' }, { type: 'turnEnded' }],
+    ] }
+    const { backend, client, close } = await setup(scenario, {}, transport)
+    try {
+      const session = client.newSession({ model: 'm-1' })
+      for (const text of ['first', 'second']) {
+        const turn = session.prompt(text)
+        await drain(turn)
+        assert.equal((await turn.result).stopReason, 'end_turn')
+      }
+      const saved = session.save()
+      assert.equal(saved.conversationId, session.conversationId)
+      assert.equal(saved.blobs.length, 1)
+      assert.equal(Buffer.from(saved.blobs[0].data, 'base64').toString(), 'history blob')
+      const again = new AgentClient({ baseUrl: backend.url, transport })
+      const loaded = again.loadSession(JSON.parse(JSON.stringify(saved)))
+      const turn = loaded.prompt('third')
+      await drain(turn)
+      await turn.result
+      const records = backend.records()
+      const runs = records.map((r) => r.messages[0].message.runRequest)
+      assert.equal(new Set(runs.map((r) => r.conversationId)).size, 1, 'one conversation id')
+      assert.equal(runs[1].conversationState.readPaths[0], '/first')
+      assert.equal(runs[2].conversationState.readPaths[0], '/first', 'the loaded session sends the saved checkpoint')
+      assert.equal(runs[2].requestedModel.modelId, 'm-1')
+      // Checkpoint bytes: exactly what the server sent.
+      assert.equal(saved.checkpoint, Buffer.from([0x92, 0x01, 0x06, 0x2f, 0x66, 0x69, 0x72, 0x73, 0x74]).toString('base64'))
+    } finally {
+      close()
+    }
+  })
+
+  test(`${transport}: heartbeats, exec heartbeats, stream_close and throw for unhandled kinds are recorded`, async () => {
+    const scenario = { steps: [
+      { type: 'exec', id: 1, args: { readArgs: { path: '/slow' } } },
+      { type: 'exec', id: 2, args: { fetchArgs: { url: 'https://example.com' } } },
+      { type: 'turnEnded' },
+    ] }
+    const exec = async (req) => {
+      if (req.kind !== 'read') return undefined
+      await new Promise((r) => setTimeout(r, 450))
+      return { success: { path: '/slow', content: '' } }
+    }
+    const { backend, client, close } = await setup(scenario, { exec }, transport)
+    try {
+      const turn = client.newSession().prompt('go')
+      await drain(turn)
+      await turn.result
+      const messages = backend.records()[0].messages
+      assert.ok(messages.filter((m) => m.kind === 'clientHeartbeat').length >= 3)
+      assert.ok(messages.filter((m) => m.message.execClientControlMessage?.heartbeat?.id === 1).length >= 3)
+      const forFetch = messages.filter((m) => m.message.execClientControlMessage && JSON.stringify(m.message).includes('"id":2'))
+      assert.ok(forFetch[0].message.execClientControlMessage.throw.error.includes('fetch'))
+      assert.ok(forFetch[1].message.execClientControlMessage.streamClose)
+      if (transport === 'sse') {
+        const seqnos = backend.records()[0].appends.map((a) => a.seqno).sort((a, b) => a - b)
+        assert.deepEqual(seqnos, seqnos.map((_, i) => i), 'seqnos 0..n without gaps')
+      }
+    } finally {
+      close()
+    }
+  })
+}
+
+test('throwing, rejecting and hanging callbacks become error results; the turn goes on', async () => {
+  const scenario = { steps: [
+    { type: 'exec', id: 1, args: { readArgs: { path: '/a' } } },
+    { type: 'exec', id: 2, args: { writeArgs: { path: '/b', fileText: 'x' } } },
+    { type: 'exec', id: 3, args: { deleteArgs: { path: '/c' } } },
+    { type: 'exec', id: 4, args: { lsArgs: { path: '/d' } } },
+    { type: 'text', text: 'still going' },
+    { type: 'turnEnded' },
+  ] }
+  const exec = (req) => {
+    if (req.kind === 'read') throw new Error('sync boom')
+    if (req.kind === 'write') return Promise.reject(new Error('async boom'))
+    if (req.kind === 'delete') return new Promise(() => {}) // never settles
+    if (req.kind === 'ls') return { notAField: true } // invalid result
+  }
+  const { backend, client, close } = await setup(scenario, { exec, callbackTimeoutMs: 300 })
+  try {
+    const turn = client.newSession().prompt('go')
+    const updates = await drain(turn)
+    assert.equal((await turn.result).stopReason, 'end_turn')
+    assert.equal(updates.at(-1).content.text, 'still going')
+    const results = backend.records()[0].messages.map((m) => m.message.execClientMessage).filter(Boolean)
+    const byId = Object.fromEntries(results.map((r) => [r.id, r]))
+    assert.match(byId[1].readResult.error.error, /sync boom/)
+    assert.match(byId[2].writeResult.error.error, /async boom/)
+    assert.match(byId[3].deleteResult.error.error, /did not settle within 300 ms/)
+    assert.match(byId[4].lsResult.error.error, /invalid ls.*notAField/)
+  } finally {
+    close()
+  }
+})
+
+test('kv callbacks replace the built-in store', async () => {
+  const store = new Map()
+  const kv = {
+    get: async (id) => store.get(id),
+    set: async (id, data) => { store.set(id, Buffer.from(data)) },
+  }
+  const scenario = { steps: [
+    { type: 'kvSet', id: 1, blobId: 'abcd', data: 'hello kv' },
+    { type: 'kvGet', id: 2, blobId: 'abcd' },
+    { type: 'kvGet', id: 3, blobId: 'ffff' },
+    { type: 'turnEnded' },
+  ] }
+  const { backend, client, close } = await setup(scenario, { kv })
+  try {
+    const turn = client.newSession().prompt('go')
+    await drain(turn)
+    await turn.result
+    assert.equal(store.get('abcd').toString(), 'hello kv')
+    const replies = backend.records()[0].messages.map((m) => m.message.kvClientMessage).filter(Boolean)
+    assert.equal(Buffer.from(replies[1].getBlobResult.blobData, 'base64').toString(), 'hello kv')
+    assert.equal(replies[2].getBlobResult.blobData, undefined, 'a missing blob is answered without data')
+  } finally {
+    close()
+  }
+})
+
+test('without an interaction callback every query is rejected, never left unanswered', async () => {
+  const scenario = { steps: [
+    { type: 'interaction', id: 1, query: { askQuestionInteractionQuery: { args: { title: 'Which?' } } } },
+    { type: 'interaction', id: 2, query: { switchModeRequestQuery: { args: { targetModeId: 'plan' } } } },
+    { type: 'turnEnded' },
+  ] }
+  const { backend, client, close } = await setup(scenario)
+  try {
+    const turn = client.newSession().prompt('go')
+    await drain(turn)
+    await turn.result
+    const responses = backend.records()[0].messages.map((m) => m.message.interactionResponse).filter(Boolean)
+    assert.ok(responses[0].askQuestionInteractionResponse.result.rejected)
+    assert.ok(responses[1].switchModeRequestResponse.rejected)
+  } finally {
+    close()
+  }
+})
+
+test('conversation actions and prewarm reach the server', async () => {
+  const scenario = { turns: [
+    [{ type: 'awaitClient', kind: 'conversationAction' }, { type: 'awaitClient', kind: 'conversationAction' }, { type: 'turnEnded' }],
+    [{ type: 'turnEnded' }],
+    [{ type: 'turnEnded' }],
+    [{ type: 'turnEnded' }],
+    [{ type: 'turnEnded' }],
+  ] }
+  const { backend, client, close } = await setup(scenario)
+  try {
+    const session = client.newSession({ model: 'warm-model' })
+    const turn = session.prompt('work')
+    await new Promise((r) => setTimeout(r, 100))
+    await session.cancelSubagent('sub-7')
+    await session.backgroundShell('tool-3')
+    await drain(turn)
+    await turn.result
+    for (const start of [() => session.summarize(), () => session.startPlan('plan it'), () => session.shellCommand('ls -la')]) {
+      const t = start()
+      await drain(t)
+      await t.result
+    }
+    await session.prewarm()
+    assert.throws(() => session.action({ bogusAction: {} }), (e) => e.code === 'E_INVALID')
+    await assert.rejects(session.sendAction({ summarizeAction: {} }), (e) => e.code === 'E_CLOSED')
+    const records = await recordsWhen(backend, (rs) => rs.some((r) => r.messages.some((m) => m.kind === 'prewarmRequest')))
+    const actions = records[0].messages.filter((m) => m.kind === 'conversationAction').map((m) => m.message.conversationAction)
+    assert.deepEqual(actions, [{ cancelSubagentAction: { subagentId: 'sub-7' } }, { backgroundShellAction: { toolCallId: 'tool-3' } }])
+    assert.ok(records[1].messages[0].message.runRequest.action.summarizeAction)
+    assert.equal(records[2].messages[0].message.runRequest.action.startPlanAction.userMessage.text, 'plan it')
+    assert.equal(records[3].messages[0].message.runRequest.action.shellCommandAction.shellCommand.command, 'ls -la')
+    const prewarm = records.flatMap((r) => r.messages).find((m) => m.kind === 'prewarmRequest')
+    assert.equal(prewarm.message.prewarmRequest.requestedModel.modelId, 'warm-model')
+  } finally {
+    close()
+  }
+})
+
+test('prompt content: resources become selected files, images selected images, unknown types are named', async () => {
+  const { backend, client, close } = await setup({ steps: [{ type: 'turnEnded' }] })
+  try {
+    const session = client.newSession()
+    assert.throws(() => session.prompt([{ type: 'audio', data: '', mimeType: 'audio/wav' }]), (e) => e.code === 'E_INVALID' && /"audio"/.test(e.message))
+    const turn = session.prompt([
+      { type: 'text', text: 'Explain' },
+      { type: 'resource', resource: { uri: 'file:///w/main.py', text: 'print(1)', mimeType: 'text/x-python' } },
+      { type: 'image', data: Buffer.from('png').toString('base64'), mimeType: 'image/png' },
+    ])
+    await drain(turn)
+    await turn.result
+    const msg = backend.records()[0].messages[0].message.runRequest.action.userMessageAction.userMessage
+    assert.equal(msg.text, 'Explain')
+    assert.deepEqual(msg.selectedContext.files, [{ content: 'print(1)', path: '/w/main.py' }])
+    assert.equal(msg.selectedContext.selectedImages[0].mimeType, 'image/png')
+    assert.equal(Buffer.from(msg.selectedContext.selectedImages[0].data, 'base64').toString(), 'png')
+  } finally {
+    close()
+  }
+})
+
+test('nextBatch drains bursts; coalescing keeps every character', async () => {
+  const { client, close } = await setup({ steps: [{ type: 'textBurst', text: 'xy', count: 5000 }, { type: 'turnEnded' }] })
+  try {
+    const turn = client.newSession().prompt('burst')
+    let text = ''
+    let calls = 0
+    for (;;) {
+      const batch = await within(10_000, turn.nextBatch(256), 'nextBatch')
+      if (batch.length === 0) break
+      calls += 1
+      for (const u of batch) text += u.content.text
+    }
+    assert.equal(text.length, 10_000)
+    assert.ok(calls < 5000, `${calls} batches for 5000 deltas`)
+    assert.equal((await turn.result).stopReason, 'end_turn')
+  } finally {
+    close()
+  }
+})
