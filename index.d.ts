@@ -11,6 +11,8 @@ export interface PromptUsage {
   outputTokens: number
   cachedReadTokens: number
   cachedWriteTokens: number
+  /** Reasoning tokens, when the server reports them. */
+  thoughtTokens: number
   totalTokens: number
 }
 
@@ -89,7 +91,7 @@ export type ScenarioStep =
   | { type: 'interaction'; id: number; query: ProtoJson }
   | { type: 'checkpoint'; state: ProtoJson }
   | { type: 'heartbeat' | 'drop' | 'garbage' | 'close' | 'end' }
-  | { type: 'turnEnded'; inputTokens?: number; outputTokens?: number; cacheReadTokens?: number; cacheWriteTokens?: number }
+  | { type: 'turnEnded'; inputTokens?: number; outputTokens?: number; cacheReadTokens?: number; cacheWriteTokens?: number; reasoningTokens?: number }
   | { type: 'sleep' | 'stall'; ms: number }
   | { type: 'awaitClient'; kind: string }
   | { type: 'oversize'; length: number }
@@ -223,6 +225,13 @@ export declare class Session {
   backgroundShell(toolCallId: string): Promise<void>
   /** Moves a running sub-agent tool call to the background. */
   backgroundSubagent(toolCallId: string): Promise<void>
+  /**
+   * Injects system context into the running turn without a new user turn; resolves to the
+   * injection id.
+   */
+  injectContext(content: string, producer?: string | undefined | null): Promise<string>
+  /** Continues the conversation's long-running goal (`goal_continuation_action`): a turn of its own. */
+  continueGoal(): PromptTurn
   /** Warms the server for this session's next prompt (model, conversation state). */
   prewarm(): Promise<void>
   /** Cancels the running turn, if any (ACP `session/cancel`). */

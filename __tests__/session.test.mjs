@@ -45,7 +45,7 @@ for (const transport of TRANSPORTS) {
       const turn = session.prompt([{ type: 'text', text: 'Run the tests' }])
       const updates = merged(await drain(turn))
       const result = await turn.result
-      assert.deepEqual(result, { stopReason: 'end_turn', usage: { inputTokens: 7, outputTokens: 9, cachedReadTokens: 0, cachedWriteTokens: 0, totalTokens: 16 } })
+      assert.deepEqual(result, { stopReason: 'end_turn', usage: { inputTokens: 7, outputTokens: 9, cachedReadTokens: 0, cachedWriteTokens: 0, thoughtTokens: 0, totalTokens: 16 } })
       assert.deepEqual(updates.map((u) => u.sessionUpdate),
         ['agent_thought_chunk', 'agent_message_chunk', 'tool_call', 'tool_call_update', 'usage_update', 'agent_message_chunk'])
       assert.equal(updates[0].content.text, 'Let me look.')
@@ -301,6 +301,83 @@ test('nextBatch drains bursts; coalescing keeps every character', async () => {
     assert.equal(text.length, 10_000)
     assert.ok(calls < 5000, `${calls} batches for 5000 deltas`)
     assert.equal((await turn.result).stopReason, 'end_turn')
+  } finally {
+    close()
+  }
+})
+
+test('requestContext() feeds the run request and the request_context exec; a failing one is E_CALLBACK', async () => {
+  const requestContext = async () => ({
+    rules: [{ fullPath: '/rules/style.mdc', content: 'Use tabs.' }],
+    env: { timeZone: 'Europe/Paris' },
+  })
+  const scenario = { steps: [{ type: 'exec', id: 1, args: { requestContextArgs: {} } }, { type: 'turnEnded', reasoningTokens: 12 }] }
+  const { backend, client, close } = await setup(scenario, { requestContext })
+  try {
+    const turn = client.newSession({ cwd: '/repo' }).prompt('go')
+    await drain(turn)
+    assert.equal((await turn.result).usage.thoughtTokens, 12)
+    const messages = backend.records()[0].messages.map((m) => m.message)
+    const fromRun = messages[0].runRequest.action.userMessageAction.requestContext
+    assert.equal(fromRun.rules[0].content, 'Use tabs.')
+    assert.equal(fromRun.env.timeZone, 'Europe/Paris')
+    assert.deepEqual(fromRun.env.workspacePaths, ['/repo'], 'the session folder fills what the host left empty')
+    const fromExec = messages.find((m) => m.execClientMessage?.requestContextResult).execClientMessage.requestContextResult
+    assert.equal(fromExec.success.requestContext.rules[0].fullPath, '/rules/style.mdc')
+  } finally {
+    close()
+  }
+  const failing = await setup({ steps: [{ type: 'turnEnded' }] }, { requestContext: () => { throw new Error('no rules today') } })
+  try {
+    const turn = failing.client.newSession().prompt('go')
+    await drain(turn)
+    await assert.rejects(turn.result, (e) => e.code === 'E_CALLBACK' && /no rules today/.test(e.message))
+  } finally {
+    failing.close()
+  }
+})
+
+test('injectContext and continueGoal reach the server', async () => {
+  const scenario = { turns: [[{ type: 'awaitClient', kind: 'conversationAction' }, { type: 'turnEnded' }], [{ type: 'turnEnded' }]] }
+  const { backend, client, close } = await setup(scenario)
+  try {
+    const session = client.newSession()
+    await assert.rejects(session.injectContext('nothing runs'), (e) => e.code === 'E_CLOSED')
+    const turn = session.prompt('work')
+    await new Promise((r) => setTimeout(r, 100))
+    const injectionId = await session.injectContext('The build is green now.', 'ci-watcher')
+    await drain(turn)
+    await turn.result
+    const goal = session.continueGoal()
+    await drain(goal)
+    await goal.result
+    const [first, second] = backend.records()
+    const inject = first.messages.find((m) => m.kind === 'conversationAction').message.conversationAction.injectContextAction
+    assert.deepEqual(inject, { injectionId, expectedRunId: first.requestId, systemContext: { producer: 'ci-watcher', content: 'The build is green now.' } })
+    assert.deepEqual(second.messages[0].message.runRequest.action, { goalContinuationAction: {} })
+  } finally {
+    close()
+  }
+})
+
+test('blobDir keeps KV blobs on disk across clients', async () => {
+  const { mkdtempSync, readdirSync, readFileSync } = await import('node:fs')
+  const { tmpdir } = await import('node:os')
+  const dir = mkdtempSync(`${tmpdir()}/acp-blobs-`)
+  const scenario = { turns: [[{ type: 'kvSet', id: 1, blobId: 'beef', data: 'kept' }, { type: 'turnEnded' }], [{ type: 'kvGet', id: 2, blobId: 'beef' }, { type: 'turnEnded' }]] }
+  const { backend, client, close } = await setup(scenario, { blobDir: dir })
+  try {
+    const t1 = client.newSession().prompt('one')
+    await drain(t1)
+    await t1.result
+    assert.deepEqual(readdirSync(dir), ['beef'])
+    assert.equal(readFileSync(`${dir}/beef`, 'utf8'), 'kept')
+    const other = new AgentClient({ baseUrl: backend.url, blobDir: dir })
+    const t2 = other.newSession().prompt('two')
+    await drain(t2)
+    await t2.result
+    const reply = backend.records()[1].messages.find((m) => m.kind === 'kvClientMessage').message.kvClientMessage
+    assert.equal(Buffer.from(reply.getBlobResult.blobData, 'base64').toString(), 'kept')
   } finally {
     close()
   }

@@ -49,14 +49,18 @@ impl EmbeddedBackend {
 
 /// Starts an embedded backend playing `scenario` on 127.0.0.1.
 #[napi(ts_return_type = "Promise<EmbeddedBackend>")]
-pub fn start_embedded_backend<'env>(env: &'env Env, options: EmbeddedBackendOptions) -> Result<PromiseRaw<'env, EmbeddedBackend>> {
+pub fn start_embedded_backend<'env>(
+    env: &'env Env,
+    options: EmbeddedBackendOptions,
+) -> Result<PromiseRaw<'env, EmbeddedBackend>> {
     let port = options.port.unwrap_or(0);
     // Validation happens inside the promise so a bad scenario rejects rather than throws.
     promise(
         env,
         async move {
             let scenario = Scenario::from_json(&options.scenario)?;
-            let port = u16::try_from(port).map_err(|_| CoreError::InvalidInput(format!("port {port} is not 0-65535")))?;
+            let port =
+                u16::try_from(port).map_err(|_| CoreError::InvalidInput(format!("port {port} is not 0-65535")))?;
             CoreBackend::start_on(scenario, port).await
         },
         |_, backend| Ok(EmbeddedBackend { inner: Arc::new(backend) }),

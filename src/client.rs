@@ -16,7 +16,7 @@ use napi::Env;
 use serde_json::Value;
 
 use crate::error::coded;
-use crate::host::{Callback, ExecContext, JsBlobStore, JsHost};
+use crate::host::{Callback, ExecCallback, JsBlobStore, JsHost};
 use crate::session::Session;
 
 /// Blob storage callbacks; they replace the built-in store. Ids are lower-case hex.
@@ -55,11 +55,15 @@ pub struct AgentClientOptions {
     /// JSON (e.g. `{ success: { path, content, totalLines } }` for `read`), or `undefined` if
     /// this host does not handle that kind (the server then gets throw + close). A throw or
     /// rejection becomes the result's `error` branch.
-    #[napi(ts_type = "(request: ExecRequest, ctx: ExecContext) => ExecResult | null | undefined | Promise<ExecResult | null | undefined>")]
-    pub exec: Option<Callback<FnArgs<(Value, ExecContext)>, Value>>,
+    #[napi(
+        ts_type = "(request: ExecRequest, ctx: ExecContext) => ExecResult | null | undefined | Promise<ExecResult | null | undefined>"
+    )]
+    pub exec: Option<ExecCallback>,
     /// Answers the server's interaction queries (proto3 JSON of the matching response, e.g.
     /// `{ approved: {} }`); `undefined` or no callback = a rejection.
-    #[napi(ts_type = "(query: InteractionQuery) => InteractionAnswer | null | undefined | Promise<InteractionAnswer | null | undefined>")]
+    #[napi(
+        ts_type = "(query: InteractionQuery) => InteractionAnswer | null | undefined | Promise<InteractionAnswer | null | undefined>"
+    )]
     pub interaction: Option<Callback<Value, Value>>,
     /// Supplies the `RequestContext` (rules, env, MCP tools) in proto3 JSON.
     #[napi(ts_type = "() => RequestContext | null | undefined | Promise<RequestContext | null | undefined>")]
@@ -116,12 +120,16 @@ fn parse_config(o: &AgentClientOptions) -> std::result::Result<ClientConfig, Cor
     let compression = match o.compression.as_deref() {
         None | Some("none") => Compression::None,
         Some("gzip") => Compression::Gzip,
-        Some(other) => return Err(CoreError::InvalidInput(format!("compression must be 'gzip' or 'none', got {other:?}"))),
+        Some(other) => {
+            return Err(CoreError::InvalidInput(format!("compression must be 'gzip' or 'none', got {other:?}")))
+        }
     };
     let append_encoding = match o.append_encoding.as_deref() {
         None | Some("hex") => AppendEncoding::Hex,
         Some("binary") => AppendEncoding::Binary,
-        Some(other) => return Err(CoreError::InvalidInput(format!("appendEncoding must be 'hex' or 'binary', got {other:?}"))),
+        Some(other) => {
+            return Err(CoreError::InvalidInput(format!("appendEncoding must be 'hex' or 'binary', got {other:?}")))
+        }
     };
     let mut headers: Vec<(String, String)> = o.headers.clone().unwrap_or_default().into_iter().collect();
     headers.sort();
@@ -152,7 +160,9 @@ fn parse_config(o: &AgentClientOptions) -> std::result::Result<ClientConfig, Cor
         queue: o.update_queue_size.map(|q| q as usize).unwrap_or(t.queue),
         ..t
     };
-    for (name, d) in [("heartbeatIntervalMs", timing.client_heartbeat), ("execHeartbeatIntervalMs", timing.exec_heartbeat)] {
+    for (name, d) in
+        [("heartbeatIntervalMs", timing.client_heartbeat), ("execHeartbeatIntervalMs", timing.exec_heartbeat)]
+    {
         if d.is_zero() {
             return Err(CoreError::InvalidInput(format!("{name} must be positive")));
         }
@@ -172,7 +182,9 @@ impl AgentClient {
     pub fn new(env: Env, options: AgentClientOptions) -> Result<Self> {
         let config = parse_config(&options).map_err(|e| coded(&env, &e))?;
         let kv: Option<Arc<dyn BlobStore>> = match (options.kv, &options.blob_dir) {
-            (Some(kv), _) => Some(Arc::new(JsBlobStore { get: Arc::new(kv.get), set: Arc::new(kv.set), seen: Arc::default() })),
+            (Some(kv), _) => {
+                Some(Arc::new(JsBlobStore { get: Arc::new(kv.get), set: Arc::new(kv.set), seen: Arc::default() }))
+            }
             (None, Some(dir)) => Some(Arc::new(DirBlobStore::new(dir).map_err(|e| coded(&env, &e))?)),
             (None, None) => None,
         };
@@ -196,7 +208,12 @@ impl AgentClient {
         let o = options.unwrap_or(NewSessionOptions { cwd: None, model: None, mode: None, conversation_id: None });
         let session = self
             .inner
-            .new_session(SessionOptions { conversation_id: o.conversation_id, model: o.model, mode: o.mode, cwd: o.cwd })
+            .new_session(SessionOptions {
+                conversation_id: o.conversation_id,
+                model: o.model,
+                mode: o.mode,
+                cwd: o.cwd,
+            })
             .map_err(|e| coded(&env, &e))?;
         Ok(Session { inner: session })
     }
@@ -223,7 +240,11 @@ fn parse_saved(v: &Value) -> std::result::Result<SavedSession, CoreError> {
     let mut blobs = Vec::new();
     if let Some(list) = v.get("blobs") {
         for entry in list.as_array().ok_or_else(|| bad("blobs must be an array"))? {
-            let id = entry.get("id").and_then(|x| x.as_str()).and_then(|h| hex::decode(h).ok()).ok_or_else(|| bad("blob id must be hex"))?;
+            let id = entry
+                .get("id")
+                .and_then(|x| x.as_str())
+                .and_then(|h| hex::decode(h).ok())
+                .ok_or_else(|| bad("blob id must be hex"))?;
             let data = entry
                 .get("data")
                 .and_then(|x| x.as_str())

@@ -5,7 +5,9 @@
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use cursor_acp_core::host::{BlobStore, ExecContext as CoreExecContext, ExecRequest, Host, InteractionRequest, ShellOutput};
+use cursor_acp_core::host::{
+    BlobStore, ExecContext as CoreExecContext, ExecRequest, Host, InteractionRequest, ShellOutput,
+};
 use cursor_acp_core::CoreError;
 use futures::future::BoxFuture;
 use napi::bindgen_prelude::*;
@@ -131,9 +133,12 @@ impl ExecContext {
     }
 }
 
+/// `exec(request, ctx)`.
+pub type ExecCallback = Callback<FnArgs<(Value, ExecContext)>, Value>;
+
 /// JS callbacks implementing the core's `Host`.
 pub struct JsHost {
-    pub exec: Option<Arc<Callback<FnArgs<(Value, ExecContext)>, Value>>>,
+    pub exec: Option<Arc<ExecCallback>>,
     pub interaction: Option<Arc<Callback<Value, Value>>>,
     pub request_context: Option<Arc<Callback<(), Value>>>,
 }
@@ -148,7 +153,11 @@ fn request_json(request: &ExecRequest) -> Value {
 }
 
 impl Host for JsHost {
-    fn exec(&self, request: ExecRequest, ctx: CoreExecContext) -> BoxFuture<'static, std::result::Result<Option<Value>, CoreError>> {
+    fn exec(
+        &self,
+        request: ExecRequest,
+        ctx: CoreExecContext,
+    ) -> BoxFuture<'static, std::result::Result<Option<Value>, CoreError>> {
         let Some(exec) = self.exec.clone() else { return Box::pin(async { Ok(None) }) };
         Box::pin(async move {
             let done = CancellationToken::new();
@@ -158,7 +167,11 @@ impl Host for JsHost {
         })
     }
 
-    fn interaction(&self, query: InteractionRequest, _cancel: CancellationToken) -> BoxFuture<'static, std::result::Result<Option<Value>, CoreError>> {
+    fn interaction(
+        &self,
+        query: InteractionRequest,
+        _cancel: CancellationToken,
+    ) -> BoxFuture<'static, std::result::Result<Option<Value>, CoreError>> {
         let Some(interaction) = self.interaction.clone() else { return Box::pin(async { Ok(None) }) };
         Box::pin(async move {
             let arg = serde_json::json!({ "kind": query.kind, "id": query.id, "query": query.query });

@@ -1,7 +1,7 @@
 //! `Session`: prompt, cancel, actions, save.
 
 use cursor_acp_core::session::Session as CoreSession;
-use cursor_acp_core::{prompt, CancellationToken, CoreError};
+use cursor_acp_core::{prompt, CancellationToken};
 use napi::bindgen_prelude::*;
 use napi::Env;
 use serde_json::{json, Value};
@@ -29,7 +29,9 @@ fn wire_signal(env: &Env, options: Option<Object>, token: &CancellationToken) ->
         token.cancel();
         Ok(())
     })?;
-    let add: Function<'_, FnArgs<(&str, Function<'_, (), ()>, Object)>, Unknown> = signal.get_named_property("addEventListener")?;
+    #[allow(clippy::type_complexity)]
+    let add: Function<'_, FnArgs<(&str, Function<'_, (), ()>, Object)>, Unknown> =
+        signal.get_named_property("addEventListener")?;
     let mut once = Object::new(env)?;
     once.set_named_property("once", true)?;
     add.apply(signal, FnArgs::from(("abort", on_abort, once)))?;
@@ -50,7 +52,8 @@ impl Session {
         let blocks = prompt::parse_content(&content).map_err(|e| coded(&env, &e))?;
         let token = CancellationToken::new();
         wire_signal(&env, options, &token)?;
-        let turn = within_runtime_if_available(|| self.inner.prompt_with(blocks, token)).map_err(|e| coded(&env, &e))?;
+        let turn =
+            within_runtime_if_available(|| self.inner.prompt_with(blocks, token)).map_err(|e| coded(&env, &e))?;
         Ok(PromptTurn { turn })
     }
 
@@ -60,7 +63,8 @@ impl Session {
     pub fn action(&self, env: Env, action: Value, options: Option<Object>) -> Result<PromptTurn> {
         let token = CancellationToken::new();
         wire_signal(&env, options, &token)?;
-        let turn = within_runtime_if_available(|| self.inner.action_with(&action, token)).map_err(|e| coded(&env, &e))?;
+        let turn =
+            within_runtime_if_available(|| self.inner.action_with(&action, token)).map_err(|e| coded(&env, &e))?;
         Ok(PromptTurn { turn })
     }
 
@@ -83,7 +87,11 @@ impl Session {
     /// Starts plan mode with a user message: a turn of its own.
     #[napi]
     pub fn start_plan(&self, env: Env, text: String) -> Result<PromptTurn> {
-        self.action(env, json!({ "startPlanAction": { "userMessage": { "text": text, "messageId": uuid_v4() } } }), None)
+        self.action(
+            env,
+            json!({ "startPlanAction": { "userMessage": { "text": text, "messageId": uuid_v4() } } }),
+            None,
+        )
     }
 
     /// Sends a `ConversationAction` into the running turn (proto3 JSON).
@@ -109,6 +117,26 @@ impl Session {
     #[napi(ts_return_type = "Promise<void>")]
     pub fn background_subagent<'env>(&self, env: &'env Env, tool_call_id: String) -> Result<PromiseRaw<'env, ()>> {
         self.send_action(env, json!({ "backgroundSubagentAction": { "toolCallId": tool_call_id } }))
+    }
+
+    /// Injects system context into the running turn without a new user turn; resolves to the
+    /// injection id.
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn inject_context<'env>(
+        &self,
+        env: &'env Env,
+        content: String,
+        producer: Option<String>,
+    ) -> Result<PromiseRaw<'env, String>> {
+        let session = self.inner.clone();
+        let producer = producer.unwrap_or_else(|| "cursor-acp-native".into());
+        promise(env, async move { session.inject_context(&content, &producer).await }, |_, id| Ok(id))
+    }
+
+    /// Continues the conversation's long-running goal (`goal_continuation_action`): a turn of its own.
+    #[napi]
+    pub fn continue_goal(&self, env: Env) -> Result<PromptTurn> {
+        self.action(env, json!({ "goalContinuationAction": {} }), None)
     }
 
     /// Warms the server for this session's next prompt (model, conversation state).
@@ -150,6 +178,5 @@ impl Session {
 }
 
 fn uuid_v4() -> String {
-    let _ = CoreError::Aborted;
     cursor_acp_core::new_id()
 }

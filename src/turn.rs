@@ -20,7 +20,7 @@ fn update_json(update: cursor_acp_core::acp::SessionUpdate) -> Value {
 }
 
 fn result_json(result: TurnResult) -> Value {
-    let stop = serde_json::to_value(&result.stop_reason).unwrap_or(Value::Null);
+    let stop = serde_json::to_value(result.stop_reason).unwrap_or(Value::Null);
     let mut out = json!({ "stopReason": stop });
     if let Some(u) = result.usage {
         out["usage"] = json!({
@@ -28,6 +28,7 @@ fn result_json(result: TurnResult) -> Value {
             "outputTokens": u.output_tokens,
             "cachedReadTokens": u.cache_read_tokens,
             "cachedWriteTokens": u.cache_write_tokens,
+            "thoughtTokens": u.reasoning_tokens,
             "totalTokens": u.total(),
         });
     }
@@ -39,12 +40,18 @@ impl AsyncGenerator for PromptTurn {
     type Next = ();
     type Return = ();
 
-    fn next(&mut self, _value: Option<()>) -> impl std::future::Future<Output = Result<Option<Value>>> + Send + 'static {
+    fn next(
+        &mut self,
+        _value: Option<()>,
+    ) -> impl std::future::Future<Output = Result<Option<Value>>> + Send + 'static {
         let turn = self.turn.clone();
         async move { Ok(turn.next().await.map(update_json)) }
     }
 
-    fn complete(&mut self, _value: Option<()>) -> impl std::future::Future<Output = Result<Option<Value>>> + Send + 'static {
+    fn complete(
+        &mut self,
+        _value: Option<()>,
+    ) -> impl std::future::Future<Output = Result<Option<Value>>> + Send + 'static {
         // `break` / `return()`: the consumer is gone. Cancel and drop what nobody will read.
         self.turn.release();
         async { Ok(None) }
@@ -60,7 +67,9 @@ impl PromptTurn {
         let turn = self.turn.clone();
         promise(
             env,
-            async move { Ok(Value::Array(turn.next_batch(max.max(1) as usize).await.into_iter().map(update_json).collect())) },
+            async move {
+                Ok(Value::Array(turn.next_batch(max.max(1) as usize).await.into_iter().map(update_json).collect()))
+            },
             |_, v| Ok(v),
         )
     }

@@ -145,9 +145,38 @@ def main():
                 messages[t] = Msg(t)
                 known.add(t)
 
+    add_newer_build_fields(messages)
     emit(messages, enums, AISERVER, "aiserver.v1", "aiserver_v1.proto", imports=[])
     emit(messages, enums, set(messages) | set(enums), "agent.v1", "agent_v1.proto",
          imports=["google/protobuf/struct.proto"], exclude=AISERVER)
+
+
+def add_newer_build_fields(messages):
+    """Fields of newer Cursor builds that the sheet's (older) source file lacks.
+
+    Only numbers that several independent public sources agree on are added: the seed lists these
+    actions without numbers; a generated Connect-ES module, a descriptor dump and a protocol
+    write-up all give goal_continuation_action = 18 and inject_context_action = 19, and one client
+    declares InjectContextAction{injection_id = 1, expected_run_id = 2, system_context = 4}.
+    TurnEndedUpdate.reasoning_tokens = 5 is in the senpi/omp proto and the write-up.
+    Nothing whose number is uncertain is added (e.g. the user_context payload, or the fields of
+    SubscriptionNotificationAction).
+    """
+    action = messages["ConversationAction"]
+    action.fields.append(("goal_continuation_action", 18, "GoalContinuationAction", "oneof", "action"))
+    action.fields.append(("inject_context_action", 19, "InjectContextAction", "oneof", "action"))
+    messages["GoalContinuationAction"] = Msg("GoalContinuationAction")
+    inject = Msg("InjectContextAction")
+    inject.fields = [
+        ("injection_id", 1, "string", "singular", None),
+        ("expected_run_id", 2, "string", "singular", None),
+        ("system_context", 4, "SystemContextInjection", "oneof", "payload"),
+    ]
+    messages["InjectContextAction"] = inject
+    system = Msg("SystemContextInjection")
+    system.fields = [("producer", 1, "string", "singular", None), ("content", 2, "string", "singular", None)]
+    messages["SystemContextInjection"] = system
+    messages["TurnEndedUpdate"].fields.append(("reasoning_tokens", 5, "int64", "optional", None))
 
 
 def enum_lines(name, values, indent):

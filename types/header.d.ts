@@ -11,6 +11,8 @@ export interface PromptUsage {
   outputTokens: number
   cachedReadTokens: number
   cachedWriteTokens: number
+  /** Reasoning tokens, when the server reports them. */
+  thoughtTokens: number
   totalTokens: number
 }
 
@@ -89,7 +91,7 @@ export type ScenarioStep =
   | { type: 'interaction'; id: number; query: ProtoJson }
   | { type: 'checkpoint'; state: ProtoJson }
   | { type: 'heartbeat' | 'drop' | 'garbage' | 'close' | 'end' }
-  | { type: 'turnEnded'; inputTokens?: number; outputTokens?: number; cacheReadTokens?: number; cacheWriteTokens?: number }
+  | { type: 'turnEnded'; inputTokens?: number; outputTokens?: number; cacheReadTokens?: number; cacheWriteTokens?: number; reasoningTokens?: number }
   | { type: 'sleep' | 'stall'; ms: number }
   | { type: 'awaitClient'; kind: string }
   | { type: 'oversize'; length: number }

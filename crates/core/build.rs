@@ -11,15 +11,12 @@ fn main() {
     let descriptors = protox::compile(&files, [&proto_dir]).expect("proto/ must compile");
     // The descriptor set is embedded too: proto3 JSON (scenarios, recordings) is driven by it.
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR"));
-    std::fs::write(out.join("descriptors.bin"), prost::Message::encode_to_vec(&descriptors)).expect("write descriptors");
+    std::fs::write(out.join("descriptors.bin"), prost::Message::encode_to_vec(&descriptors))
+        .expect("write descriptors");
     let mut config = prost_build::Config::new();
     config.bytes(["."]);
     config.include_file("protos.rs");
     // Secrets: these get hand-written, redacting Debug impls in src/proto.rs.
-    config.skip_debug([
-        ".agent.v1.ApiKeyCredentials",
-        ".agent.v1.AzureCredentials",
-        ".agent.v1.BedrockCredentials",
-    ]);
+    config.skip_debug([".agent.v1.ApiKeyCredentials", ".agent.v1.AzureCredentials", ".agent.v1.BedrockCredentials"]);
     config.compile_fds(descriptors).expect("prost-build codegen");
 }

@@ -100,7 +100,8 @@ pub fn exec_result_type(request: &ExecRequest) -> Result<String, String> {
 fn encode_json(desc: MessageDescriptor, json: &serde_json::Value) -> Result<Vec<u8>, String> {
     let name = desc.full_name().to_string();
     let options = prost_reflect::DeserializeOptions::new().deny_unknown_fields(true);
-    let msg = DynamicMessage::deserialize_with_options(desc, json, &options).map_err(|e| format!("not a valid {name}: {e}"))?;
+    let msg = DynamicMessage::deserialize_with_options(desc, json, &options)
+        .map_err(|e| format!("not a valid {name}: {e}"))?;
     Ok(prost::Message::encode_to_vec(&msg))
 }
 
@@ -217,9 +218,11 @@ mod tests {
 
     #[test]
     fn exec_branches_decode_with_camel_case_kinds() {
-        let (id, exec_id, req) =
-            decode_exec(&exec(pb::exec_server_message::Message::ReadArgs(pb::ReadArgs { path: "/a".into(), ..Default::default() })))
-                .unwrap();
+        let (id, exec_id, req) = decode_exec(&exec(pb::exec_server_message::Message::ReadArgs(pb::ReadArgs {
+            path: "/a".into(),
+            ..Default::default()
+        })))
+        .unwrap();
         let req = req.unwrap();
         assert_eq!((id, exec_id.as_str(), req.kind.as_str(), req.field), (7, "e7", "read", 7));
         assert_eq!(req.args, serde_json::json!({"path": "/a"}));
@@ -231,7 +234,8 @@ mod tests {
         let req = req.unwrap();
         assert_eq!(req.kind, "shellStream");
         assert_eq!(exec_result_type(&req).unwrap(), "agent.v1.ShellResult", "streamed shells end with shell_result");
-        let (_, _, req) = decode_exec(&exec(pb::exec_server_message::Message::ListMcpResourcesExecArgs(Default::default()))).unwrap();
+        let (_, _, req) =
+            decode_exec(&exec(pb::exec_server_message::Message::ListMcpResourcesExecArgs(Default::default()))).unwrap();
         assert_eq!(req.unwrap().kind, "listMcpResources");
     }
 
@@ -249,7 +253,9 @@ mod tests {
         let (_, _, req) = decode_exec(&exec(pb::exec_server_message::Message::ReadArgs(Default::default()))).unwrap();
         let req = req.unwrap();
         assert_eq!(exec_result_type(&req).unwrap(), "agent.v1.ReadResult");
-        let bytes = exec_result(&req, &serde_json::json!({"success": {"path": "/a", "content": "hi", "totalLines": 1}})).unwrap();
+        let bytes =
+            exec_result(&req, &serde_json::json!({"success": {"path": "/a", "content": "hi", "totalLines": 1}}))
+                .unwrap();
         let msg = pb::ExecClientMessage::decode(bytes).unwrap();
         assert_eq!((msg.id, msg.exec_id.as_str()), (7, "e7"));
         let Some(pb::exec_client_message::Message::ReadResult(r)) = msg.message else { panic!() };
@@ -267,8 +273,9 @@ mod tests {
         })))
         .unwrap();
         let msg = pb::ExecClientMessage::decode(exec_error_result(&req.unwrap(), "boom").unwrap()).unwrap();
-        let Some(pb::exec_client_message::Message::ReadResult(pb::ReadResult { result: Some(pb::read_result::Result::Error(e)) })) =
-            msg.message
+        let Some(pb::exec_client_message::Message::ReadResult(pb::ReadResult {
+            result: Some(pb::read_result::Result::Error(e)),
+        })) = msg.message
         else {
             panic!()
         };
@@ -296,9 +303,14 @@ mod tests {
             let resp = pb::InteractionResponse::decode(interaction_rejection(&req, "no")).unwrap();
             assert_eq!(resp.id, 3);
             let text = format!("{:?}", resp.result.expect("a branch is always set"));
-            assert!(text.contains("Rejected") || text.contains("Error") || text.contains("Failure"), "{} → {text}", req.kind);
+            assert!(
+                text.contains("Rejected") || text.contains("Error") || text.contains("Failure"),
+                "{} → {text}",
+                req.kind
+            );
         }
-        let raw = pb::InteractionQuery { id: 1, query: Some(Q::AskQuestionInteractionQuery(Default::default())) }.encode_to_vec();
+        let raw = pb::InteractionQuery { id: 1, query: Some(Q::AskQuestionInteractionQuery(Default::default())) }
+            .encode_to_vec();
         assert_eq!(decode_interaction(&raw).unwrap().1.unwrap().kind, "askQuestion");
     }
 }

@@ -229,9 +229,7 @@ impl ConnectError {
     /// The Cursor error enum name (`ERROR_MAX_TOKENS`, …) when the details carry one.
     pub fn cursor_error_name(&self) -> Option<&'static str> {
         let details = self.cursor_details()?;
-        let name = crate::proto::aiserver::v1::error_details::Error::try_from(details.error)
-            .ok()?
-            .as_str_name();
+        let name = crate::proto::aiserver::v1::error_details::Error::try_from(details.error).ok()?.as_str_name();
         Some(name)
     }
 
@@ -258,13 +256,8 @@ impl ConnectError {
                     .ok_or("error detail has no string \"type\"")?
                     .to_string();
                 let raw = entry.get("value").and_then(|v| v.as_str()).unwrap_or("");
-                let value = decode_base64_lenient(raw)
-                    .map_err(|e| format!("error detail value is not base64: {e}"))?;
-                details.push(ErrorDetail {
-                    type_name,
-                    value: Bytes::from(value),
-                    debug: entry.get("debug").cloned(),
-                });
+                let value = decode_base64_lenient(raw).map_err(|e| format!("error detail value is not base64: {e}"))?;
+                details.push(ErrorDetail { type_name, value: Bytes::from(value), debug: entry.get("debug").cloned() });
             }
         }
         Ok(ConnectError { code, message, details, http_status: None })

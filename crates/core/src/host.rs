@@ -62,7 +62,11 @@ pub struct InteractionRequest {
 /// Results are proto3 JSON of the matching result message (`ReadResult` for `read`, …);
 /// `Ok(None)` means "not handled" (exec: throw + close; interaction: the default rejection).
 pub trait Host: Send + Sync + 'static {
-    fn exec(&self, request: ExecRequest, ctx: ExecContext) -> BoxFuture<'static, Result<Option<serde_json::Value>, CoreError>>;
+    fn exec(
+        &self,
+        request: ExecRequest,
+        ctx: ExecContext,
+    ) -> BoxFuture<'static, Result<Option<serde_json::Value>, CoreError>>;
 
     fn interaction(
         &self,
@@ -174,8 +178,12 @@ impl BlobStore for DirBlobStore {
         Box::pin(async move {
             // Write then rename, so a crash never leaves a truncated blob under a valid id.
             let tmp = path.with_extension("tmp");
-            tokio::fs::write(&tmp, &data).await.map_err(|e| CoreError::Callback(format!("blob store write failed: {e}")))?;
-            tokio::fs::rename(&tmp, &path).await.map_err(|e| CoreError::Callback(format!("blob store write failed: {e}")))
+            tokio::fs::write(&tmp, &data)
+                .await
+                .map_err(|e| CoreError::Callback(format!("blob store write failed: {e}")))?;
+            tokio::fs::rename(&tmp, &path)
+                .await
+                .map_err(|e| CoreError::Callback(format!("blob store write failed: {e}")))
         })
     }
 

@@ -72,7 +72,10 @@ pub fn user_message(blocks: &[acp::ContentBlock], mode: Option<i32>) -> Result<p
                     });
                 }
                 acp::EmbeddedResourceResource::BlobResourceContents(b) => {
-                    return Err(CoreError::InvalidInput(format!("binary resource {} cannot be sent as context", b.uri)));
+                    return Err(CoreError::InvalidInput(format!(
+                        "binary resource {} cannot be sent as context",
+                        b.uri
+                    )));
                 }
                 _ => return Err(CoreError::InvalidInput("unsupported embedded resource".into())),
             },

@@ -9,10 +9,7 @@ use std::fmt;
 
 impl fmt::Debug for agent::v1::ApiKeyCredentials {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ApiKeyCredentials")
-            .field("api_key", &"<redacted>")
-            .field("base_url", &self.base_url)
-            .finish()
+        f.debug_struct("ApiKeyCredentials").field("api_key", &"<redacted>").field("base_url", &self.base_url).finish()
     }
 }
 

@@ -102,6 +102,7 @@ pub struct TurnUsage {
     pub output_tokens: i64,
     pub cache_read_tokens: i64,
     pub cache_write_tokens: i64,
+    pub reasoning_tokens: i64,
 }
 
 impl TurnUsage {
@@ -215,6 +216,7 @@ struct SessionState {
     cwd: Option<String>,
     active: Option<CancellationToken>,
     active_sender: Option<AgentSender>,
+    active_request_id: Option<String>,
     translator: Option<Translator>,
     closed: bool,
 }
@@ -271,8 +273,8 @@ impl Session {
 
     /// Like [`action`](Self::action), cancelled by `cancel`.
     pub fn action_with(&self, action: &serde_json::Value, cancel: CancellationToken) -> Result<Turn, CoreError> {
-        let action: pb::ConversationAction = protojson::from_json("agent.v1.ConversationAction", action)
-            .map_err(CoreError::InvalidInput)?;
+        let action: pb::ConversationAction =
+            protojson::from_json("agent.v1.ConversationAction", action).map_err(CoreError::InvalidInput)?;
         if action.action.is_none() {
             return Err(CoreError::InvalidInput("the action must set one ConversationAction branch".into()));
         }
@@ -287,6 +289,21 @@ impl Session {
         let sender = self.lock().active_sender.clone();
         let sender = sender.ok_or_else(|| CoreError::Closed("no turn is running".into()))?;
         sender.send(&client_msg(pb::agent_client_message::Message::ConversationAction(action))).await
+    }
+
+    /// Injects system context into the running turn (`inject_context_action`) without a new
+    /// user turn. Returns the injection id.
+    pub async fn inject_context(&self, content: &str, producer: &str) -> Result<String, CoreError> {
+        let run_id =
+            self.lock().active_request_id.clone().ok_or_else(|| CoreError::Closed("no turn is running".into()))?;
+        let injection_id = uuid::Uuid::new_v4().to_string();
+        let action = serde_json::json!({ "injectContextAction": {
+            "injectionId": injection_id,
+            "expectedRunId": run_id,
+            "systemContext": { "producer": producer, "content": content },
+        }});
+        self.send_action(&action).await?;
+        Ok(injection_id)
     }
 
     /// Sends a `PrewarmRequest` (model, conversation state) on its own short stream.
@@ -344,6 +361,7 @@ impl Session {
                 let mut s = session.lock();
                 s.active = None;
                 s.active_sender = None;
+                s.active_request_id = None;
                 s.translator = Some(translator);
             }
             let _ = result_tx.send(Some(result));
@@ -445,7 +463,9 @@ fn mergeable(a: &acp::SessionUpdate, b: &acp::SessionUpdate) -> bool {
 
 fn append_text(into: &mut acp::SessionUpdate, from: acp::SessionUpdate) {
     use acp::SessionUpdate as S;
-    if let (S::AgentMessageChunk(x) | S::AgentThoughtChunk(x), S::AgentMessageChunk(y) | S::AgentThoughtChunk(y)) = (into, from) {
+    if let (S::AgentMessageChunk(x) | S::AgentThoughtChunk(x), S::AgentMessageChunk(y) | S::AgentThoughtChunk(y)) =
+        (into, from)
+    {
         if let (acp::ContentBlock::Text(a), acp::ContentBlock::Text(b)) = (&mut x.content, y.content) {
             a.text.push_str(&b.text);
         }
@@ -566,7 +586,12 @@ struct TurnLoop {
 }
 
 impl TurnLoop {
-    fn new(session: Session, shared: Arc<TurnShared>, tx: mpsc::Sender<acp::SessionUpdate>, translator: Translator) -> Self {
+    fn new(
+        session: Session,
+        shared: Arc<TurnShared>,
+        tx: mpsc::Sender<acp::SessionUpdate>,
+        translator: Translator,
+    ) -> Self {
         TurnLoop {
             session,
             shared,
@@ -633,7 +658,8 @@ impl TurnLoop {
         let mut attempt: u32 = 0;
         let outcome = loop {
             let request_id = if attempt == 0 { original_request_id.clone() } else { uuid::Uuid::new_v4().to_string() };
-            let end = self.attempt(&request_id, &original_request_id, if attempt == 0 { Some(&first) } else { None }).await;
+            let end =
+                self.attempt(&request_id, &original_request_id, if attempt == 0 { Some(&first) } else { None }).await;
             match end {
                 AttemptEnd::TurnEnded => {
                     self.drain().await;
@@ -681,37 +707,41 @@ impl TurnLoop {
     /// Lets in-flight handlers finish (bounded), so results already produced are sent.
     async fn drain(&mut self) {
         let drain = self.timing().drain;
-        let _ = tokio::time::timeout(drain, async {
-            while self.handlers.join_next().await.is_some() {}
-        })
-        .await;
+        let _ = tokio::time::timeout(drain, async { while self.handlers.join_next().await.is_some() {} }).await;
     }
 
     async fn run_request(&self, first: Option<&FirstAction>) -> Result<Bytes, CoreError> {
-        let request_context = self.request_context().await;
+        let request_context = self.request_context().await?;
         let (checkpoint, model) = {
             let s = self.session.lock();
             (s.checkpoint.clone(), s.model.clone())
         };
         let action = match first {
-            Some(FirstAction::User(message)) => pb::conversation_action::Action::UserMessageAction(pb::UserMessageAction {
-                user_message: Some((**message).clone()),
-                request_context: Some(request_context),
-                ..Default::default()
-            }),
+            Some(FirstAction::User(message)) => {
+                pb::conversation_action::Action::UserMessageAction(pb::UserMessageAction {
+                    user_message: Some((**message).clone()),
+                    request_context: Some(request_context),
+                    ..Default::default()
+                })
+            }
             Some(FirstAction::Raw(action)) => {
                 return Ok(self.encode_run_request((**action).clone(), checkpoint, model.as_deref()));
             }
-            Some(FirstAction::Resume) | None => {
-                pb::conversation_action::Action::ResumeAction(pb::ResumeAction { request_context: Some(request_context) })
-            }
+            Some(FirstAction::Resume) | None => pb::conversation_action::Action::ResumeAction(pb::ResumeAction {
+                request_context: Some(request_context),
+            }),
         };
         let action = pb::ConversationAction { action: Some(action), ..Default::default() };
         Ok(self.encode_run_request(action, checkpoint, model.as_deref()))
     }
 
     /// `AgentClientMessage{run_request}` with the checkpoint spliced in byte-for-byte.
-    fn encode_run_request(&self, action: pb::ConversationAction, checkpoint: Option<Bytes>, model: Option<&str>) -> Bytes {
+    fn encode_run_request(
+        &self,
+        action: pb::ConversationAction,
+        checkpoint: Option<Bytes>,
+        model: Option<&str>,
+    ) -> Bytes {
         let (model_details, requested_model) = model_fields(model);
         let request = pb::AgentRunRequest {
             action: Some(action),
@@ -725,7 +755,7 @@ impl TurnLoop {
         wire::wrap(1, &body)
     }
 
-    async fn request_context(&self) -> pb::RequestContext {
+    async fn request_context(&self) -> Result<pb::RequestContext, CoreError> {
         request_context_for(&self.session).await
     }
 
@@ -733,7 +763,7 @@ impl TurnLoop {
         let stream = self.session.inner.transport.open(request_id, Some(original));
         let sender = stream.sender.clone();
         let mut receiver = stream.receiver;
-        let end = self.attempt_on(&sender, &mut receiver, first).await;
+        let end = self.attempt_on(request_id, &sender, &mut receiver, first).await;
         if matches!(end, AttemptEnd::Cancelled) {
             // Let the cancel reach the server and the stream end politely, in the background:
             // the turn resolves now, and a reset would discard frames still queued.
@@ -754,12 +784,17 @@ impl TurnLoop {
 
     async fn attempt_on(
         &mut self,
+        request_id: &str,
         sender: &AgentSender,
         receiver: &mut crate::transport::AgentReceiver,
         first: Option<&FirstAction>,
     ) -> AttemptEnd {
         let sender = sender.clone();
-        self.session.lock().active_sender = Some(sender.clone());
+        {
+            let mut state = self.session.lock();
+            state.active_sender = Some(sender.clone());
+            state.active_request_id = Some(request_id.to_string());
+        }
         let run_request = match self.run_request(first).await {
             Ok(r) => r,
             Err(e) => return AttemptEnd::Failed(e),
@@ -842,6 +877,7 @@ impl TurnLoop {
                         output_tokens: t.output_tokens.unwrap_or(0),
                         cache_read_tokens: t.cache_read_tokens.unwrap_or(0),
                         cache_write_tokens: t.cache_write_tokens.unwrap_or(0),
+                        reasoning_tokens: t.reasoning_tokens.unwrap_or(0),
                     });
                     return true;
                 }
@@ -973,13 +1009,23 @@ fn spawn_heartbeat(sender: AgentSender, every: Duration) -> tokio::task::JoinHan
     })
 }
 
-/// The default request context: the session's folder as workspace, plus what the host adds.
-async fn request_context_for(session: &Session) -> pb::RequestContext {
+/// The request context: what the host supplies, with the session's folder as workspace and
+/// this machine's OS and shell filled in where the host left them empty. A failing or invalid
+/// host callback is an `E_CALLBACK` error (the context cannot be guessed).
+async fn request_context_for(session: &Session) -> Result<pb::RequestContext, CoreError> {
     let timeout = session.inner.timing.callback;
     let from_host = tokio::time::timeout(timeout, session.inner.host.request_context()).await;
     let mut ctx = match from_host {
-        Ok(Ok(Some(json))) => protojson::from_json::<pb::RequestContext>("agent.v1.RequestContext", &json).unwrap_or_default(),
-        _ => pb::RequestContext::default(),
+        Ok(Ok(Some(json))) => protojson::from_json::<pb::RequestContext>("agent.v1.RequestContext", &json)
+            .map_err(|e| CoreError::Callback(format!("requestContext returned an invalid RequestContext: {e}")))?,
+        Ok(Ok(None)) => pb::RequestContext::default(),
+        Ok(Err(e)) => return Err(e),
+        Err(_) => {
+            return Err(CoreError::Callback(format!(
+                "the requestContext callback did not settle within {} ms",
+                timeout.as_millis()
+            )))
+        }
     };
     let env = ctx.env.get_or_insert_with(Default::default);
     let cwd = session.lock().cwd.clone();
@@ -997,7 +1043,7 @@ async fn request_context_for(session: &Session) -> pb::RequestContext {
     if env.shell.is_empty() {
         env.shell = std::env::var("SHELL").unwrap_or_default();
     }
-    ctx
+    Ok(ctx)
 }
 
 async fn answer_kv(blobs: Arc<dyn BlobStore>, kv: pb::KvServerMessage, timeout: Duration) -> pb::KvClientMessage {
@@ -1053,7 +1099,9 @@ fn wire_id_only(id: u32) -> Bytes {
 }
 
 fn control(m: pb::exec_client_control_message::Message) -> pb::AgentClientMessage {
-    client_msg(pb::agent_client_message::Message::ExecClientControlMessage(pb::ExecClientControlMessage { message: Some(m) }))
+    client_msg(pb::agent_client_message::Message::ExecClientControlMessage(pb::ExecClientControlMessage {
+        message: Some(m),
+    }))
 }
 
 fn shell_event(id: u32, exec_id: &str, event: pb::shell_stream::Event) -> Bytes {
@@ -1087,11 +1135,25 @@ async fn run_exec(
         return;
     };
     if request.kind == "requestContext" {
-        let ctx = request_context_for(session).await;
-        let result = pb::RequestContextResult {
-            result: Some(pb::request_context_result::Result::Success(pb::RequestContextSuccess { request_context: Some(ctx) })),
+        let reply = match request_context_for(session).await {
+            Ok(ctx) => {
+                let result = pb::RequestContextResult {
+                    result: Some(pb::request_context_result::Result::Success(pb::RequestContextSuccess {
+                        request_context: Some(ctx),
+                    })),
+                };
+                Some(bridge::exec_client_message(id, exec_id, request.field, &result.encode_to_vec()))
+            }
+            Err(e) => bridge::exec_error_result(&request, &e.to_string()),
         };
-        let _ = sender.send_encoded(wire::wrap(2, &bridge::exec_client_message(id, exec_id, request.field, &result.encode_to_vec()))).await;
+        match reply {
+            Some(bytes) => {
+                let _ = sender.send_encoded(wire::wrap(2, &bytes)).await;
+            }
+            None => {
+                let _ = sender.send(&throw("the request context is unavailable".into())).await;
+            }
+        }
         let _ = sender.send(&close).await;
         return;
     }
@@ -1199,7 +1261,9 @@ fn shell_exit(request: &ExecRequest, client_message: &Bytes) -> pb::ShellStreamE
     let result = pb::ShellResult::decode(raw).unwrap_or_default();
     let cwd = request.args.get("workingDirectory").and_then(|c| c.as_str()).unwrap_or_default().to_string();
     match result.result {
-        Some(pb::shell_result::Result::Success(s)) => pb::ShellStreamExit { code: s.exit_code as u32, cwd, ..Default::default() },
+        Some(pb::shell_result::Result::Success(s)) => {
+            pb::ShellStreamExit { code: s.exit_code as u32, cwd, ..Default::default() }
+        }
         Some(pb::shell_result::Result::Failure(f)) => {
             pb::ShellStreamExit { code: f.exit_code as u32, cwd, aborted: f.aborted, ..Default::default() }
         }

@@ -146,7 +146,12 @@ impl Translator {
         }
     }
 
-    fn announce(&mut self, call_id: &str, call: Option<&pb::ToolCall>, status: acp::ToolCallStatus) -> Vec<acp::SessionUpdate> {
+    fn announce(
+        &mut self,
+        call_id: &str,
+        call: Option<&pb::ToolCall>,
+        status: acp::ToolCallStatus,
+    ) -> Vec<acp::SessionUpdate> {
         self.rotate();
         let view = call.and_then(tool_view);
         if self.open.contains_key(call_id) {
@@ -180,8 +185,11 @@ impl Translator {
         let view = call.and_then(tool_view);
         let result = view.as_ref().and_then(|v| v.result.clone());
         let ok = result.as_ref().is_some_and(succeeded);
-        let mut fields = acp::ToolCallUpdateFields::new()
-            .status(if ok { acp::ToolCallStatus::Completed } else { acp::ToolCallStatus::Failed });
+        let mut fields = acp::ToolCallUpdateFields::new().status(if ok {
+            acp::ToolCallStatus::Completed
+        } else {
+            acp::ToolCallStatus::Failed
+        });
         if let Some(r) = result {
             fields = fields.raw_output(r);
         }
@@ -209,7 +217,9 @@ impl Translator {
         open.into_keys()
             .map(|id| {
                 let fields = acp::ToolCallUpdateFields::new().status(acp::ToolCallStatus::Failed).content(vec![
-                    acp::ToolCallContent::Content(acp::Content::new(acp::ContentBlock::Text(acp::TextContent::new(reason)))),
+                    acp::ToolCallContent::Content(acp::Content::new(acp::ContentBlock::Text(acp::TextContent::new(
+                        reason,
+                    )))),
                 ]);
                 acp::SessionUpdate::ToolCallUpdate(acp::ToolCallUpdate::new(id, fields))
             })

@@ -230,7 +230,8 @@ impl Transport {
             stream_headers.insert("connect-content-encoding", HeaderValue::from_static("gzip"));
         }
         let body = connect::encode_message(&BidiRequestId { request_id: request_id.to_string() }, gzip, 0);
-        let response = spawn_request(self.client.post(format!("{}{RUN_SSE_PATH}", self.base)).headers(stream_headers).body(body));
+        let response =
+            spawn_request(self.client.post(format!("{}{RUN_SSE_PATH}", self.base)).headers(stream_headers).body(body));
 
         let mut append_headers = headers;
         append_headers.insert("content-type", HeaderValue::from_static("application/proto"));
@@ -360,7 +361,11 @@ pub struct AgentSender {
 
 enum SenderInner {
     Sse(SseSender),
-    H2 { body: std::sync::Mutex<Option<mpsc::Sender<Bytes>>>, gzip: bool, failure: Arc<watch::Sender<Option<CoreError>>> },
+    H2 {
+        body: std::sync::Mutex<Option<mpsc::Sender<Bytes>>>,
+        gzip: bool,
+        failure: Arc<watch::Sender<Option<CoreError>>>,
+    },
 }
 
 struct SseSender {
@@ -491,7 +496,8 @@ impl SseSender {
             body = connect::gzip(&body);
             builder = builder.header("content-encoding", "gzip");
         }
-        let deadline = self.config.append_deadline + Duration::from_millis((wire_bytes as u64 * 1000).div_ceil(131_072));
+        let deadline =
+            self.config.append_deadline + Duration::from_millis((wire_bytes as u64 * 1000).div_ceil(131_072));
         let failure = self.failure.clone();
         tokio::spawn(async move {
             let result = tokio::time::timeout(deadline, async {
@@ -505,7 +511,10 @@ impl SseSender {
             })
             .await;
             let result = result.unwrap_or_else(|_| {
-                Err(CoreError::Timeout(format!("BidiAppend seqno {seqno} exceeded its {} ms deadline", deadline.as_millis())))
+                Err(CoreError::Timeout(format!(
+                    "BidiAppend seqno {seqno} exceeded its {} ms deadline",
+                    deadline.as_millis()
+                )))
             });
             if let Err(err) = result {
                 record_failure(&failure, err);
@@ -580,7 +589,9 @@ impl AgentReceiver {
                 Err(e) => return self.fail(e.into()),
                 Ok(Some(Frame::Message(raw))) => match AgentServerMessage::decode(raw.clone()) {
                     Ok(message) => return Ok(Some(ServerFrame { message, raw })),
-                    Err(e) => return self.fail(CoreError::Protocol(format!("frame is not an AgentServerMessage: {e}"))),
+                    Err(e) => {
+                        return self.fail(CoreError::Protocol(format!("frame is not an AgentServerMessage: {e}")))
+                    }
                 },
                 Ok(Some(Frame::End(end))) => {
                     self.trailers = end.metadata;

@@ -58,7 +58,8 @@ mod tests {
     #[test]
     fn slices_the_checkpoint_out_of_a_server_message_byte_for_byte() {
         // A checkpoint with an unknown field (99) that prost would drop on re-encode.
-        let mut state = pb::ConversationStateStructure { read_paths: vec!["/a".into()], ..Default::default() }.encode_to_vec();
+        let mut state =
+            pb::ConversationStateStructure { read_paths: vec!["/a".into()], ..Default::default() }.encode_to_vec();
         state.extend_from_slice(&[0x9a, 0x06, 0x02, 0xde, 0xad]); // field 99, LEN 2
         let msg = wrap(3, &state);
         assert_eq!(length_delimited_field(&msg, 3).unwrap(), Bytes::from(state.clone()));
@@ -70,7 +71,12 @@ mod tests {
 
     #[test]
     fn malformed_input_gives_none_not_a_panic() {
-        for bad in [&[0x1a, 0x05, 0x00][..], &[0x1a], &[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01], &[0x0b]] {
+        for bad in [
+            &[0x1a, 0x05, 0x00][..],
+            &[0x1a],
+            &[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01],
+            &[0x0b],
+        ] {
             assert!(length_delimited_field(&Bytes::copy_from_slice(bad), 3).is_none());
         }
     }

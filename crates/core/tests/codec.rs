@@ -104,7 +104,11 @@ fn end_stream_empty_object_is_a_clean_end() {
 fn end_stream_error_is_typed_with_cursor_details() {
     let details = ai::ErrorDetails {
         error: ai::error_details::Error::MaxTokens as i32,
-        details: Some(ai::CustomErrorDetails { title: "Too long".into(), is_retryable: Some(false), ..Default::default() }),
+        details: Some(ai::CustomErrorDetails {
+            title: "Too long".into(),
+            is_retryable: Some(false),
+            ..Default::default()
+        }),
         is_expected: Some(true),
     };
     let b64 = base64_nopad(&details.encode_to_vec());
@@ -188,7 +192,8 @@ fn gzip_bomb_is_capped() {
 
 #[test]
 fn corrupt_gzip_is_a_typed_error() {
-    let err = decode_all(&mut FrameDecoder::default(), &encode_frame(FLAG_COMPRESSED, b"definitely not gzip")).unwrap_err();
+    let err =
+        decode_all(&mut FrameDecoder::default(), &encode_frame(FLAG_COMPRESSED, b"definitely not gzip")).unwrap_err();
     assert!(matches!(err, FrameError::BadGzip(_)), "{err:?}");
 }
 

@@ -35,7 +35,11 @@ fn run_request(text: &str) -> pb::AgentClientMessage {
         conversation_id: Some("conv-1".into()),
         action: Some(pb::ConversationAction {
             action: Some(pb::conversation_action::Action::UserMessageAction(pb::UserMessageAction {
-                user_message: Some(pb::UserMessage { text: text.into(), message_id: "m1".into(), ..Default::default() }),
+                user_message: Some(pb::UserMessage {
+                    text: text.into(),
+                    message_id: "m1".into(),
+                    ..Default::default()
+                }),
                 ..Default::default()
             })),
             ..Default::default()
@@ -98,14 +102,17 @@ async fn drive(t: &Transport, first: pb::AgentClientMessage) -> Result<Seen, Cor
                     }
                     other => panic!("unexpected exec {other:?}"),
                 };
-                let reply = pb::ExecClientMessage { id: e.id, exec_id: e.exec_id, message: Some(result), ..Default::default() };
+                let reply =
+                    pb::ExecClientMessage { id: e.id, exec_id: e.exec_id, message: Some(result), ..Default::default() };
                 send(client(pb::agent_client_message::Message::ExecClientMessage(reply)), &mut seen).await?;
                 send(stream_close(e.id), &mut seen).await?;
             }
             Some(S::KvServerMessage(k)) => {
                 let message = match k.message {
                     Some(pb::kv_server_message::Message::GetBlobArgs(_)) => {
-                        pb::kv_client_message::Message::GetBlobResult(pb::GetBlobResult { blob_data: Some(b"blob".to_vec().into()) })
+                        pb::kv_client_message::Message::GetBlobResult(pb::GetBlobResult {
+                            blob_data: Some(b"blob".to_vec().into()),
+                        })
                     }
                     _ => pb::kv_client_message::Message::SetBlobResult(pb::SetBlobResult { error: None }),
                 };
@@ -115,9 +122,11 @@ async fn drive(t: &Transport, first: pb::AgentClientMessage) -> Result<Seen, Cor
             Some(S::InteractionQuery(q)) => {
                 let reply = pb::InteractionResponse {
                     id: q.id,
-                    result: Some(pb::interaction_response::Result::WebSearchRequestResponse(pb::WebSearchRequestResponse {
-                        result: Some(pb::web_search_request_response::Result::Approved(Default::default())),
-                    })),
+                    result: Some(pb::interaction_response::Result::WebSearchRequestResponse(
+                        pb::WebSearchRequestResponse {
+                            result: Some(pb::web_search_request_response::Result::Approved(Default::default())),
+                        },
+                    )),
                 };
                 send(client(pb::agent_client_message::Message::InteractionResponse(reply)), &mut seen).await?;
             }
@@ -164,7 +173,9 @@ async fn scripted_turn_end_to_end_on_both_transports() {
         assert!(seen.turn_ended);
         assert_eq!(seen.checkpoints.len(), 1);
         let cp = pb::AgentServerMessage::decode(seen.checkpoints[0].clone()).unwrap();
-        assert!(matches!(cp.message, Some(pb::agent_server_message::Message::ConversationCheckpointUpdate(s)) if s.token_details.unwrap().used_tokens == 10));
+        assert!(
+            matches!(cp.message, Some(pb::agent_server_message::Message::ConversationCheckpointUpdate(s)) if s.token_details.unwrap().used_tokens == 10)
+        );
 
         let records = b.records();
         assert_eq!(records.len(), 1, "{records:?}");
@@ -175,7 +186,14 @@ async fn scripted_turn_end_to_end_on_both_transports() {
         let kinds: Vec<&str> = r.messages.iter().map(|m| m.kind.as_str()).collect();
         assert_eq!(
             kinds,
-            ["runRequest", "execClientMessage", "execClientControlMessage", "kvClientMessage", "kvClientMessage", "interactionResponse"],
+            [
+                "runRequest",
+                "execClientMessage",
+                "execClientControlMessage",
+                "kvClientMessage",
+                "kvClientMessage",
+                "interactionResponse"
+            ],
             "{kind:?}"
         );
         assert_eq!(r.messages[0].message["runRequest"]["action"]["userMessageAction"]["userMessage"]["text"], "hi");
@@ -198,7 +216,10 @@ async fn scripted_turn_end_to_end_on_both_transports() {
                 // seqno 0.. on one counter, one append per message, hex of exactly the bytes sent.
                 let mut appends = r.appends.clone();
                 appends.sort_by_key(|a| a.seqno);
-                assert_eq!(appends.iter().map(|a| a.seqno).collect::<Vec<_>>(), (0..seen.sent.len() as i64).collect::<Vec<_>>());
+                assert_eq!(
+                    appends.iter().map(|a| a.seqno).collect::<Vec<_>>(),
+                    (0..seen.sent.len() as i64).collect::<Vec<_>>()
+                );
                 for (a, sent) in appends.iter().zip(&seen.sent) {
                     assert_eq!(a.data, hex::encode(sent.encode_to_vec()));
                     assert!(a.data.chars().all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c)), "lower-case hex");
@@ -263,7 +284,13 @@ async fn gzip_both_ways() {
         assert_eq!(receiver.response_headers()["connect-content-encoding"], "gzip", "{kind:?}: server compressed");
         let r = &b.records()[0];
         assert_eq!(r.headers["connect-content-encoding"], "gzip");
-        assert_eq!(r.messages[0].message["runRequest"]["action"]["userMessageAction"]["userMessage"]["text"].as_str().unwrap().len(), 4000);
+        assert_eq!(
+            r.messages[0].message["runRequest"]["action"]["userMessageAction"]["userMessage"]["text"]
+                .as_str()
+                .unwrap()
+                .len(),
+            4000
+        );
         match kind {
             TransportKind::Sse => {
                 let first = r.appends.iter().find(|a| a.seqno == 0).unwrap();
@@ -293,7 +320,10 @@ async fn binary_append_mode_uses_data_binary() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn event_stream_content_type_is_still_parsed_as_envelopes() {
-    let b = backend(json!({ "responseContentType": "text/event-stream", "steps": [{ "type": "text", "text": "sse label" }] })).await;
+    let b = backend(
+        json!({ "responseContentType": "text/event-stream", "steps": [{ "type": "text", "text": "sse label" }] }),
+    )
+    .await;
     let seen = drive(&transport(&b, TransportKind::Sse, |_| {}), run_request("x")).await.unwrap();
     assert_eq!(seen.text, "sse label");
 }
@@ -400,7 +430,11 @@ async fn every_fault_is_a_typed_error_on_both_transports() {
         assert_eq!(ce.cursor_details().unwrap().details.unwrap().title, "Slow down");
         assert_eq!(e.code(), "E_SERVER");
 
-        let e = expect_error(kind, text_then(json!({ "type": "error", "code": "unauthenticated", "message": "bad token" }))).await;
+        let e = expect_error(
+            kind,
+            text_then(json!({ "type": "error", "code": "unauthenticated", "message": "bad token" })),
+        )
+        .await;
         assert!(matches!(e, CoreError::Auth(_)), "{kind:?}: {e:?}");
         assert_eq!(e.code(), "E_AUTH");
 
@@ -424,7 +458,7 @@ async fn stall_delivers_nothing_until_it_ends() {
         let AgentStream { sender, mut receiver } = t.open("stall", None);
         sender.send(&run_request("x")).await.unwrap();
         receiver.next().await.unwrap().unwrap(); // the explicit heartbeat
-        // During the stall not even heartbeats arrive.
+                                                 // During the stall not even heartbeats arrive.
         let quiet = tokio::time::timeout(Duration::from_millis(400), receiver.next()).await;
         assert!(quiet.is_err(), "{kind:?}: a stalled server sends nothing");
         let mut got_text = false;
@@ -442,7 +476,9 @@ async fn stall_delivers_nothing_until_it_ends() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failed_append_fails_the_stream_and_is_not_retried() {
-    let b = backend(json!({ "appendFault": { "seqno": 1, "status": 503 }, "steps": [{ "type": "sleep", "ms": 5000 }] })).await;
+    let b =
+        backend(json!({ "appendFault": { "seqno": 1, "status": 503 }, "steps": [{ "type": "sleep", "ms": 5000 }] }))
+            .await;
     let t = transport(&b, TransportKind::Sse, |_| {});
     let AgentStream { sender, mut receiver } = t.open("append-fail", None);
     sender.send(&run_request("x")).await.unwrap();
@@ -457,7 +493,9 @@ async fn failed_append_fails_the_stream_and_is_not_retried() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn append_deadline_is_enforced() {
-    let b = backend(json!({ "appendFault": { "seqno": 0, "delayMs": 3000 }, "steps": [{ "type": "sleep", "ms": 5000 }] })).await;
+    let b =
+        backend(json!({ "appendFault": { "seqno": 0, "delayMs": 3000 }, "steps": [{ "type": "sleep", "ms": 5000 }] }))
+            .await;
     let t = transport(&b, TransportKind::Sse, |c| c.append_deadline = Duration::from_millis(200));
     let AgentStream { sender, mut receiver } = t.open("deadline", None);
     let started = Instant::now();

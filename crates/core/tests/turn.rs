@@ -32,11 +32,15 @@ impl TestHost {
             exec: Arc::new(|req, ctx| {
                 Box::pin(async move {
                     match req.kind.as_str() {
-                        "read" => Ok(Some(json!({ "success": { "path": req.args["path"], "content": "file body", "totalLines": 1 } }))),
+                        "read" => Ok(Some(
+                            json!({ "success": { "path": req.args["path"], "content": "file body", "totalLines": 1 } }),
+                        )),
                         "shellStream" => {
                             ctx.output.send(ShellOutput::Stdout("line 1\n".into())).unwrap();
                             ctx.output.send(ShellOutput::Stderr("warn\n".into())).unwrap();
-                            Ok(Some(json!({ "success": { "command": req.args["command"], "exitCode": 0, "stdout": "line 1\n" } })))
+                            Ok(Some(
+                                json!({ "success": { "command": req.args["command"], "exitCode": 0, "stdout": "line 1\n" } }),
+                            ))
                         }
                         _ => Ok(None),
                     }
@@ -47,7 +51,9 @@ impl TestHost {
         }
     }
 
-    fn with_exec(f: impl Fn(ExecRequest, ExecContext) -> BoxFuture<'static, Result<Option<Value>, CoreError>> + Send + Sync + 'static) -> Self {
+    fn with_exec(
+        f: impl Fn(ExecRequest, ExecContext) -> BoxFuture<'static, Result<Option<Value>, CoreError>> + Send + Sync + 'static,
+    ) -> Self {
         TestHost { exec: Arc::new(f), answer_interactions: false, calls: Arc::default() }
     }
 }
@@ -58,7 +64,11 @@ impl Host for TestHost {
         (self.exec)(request, ctx)
     }
 
-    fn interaction(&self, query: InteractionRequest, _cancel: tokio_util::sync::CancellationToken) -> BoxFuture<'static, Result<Option<Value>, CoreError>> {
+    fn interaction(
+        &self,
+        query: InteractionRequest,
+        _cancel: tokio_util::sync::CancellationToken,
+    ) -> BoxFuture<'static, Result<Option<Value>, CoreError>> {
         let answer = self.answer_interactions;
         Box::pin(async move {
             if !answer {
@@ -87,10 +97,8 @@ fn fast_timing() -> Timing {
 
 async fn setup(scenario: Value, kind: TransportKind, host: TestHost, timing: Timing) -> (EmbeddedBackend, AgentClient) {
     let backend = EmbeddedBackend::start(Scenario::from_json(&scenario).unwrap()).await.unwrap();
-    let config = ClientConfig {
-        transport: TransportConfig { base_url: backend.url(), kind, ..Default::default() },
-        timing,
-    };
+    let config =
+        ClientConfig { transport: TransportConfig { base_url: backend.url(), kind, ..Default::default() }, timing };
     let client = AgentClient::new(config, Arc::new(host), None).unwrap();
     (backend, client)
 }
@@ -114,7 +122,8 @@ fn merged(updates: Vec<Value>) -> Vec<Value> {
                 && last["content"]["text"].is_string()
                 && u["content"]["text"].is_string()
             {
-                let joined = format!("{}{}", last["content"]["text"].as_str().unwrap(), u["content"]["text"].as_str().unwrap());
+                let joined =
+                    format!("{}{}", last["content"]["text"].as_str().unwrap(), u["content"]["text"].as_str().unwrap());
                 last["content"]["text"] = Value::String(joined);
                 continue;
             }
@@ -164,7 +173,18 @@ async fn a_full_turn_on_both_transports() {
         assert_eq!(result.usage.unwrap().input_tokens, 10);
 
         let kinds_seen: Vec<&str> = updates.iter().map(|u| u["sessionUpdate"].as_str().unwrap()).collect();
-        assert_eq!(kinds_seen, ["agent_thought_chunk", "agent_message_chunk", "tool_call", "tool_call_update", "usage_update", "agent_message_chunk"], "{kind:?}: {updates:#?}");
+        assert_eq!(
+            kinds_seen,
+            [
+                "agent_thought_chunk",
+                "agent_message_chunk",
+                "tool_call",
+                "tool_call_update",
+                "usage_update",
+                "agent_message_chunk"
+            ],
+            "{kind:?}: {updates:#?}"
+        );
         // Thought deltas of one segment share an id and were coalesced or kept in order.
         assert_eq!(updates[0]["content"]["text"], "Let me look.");
         assert_ne!(updates[0]["messageId"], updates[1]["messageId"]);
@@ -187,8 +207,12 @@ async fn a_full_turn_on_both_transports() {
         let k = kinds(r);
         assert_eq!(k[0], "runRequest");
         // read: result, then stream_close.
-        let read_result = r.messages.iter().position(|m| m.message["execClientMessage"]["readResult"].is_object()).unwrap();
-        assert_eq!(r.messages[read_result].message["execClientMessage"]["readResult"]["success"]["content"], "file body");
+        let read_result =
+            r.messages.iter().position(|m| m.message["execClientMessage"]["readResult"].is_object()).unwrap();
+        assert_eq!(
+            r.messages[read_result].message["execClientMessage"]["readResult"]["success"]["content"],
+            "file body"
+        );
         assert_eq!(r.messages[read_result + 1].message["execClientControlMessage"]["streamClose"]["id"], 1);
         // shell stream: start, stdout, stderr, exit, shell_result, stream_close.
         let shell: Vec<&Value> = r
@@ -209,17 +233,29 @@ async fn a_full_turn_on_both_transports() {
                 }
             })
             .collect();
-        assert_eq!(shape, ["stream.start", "stream.stdout", "stream.stderr", "stream.exit", "shellResult", "close"], "{kind:?}");
-        assert_eq!(shell[3]["execClientMessage"]["shellStream"]["exit"].get("code"), None, "exit code 0 (default, omitted)");
+        assert_eq!(
+            shape,
+            ["stream.start", "stream.stdout", "stream.stderr", "stream.exit", "shellResult", "close"],
+            "{kind:?}"
+        );
+        assert_eq!(
+            shell[3]["execClientMessage"]["shellStream"]["exit"].get("code"),
+            None,
+            "exit code 0 (default, omitted)"
+        );
         assert_eq!(shell[4]["execClientMessage"]["shellResult"]["success"]["stdout"], "line 1\n");
         // KV: the set blob is kept, the unknown get answers without data; ids echoed.
-        let kv: Vec<&Value> = r.messages.iter().map(|m| &m.message["kvClientMessage"]).filter(|v| v.is_object()).collect();
+        let kv: Vec<&Value> =
+            r.messages.iter().map(|m| &m.message["kvClientMessage"]).filter(|v| v.is_object()).collect();
         assert_eq!(kv[0]["id"], 3);
         assert!(kv[0]["setBlobResult"].is_object());
         assert_eq!(kv[1]["id"], 4);
         assert!(kv[1]["getBlobResult"].get("blobData").is_none());
         let ir = r.messages.iter().find(|m| m.kind == "interactionResponse").unwrap();
-        assert_eq!(ir.message["interactionResponse"], json!({ "id": 5, "webSearchRequestResponse": { "approved": {} } }));
+        assert_eq!(
+            ir.message["interactionResponse"],
+            json!({ "id": 5, "webSearchRequestResponse": { "approved": {} } })
+        );
         assert!(!session.save().blobs.is_empty(), "the KV set landed in the session store");
     }
 }
@@ -279,11 +315,13 @@ async fn heartbeats_for_the_channel_and_for_running_execs() {
         turn.result().await.unwrap();
         let r = &backend.records()[0];
         let client_beats = r.messages.iter().filter(|m| m.kind == "clientHeartbeat").count();
-        let exec_beats = r.messages.iter().filter(|m| m.message["execClientControlMessage"]["heartbeat"]["id"] == 7).count();
+        let exec_beats =
+            r.messages.iter().filter(|m| m.message["execClientControlMessage"]["heartbeat"]["id"] == 7).count();
         assert!(client_beats >= 3, "{kind:?}: {client_beats} client heartbeats in ~450 ms at 100 ms");
         assert!(exec_beats >= 3, "{kind:?}: {exec_beats} exec heartbeats");
         // Heartbeats stop with the exec: none after its stream_close.
-        let close = r.messages.iter().position(|m| m.message["execClientControlMessage"]["streamClose"]["id"] == 7).unwrap();
+        let close =
+            r.messages.iter().position(|m| m.message["execClientControlMessage"]["streamClose"]["id"] == 7).unwrap();
         assert!(!r.messages[close..].iter().any(|m| m.message["execClientControlMessage"]["heartbeat"].is_object()));
     }
 }
@@ -334,7 +372,10 @@ async fn unhandled_throwing_and_hanging_callbacks_are_answered() {
         assert_eq!(read[0]["execClientMessage"]["readResult"]["error"]["error"], "callback failed: disk on fire");
         assert_eq!(read[0]["execClientMessage"]["readResult"]["error"]["path"], "/etc/x");
         let ls = by_id(3);
-        assert!(ls[0]["execClientMessage"]["lsResult"]["error"]["error"].as_str().unwrap().contains("did not settle"), "{ls:?}");
+        assert!(
+            ls[0]["execClientMessage"]["lsResult"]["error"]["error"].as_str().unwrap().contains("did not settle"),
+            "{ls:?}"
+        );
         assert!(ls[1]["execClientControlMessage"]["streamClose"].is_object());
     }
 }
@@ -366,7 +407,9 @@ async fn cancel_during_an_exec_and_with_a_silent_server() {
             let result = turn.result().await.unwrap();
             assert_eq!(result.stop_reason, acp::StopReason::Cancelled, "{kind:?}");
             assert!(started.elapsed() < Duration::from_millis(1500), "bounded: {:?}", started.elapsed());
-            assert!(rest.iter().all(|u| u["sessionUpdate"] != "agent_message_chunk" || u["content"]["text"] != "working"));
+            assert!(rest
+                .iter()
+                .all(|u| u["sessionUpdate"] != "agent_message_chunk" || u["content"]["text"] != "working"));
             // The server gets the cancel asynchronously; give it a moment.
             let mut records = backend.records();
             for _ in 0..50 {
@@ -379,7 +422,8 @@ async fn cancel_during_an_exec_and_with_a_silent_server() {
             let r = &records[0];
             assert!(
                 r.messages.iter().any(|m| m.message["conversationAction"]["cancelAction"].is_object()),
-                "{kind:?}: cancel_action sent: {:#?}", r.messages.iter().map(|m| &m.kind).collect::<Vec<_>>()
+                "{kind:?}: cancel_action sent: {:#?}",
+                r.messages.iter().map(|m| &m.kind).collect::<Vec<_>>()
             );
             // The session is free for the next prompt.
             assert!(!matches!(session.prompt(text("again")), Err(CoreError::Busy)));
@@ -402,7 +446,11 @@ async fn cancel_closes_open_tool_calls_and_never_reports_end_turn() {
     assert_eq!(first["title"], "sleep 9");
     turn.cancel();
     let rest = collect(&turn).await;
-    assert_eq!(turn.result().await.unwrap().stop_reason, acp::StopReason::Cancelled, "turn_ended after cancel is still cancelled");
+    assert_eq!(
+        turn.result().await.unwrap().stop_reason,
+        acp::StopReason::Cancelled,
+        "turn_ended after cancel is still cancelled"
+    );
     let last = rest.last().unwrap();
     assert_eq!(last["toolCallId"], "t1");
     assert_eq!(last["status"], "failed");
@@ -450,13 +498,20 @@ async fn resume_gives_up_after_bounded_attempts() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn errors_map_to_stop_reasons_or_coded_errors() {
     let cases = [
-        (json!({ "type": "error", "code": "resource_exhausted", "cursorError": "ERROR_MAX_TOKENS" }), Ok(acp::StopReason::MaxTokens)),
-        (json!({ "type": "error", "code": "resource_exhausted", "message": "quota", "cursorError": "ERROR_RATE_LIMITED" }), Err("E_SERVER")),
+        (
+            json!({ "type": "error", "code": "resource_exhausted", "cursorError": "ERROR_MAX_TOKENS" }),
+            Ok(acp::StopReason::MaxTokens),
+        ),
+        (
+            json!({ "type": "error", "code": "resource_exhausted", "message": "quota", "cursorError": "ERROR_RATE_LIMITED" }),
+            Err("E_SERVER"),
+        ),
         (json!({ "type": "error", "code": "unauthenticated", "message": "bad token" }), Err("E_AUTH")),
         (json!({ "type": "garbage" }), Err("E_PROTOCOL")),
     ];
     for (step, expected) in cases {
-        let (_b, client) = setup(json!({ "steps": [step] }), TransportKind::Sse, TestHost::reading(), fast_timing()).await;
+        let (_b, client) =
+            setup(json!({ "steps": [step] }), TransportKind::Sse, TestHost::reading(), fast_timing()).await;
         let turn = client.new_session(SessionOptions::default()).unwrap().prompt(text("go")).unwrap();
         collect(&turn).await;
         match (turn.result().await, expected) {
@@ -469,7 +524,13 @@ async fn errors_map_to_stop_reasons_or_coded_errors() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_prompt_while_one_runs_is_busy() {
-    let (_b, client) = setup(json!({ "steps": [{ "type": "sleep", "ms": 300 }, { "type": "turnEnded" }] }), TransportKind::Sse, TestHost::reading(), fast_timing()).await;
+    let (_b, client) = setup(
+        json!({ "steps": [{ "type": "sleep", "ms": 300 }, { "type": "turnEnded" }] }),
+        TransportKind::Sse,
+        TestHost::reading(),
+        fast_timing(),
+    )
+    .await;
     let session = client.new_session(SessionOptions::default()).unwrap();
     let turn = session.prompt(text("one")).unwrap();
     let err = session.prompt(text("two")).err().unwrap();
@@ -493,7 +554,8 @@ async fn save_and_load_continue_the_conversation_on_a_new_client() {
         timing: fast_timing(),
     };
     let first_client = AgentClient::new(config(), Arc::new(TestHost::reading()), None).unwrap();
-    let session = first_client.new_session(SessionOptions { model: Some("gpt-x".into()), ..Default::default() }).unwrap();
+    let session =
+        first_client.new_session(SessionOptions { model: Some("gpt-x".into()), ..Default::default() }).unwrap();
     let t = session.prompt(text("remember")).unwrap();
     t.result().await.unwrap();
     let saved = session.save();
@@ -546,10 +608,7 @@ async fn conversation_actions_and_prewarm_reach_the_server() {
     let session = client.new_session(SessionOptions { model: Some("m1".into()), ..Default::default() }).unwrap();
     let turn = session.prompt(text("work")).unwrap();
     tokio::time::sleep(Duration::from_millis(100)).await;
-    session
-        .send_action(&json!({ "cancelSubagentAction": { "subagentId": "sub-1" } }))
-        .await
-        .unwrap();
+    session.send_action(&json!({ "cancelSubagentAction": { "subagentId": "sub-1" } })).await.unwrap();
     assert_eq!(turn.result().await.unwrap().stop_reason, acp::StopReason::EndTurn);
     let t = session.action(&json!({ "summarizeAction": {} })).unwrap();
     t.result().await.unwrap();
@@ -558,8 +617,12 @@ async fn conversation_actions_and_prewarm_reach_the_server() {
     assert_eq!(bad.code(), "E_INVALID");
     tokio::time::sleep(Duration::from_millis(100)).await;
     let records = backend.records();
-    assert!(records[0].messages.iter().any(|m| m.message["conversationAction"]["cancelSubagentAction"]["subagentId"] == "sub-1"));
+    assert!(records[0]
+        .messages
+        .iter()
+        .any(|m| m.message["conversationAction"]["cancelSubagentAction"]["subagentId"] == "sub-1"));
     assert!(records[1].messages[0].message["runRequest"]["action"]["summarizeAction"].is_object());
-    let prewarm = records.iter().flat_map(|r| &r.messages).find(|m| m.kind == "prewarmRequest").expect("prewarm recorded");
+    let prewarm =
+        records.iter().flat_map(|r| &r.messages).find(|m| m.kind == "prewarmRequest").expect("prewarm recorded");
     assert_eq!(prewarm.message["prewarmRequest"]["requestedModel"]["modelId"], "m1");
 }

@@ -50,8 +50,5 @@ pub struct MessageRecord {
 }
 
 pub(crate) fn header_map(headers: &http::HeaderMap) -> BTreeMap<String, String> {
-    headers
-        .iter()
-        .map(|(k, v)| (k.as_str().to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
-        .collect()
+    headers.iter().map(|(k, v)| (k.as_str().to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned())).collect()
 }

@@ -136,6 +136,8 @@ pub enum Step {
         cache_read_tokens: Option<i64>,
         #[serde(default)]
         cache_write_tokens: Option<i64>,
+        #[serde(default)]
+        reasoning_tokens: Option<i64>,
     },
     /// Waits (heartbeats go on).
     Sleep { ms: u64 },

@@ -33,7 +33,10 @@ impl Inbox {
         Inbox { rx, pending: VecDeque::new() }
     }
 
-    async fn wait(&mut self, mut matches: impl FnMut(&pb::AgentClientMessage) -> bool) -> Option<pb::AgentClientMessage> {
+    async fn wait(
+        &mut self,
+        mut matches: impl FnMut(&pb::AgentClientMessage) -> bool,
+    ) -> Option<pb::AgentClientMessage> {
         if let Some(pos) = self.pending.iter().position(&mut matches) {
             return self.pending.remove(pos);
         }
@@ -81,7 +84,7 @@ enum Flow {
 }
 
 fn server_msg(message: pb::agent_server_message::Message) -> pb::AgentServerMessage {
-    pb::AgentServerMessage { message: Some(message), ..Default::default() }
+    pb::AgentServerMessage { message: Some(message) }
 }
 
 fn update(u: pb::interaction_update::Message) -> pb::AgentServerMessage {
@@ -142,7 +145,8 @@ pub(crate) async fn run_turn(steps: Vec<super::Step>, mut ctx: TurnContext) -> S
         let out = ctx.out.clone();
         let paused = paused.clone();
         let every = Duration::from_millis(ctx.heartbeat_ms);
-        let frame = connect::encode_message(&update(pb::interaction_update::Message::Heartbeat(Default::default())), false, 0);
+        let frame =
+            connect::encode_message(&update(pb::interaction_update::Message::Heartbeat(Default::default())), false, 0);
         tokio::spawn(async move {
             let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
             loop {
@@ -155,8 +159,9 @@ pub(crate) async fn run_turn(steps: Vec<super::Step>, mut ctx: TurnContext) -> S
     });
     let mut outcome = None;
     // Like Cursor's server, do nothing until the run request has arrived.
-    if let Err(Flow::Stop(how)) =
-        ctx.wait_for("run request", |m| matches!(m.message, Some(pb::agent_client_message::Message::RunRequest(_)))).await
+    if let Err(Flow::Stop(how)) = ctx
+        .wait_for("run request", |m| matches!(m.message, Some(pb::agent_client_message::Message::RunRequest(_))))
+        .await
     {
         outcome = Some(how);
     }
@@ -229,7 +234,9 @@ async fn run_step(step: Step, ctx: &mut TurnContext, paused: &AtomicBool) -> Res
             let u: pb::InteractionUpdate = from_json("InteractionUpdate", &u)?;
             ctx.send(&server_msg(S::InteractionUpdate(u))).await?
         }
-        Step::Send { message } => ctx.send(&from_json::<pb::AgentServerMessage>("AgentServerMessage", &message)?).await?,
+        Step::Send { message } => {
+            ctx.send(&from_json::<pb::AgentServerMessage>("AgentServerMessage", &message)?).await?
+        }
         Step::Exec { id, exec_id, args, wait } => {
             let mut msg: pb::ExecServerMessage = from_json("ExecServerMessage", &args)?;
             msg.id = id;
@@ -267,9 +274,9 @@ async fn run_step(step: Step, ctx: &mut TurnContext, paused: &AtomicBool) -> Res
         Step::KvSet { id, blob_id, data, data_base64 } => {
             let data = match (data, data_base64) {
                 (Some(t), None) => t.into_bytes(),
-                (None, Some(b)) => base64::engine::general_purpose::STANDARD
-                    .decode(b)
-                    .map_err(|e| format!("kvSet dataBase64: {e}"))?,
+                (None, Some(b)) => {
+                    base64::engine::general_purpose::STANDARD.decode(b).map_err(|e| format!("kvSet dataBase64: {e}"))?
+                }
                 _ => return Err("kvSet needs exactly one of data / dataBase64".into()),
             };
             let blob_id = match blob_id {
@@ -308,8 +315,14 @@ async fn run_step(step: Step, ctx: &mut TurnContext, paused: &AtomicBool) -> Res
             ctx.send(&server_msg(S::ConversationCheckpointUpdate(state))).await?
         }
         Step::Heartbeat => ctx.send(&update(U::Heartbeat(Default::default()))).await?,
-        Step::TurnEnded { input_tokens, output_tokens, cache_read_tokens, cache_write_tokens } => {
-            let t = pb::TurnEndedUpdate { input_tokens, output_tokens, cache_read_tokens, cache_write_tokens };
+        Step::TurnEnded { input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens } => {
+            let t = pb::TurnEndedUpdate {
+                input_tokens,
+                output_tokens,
+                cache_read_tokens,
+                cache_write_tokens,
+                reasoning_tokens,
+            };
             ctx.send(&update(U::TurnEnded(t))).await?
         }
         Step::Sleep { ms } => tokio::time::sleep(Duration::from_millis(ms)).await,
@@ -359,7 +372,8 @@ async fn run_step(step: Step, ctx: &mut TurnContext, paused: &AtomicBool) -> Res
             return Ok(Flow::Stop("reserved flag".into()));
         }
         Step::RawBytes { base64 } => {
-            let bytes = base64::engine::general_purpose::STANDARD.decode(base64).map_err(|e| format!("rawBytes: {e}"))?;
+            let bytes =
+                base64::engine::general_purpose::STANDARD.decode(base64).map_err(|e| format!("rawBytes: {e}"))?;
             ctx.write(Bytes::from(bytes)).await?;
         }
         Step::Error { code, message, cursor_error, title, detail, is_retryable } => {

@@ -147,7 +147,8 @@ fn full(status: StatusCode, content_type: &str, body: impl Into<Bytes>) -> Respo
 
 /// A Connect unary-style error response.
 fn error_response(err: &ConnectError) -> Response<Body> {
-    let status = StatusCode::from_u16(err.http_status.unwrap_or(err.code.http_status())).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let status = StatusCode::from_u16(err.http_status.unwrap_or(err.code.http_status()))
+        .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     full(status, "application/json", err.to_json().to_string())
 }
 
@@ -191,8 +192,9 @@ impl State {
 
     /// Records (when enabled) and delivers one decoded client message.
     fn deliver(&self, run: &Run, seqno: Option<i64>, compressed: bool, payload: &[u8]) -> Result<(), ConnectError> {
-        let msg = AgentClientMessage::decode(payload)
-            .map_err(|e| ConnectError::new(Code::InvalidArgument, format!("payload is not an AgentClientMessage: {e}")))?;
+        let msg = AgentClientMessage::decode(payload).map_err(|e| {
+            ConnectError::new(Code::InvalidArgument, format!("payload is not an AgentClientMessage: {e}"))
+        })?;
         if self.scenario.records() {
             let json = protojson::to_json("agent.v1.AgentClientMessage", payload).unwrap_or(serde_json::Value::Null);
             let kind = script::client_kind(&msg).to_string();
@@ -225,9 +227,12 @@ impl State {
         if let Some(Step::HttpError { status, body }) = steps.first() {
             let status = StatusCode::from_u16(*status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
             let body = body.clone().unwrap_or_else(|| {
-                ConnectError::new(Code::from_http_status(status.as_u16()), format!("embedded backend: HTTP {}", status.as_u16()))
-                    .to_json()
-                    .to_string()
+                ConnectError::new(
+                    Code::from_http_status(status.as_u16()),
+                    format!("embedded backend: HTTP {}", status.as_u16()),
+                )
+                .to_json()
+                .to_string()
             });
             self.with_record(&run, |r| r.outcome = Some(format!("http {}", status.as_u16())));
             return full(status, "application/json", body);
@@ -277,9 +282,8 @@ async fn handle_run_sse(state: Arc<State>, req: Request<Incoming>) -> Result<Res
     let body = read_body(body, state.limits.max_frame + 5).await?;
     let mut decoder = FrameDecoder::new(state.limits);
     decoder.push(&body);
-    let frame = decoder
-        .next_frame()
-        .map_err(|e| ConnectError::new(Code::InvalidArgument, format!("RunSSE body: {e}")))?;
+    let frame =
+        decoder.next_frame().map_err(|e| ConnectError::new(Code::InvalidArgument, format!("RunSSE body: {e}")))?;
     let payload = match frame {
         Some(EnvFrame::Message(p)) => p,
         Some(EnvFrame::End(_)) => {
@@ -333,27 +337,33 @@ async fn handle_append(state: Arc<State>, req: Request<Incoming>) -> Result<Resp
         };
         state.with_record(&run, |r| r.appends.push(record));
     }
-    if let Some(fault) = state.scenario.append_fault.as_ref().filter(|f| f.seqno.is_none_or(|n| n == append.append_seqno)) {
+    if let Some(fault) =
+        state.scenario.append_fault.as_ref().filter(|f| f.seqno.is_none_or(|n| n == append.append_seqno))
+    {
         if let Some(ms) = fault.delay_ms {
             tokio::time::sleep(Duration::from_millis(ms)).await;
         }
         if let Some(status) = fault.status {
-            let mut err = ConnectError::new(Code::from_http_status(status), format!("embedded backend: append {} refused", append.append_seqno));
+            let mut err = ConnectError::new(
+                Code::from_http_status(status),
+                format!("embedded backend: append {} refused", append.append_seqno),
+            );
             err.http_status = Some(status);
             return Err(err);
         }
     }
     // The sheet's servers prefer hex `data` and fall back to `data_binary`.
-    let payload = if !append.data.is_empty() {
-        Bytes::from(
-            hex::decode(&append.data)
-                .map_err(|e| ConnectError::new(Code::InvalidArgument, format!("BidiAppendRequest.data is not hex: {e}")))?,
-        )
-    } else {
-        append.data_binary.clone()
-    };
-    AgentClientMessage::decode(payload.clone())
-        .map_err(|e| ConnectError::new(Code::InvalidArgument, format!("append payload is not an AgentClientMessage: {e}")))?;
+    let payload =
+        if !append.data.is_empty() {
+            Bytes::from(hex::decode(&append.data).map_err(|e| {
+                ConnectError::new(Code::InvalidArgument, format!("BidiAppendRequest.data is not hex: {e}"))
+            })?)
+        } else {
+            append.data_binary.clone()
+        };
+    AgentClientMessage::decode(payload.clone()).map_err(|e| {
+        ConnectError::new(Code::InvalidArgument, format!("append payload is not an AgentClientMessage: {e}"))
+    })?;
     {
         // Delivery happens under the lock: two appends finishing together must not overtake
         // each other between reassembly and delivery.

@@ -1,0 +1,59 @@
+//! HTTPS_PROXY / HTTP_PROXY / NO_PROXY are honoured (and loopback is never proxied). This file
+//! is its own test binary because it sets process environment variables.
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::time::Duration;
+
+use cursor_acp_core::proto::agent::v1 as pb;
+use cursor_acp_core::transport::*;
+
+/// A one-shot "proxy" that records the first request line and answers 503.
+fn fake_proxy() -> (String, std::thread::JoinHandle<String>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let handle = std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut buf = [0u8; 4096];
+        let n = stream.read(&mut buf).unwrap_or(0);
+        let head = String::from_utf8_lossy(&buf[..n]).to_string();
+        let _ = stream.write_all(b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+        head.lines().next().unwrap_or_default().to_string()
+    });
+    (url, handle)
+}
+
+fn heartbeat() -> pb::AgentClientMessage {
+    pb::AgentClientMessage { message: Some(pb::agent_client_message::Message::ClientHeartbeat(pb::ClientHeartbeat {})) }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn proxy_environment_is_honoured() {
+    let (proxy_url, proxy) = fake_proxy();
+    // SAFETY: this test binary has a single test; nothing else reads the environment meanwhile.
+    unsafe {
+        std::env::set_var("HTTP_PROXY", &proxy_url);
+        std::env::set_var("HTTPS_PROXY", &proxy_url);
+        std::env::set_var("NO_PROXY", "direct.invalid");
+    }
+    // A non-loopback host goes through the proxy.
+    let t =
+        Transport::new(TransportConfig { base_url: "http://agent.example.invalid:8080".into(), ..Default::default() })
+            .unwrap();
+    let AgentStream { sender, mut receiver } = t.open("via-proxy", None);
+    let _ = sender.send(&heartbeat()).await;
+    let err = tokio::time::timeout(Duration::from_secs(10), receiver.next()).await.unwrap().unwrap_err();
+    let request_line = proxy.join().unwrap();
+    assert!(request_line.starts_with("POST http://agent.example.invalid:8080/"), "the proxy saw {request_line:?}");
+    assert_eq!(err.code(), "E_SERVER", "{err}");
+
+    // NO_PROXY hosts are reached directly (here: a name that does not resolve).
+    let t = Transport::new(TransportConfig { base_url: "http://direct.invalid:8080".into(), ..Default::default() })
+        .unwrap();
+    let AgentStream { sender, mut receiver } = t.open("direct", None);
+    let _ = sender.send(&heartbeat()).await;
+    let err = tokio::time::timeout(Duration::from_secs(10), receiver.next()).await.unwrap().unwrap_err();
+    assert_eq!(err.code(), "E_NETWORK", "{err}");
+    assert!(!err.to_string().contains("503"));
+}
