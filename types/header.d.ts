@@ -22,45 +22,26 @@ export interface PromptResult {
   usage?: PromptUsage
 }
 
-/** Protobuf messages cross the boundary as proto3 JSON (camelCase fields, bytes as base64). */
+/** Protobuf messages cross the boundary as proto3 JSON; `agent` has the shape of every message. */
+import type * as agent from './types/agent'
+export type { agent }
 export type ProtoJson = { [field: string]: unknown }
 
+/** An exec request: `kind` is the `ExecServerMessage` branch without `Args`, `args` its message. */
+export type ExecRequest = agent.HostExecRequest
 /**
- * An exec request from the server. `kind` is the `ExecServerMessage` branch without `Args`
- * (`read`, `write`, `delete`, `grep`, `ls`, `shell`, `shellStream`, `diagnostics`, `mcp`,
- * `fetch`, `backgroundShellSpawn`, `writeShellStdin`, `listMcpResources`, `readMcpResource`,
- * `redactedRead`, `subagent`, …); `args` is that branch's message.
+ * The result message for the request's kind (`ReadResult` for `read`, `ShellResult` for `shell`
+ * and `shellStream`, …; see `agent.ExecResultByKind`), e.g. `{ success: { path, content } }`.
  */
-export interface ExecRequest {
-  kind: string
-  /** Bridge id, echoed by the client automatically. */
-  id: number
-  execId: string
-  args: ProtoJson
-}
-
-/**
- * The result message for the request's kind (`ReadResult` for `read`, `ShellResult` for
- * `shell` and `shellStream`, …), e.g. `{ success: { path, content, totalLines } }` or
- * `{ error: { path, error } }`.
- */
-export type ExecResult = ProtoJson
-
-/** An interaction query. `kind`: `webSearch`, `askQuestion`, `switchMode`, `createPlan`, `webFetch`, … */
-export interface InteractionQuery {
-  kind: string
-  id: number
-  query: ProtoJson
-}
-
-/** The matching response message, e.g. `{ approved: {} }` or `{ rejected: { reason } }`. */
-export type InteractionAnswer = ProtoJson
-
-/** `agent.v1.RequestContext` in proto3 JSON (rules, env, tools, …). */
-export type RequestContext = ProtoJson
-
-/** `agent.v1.ConversationAction` in proto3 JSON, e.g. `{ summarizeAction: {} }`. */
-export type ConversationAction = ProtoJson
+export type ExecResult = agent.HostExecResult
+/** An interaction query: `kind` is `webSearch`, `askQuestion`, `switchMode`, `createPlan`, `webFetch`, … */
+export type InteractionQuery = agent.HostInteractionQuery
+/** The matching response message (see `agent.InteractionAnswerByKind`), e.g. `{ approved: {} }`. */
+export type InteractionAnswer = agent.HostInteractionAnswer
+/** `agent.v1.RequestContext` (rules, env, tools, …). */
+export type RequestContext = agent.RequestContext
+/** `agent.v1.ConversationAction`, e.g. `{ summarizeAction: {} }`. */
+export type ConversationAction = agent.ConversationAction
 
 /** `session.save()`: persist it and pass it to `client.loadSession()`. */
 export interface SavedSession {
@@ -81,15 +62,15 @@ export type ScenarioStep =
   | { type: 'textBurst'; text: string; count: number }
   | { type: 'thinking'; text: string }
   | { type: 'thinkingCompleted'; durationMs?: number }
-  | { type: 'toolCallStarted' | 'toolCallCompleted'; callId: string; toolCall: ProtoJson; modelCallId?: string }
-  | { type: 'update'; update: ProtoJson }
-  | { type: 'send'; message: ProtoJson }
-  | { type: 'exec'; id: number; execId?: string; args: ProtoJson; wait?: boolean }
+  | { type: 'toolCallStarted' | 'toolCallCompleted'; callId: string; toolCall: agent.ToolCall; modelCallId?: string }
+  | { type: 'update'; update: agent.InteractionUpdate }
+  | { type: 'send'; message: agent.AgentServerMessage }
+  | { type: 'exec'; id: number; execId?: string; args: agent.ExecServerMessage; wait?: boolean }
   | { type: 'abortExec' | 'awaitExec'; id: number }
   | { type: 'kvGet'; id: number; blobId: string }
   | { type: 'kvSet'; id: number; blobId?: string; data?: string; dataBase64?: string }
-  | { type: 'interaction'; id: number; query: ProtoJson }
-  | { type: 'checkpoint'; state: ProtoJson }
+  | { type: 'interaction'; id: number; query: agent.InteractionQuery }
+  | { type: 'checkpoint'; state: agent.ConversationStateStructure }
   | { type: 'heartbeat' | 'drop' | 'garbage' | 'close' | 'end' }
   | { type: 'turnEnded'; inputTokens?: number; outputTokens?: number; cacheReadTokens?: number; cacheWriteTokens?: number; reasoningTokens?: number }
   | { type: 'sleep' | 'stall'; ms: number }
@@ -120,7 +101,7 @@ export interface RunRecord {
   turnIndex: number | null
   headers: Record<string, string>
   appends: { seqno: number; data: string; dataBinary: boolean; contentEncoding: string | null; headers: Record<string, string> }[]
-  messages: { seqno: number | null; kind: string; compressed: boolean; message: ProtoJson }[]
+  messages: { seqno: number | null; kind: string; compressed: boolean; message: agent.AgentClientMessage }[]
   outcome: string | null
 }
 

@@ -1,0 +1,38 @@
+// Type-level test (ESM consumer): compiled by `tsc --noEmit` in types.test.mjs.
+import { AgentClient, startEmbeddedBackend, type CodedError, type ExecRequest, type ExecResult, type PromptResult, type SessionUpdate } from '../../index.js'
+
+const backend = await startEmbeddedBackend({ scenario: { steps: [{ type: 'exec', id: 1, args: { readArgs: { path: '/a' } } }, { type: 'turnEnded' }] } })
+const client = new AgentClient({
+  baseUrl: backend.url,
+  transport: 'h2',
+  async exec(request: ExecRequest, ctx): Promise<ExecResult | undefined> {
+    if (request.kind === 'read') {
+      const path: string | undefined = request.args.path // narrowed to agent.ReadArgs
+      return { success: { path, content: 'x', totalLines: 1 } }
+    }
+    if (request.kind === 'shellStream') {
+      ctx.stdout(request.args.command ?? '')
+      ctx.signal.addEventListener('abort', () => {})
+      return { success: { exitCode: 0 } }
+    }
+    return undefined
+  },
+  interaction: (query) => (query.kind === 'webSearch' ? { approved: {} } : { rejected: { reason: query.kind } }),
+  requestContext: () => ({ rules: [{ fullPath: '/r.mdc', content: 'be brief' }] }),
+})
+const session = client.newSession({ cwd: '/w', mode: 'plan' })
+const turn = session.prompt([{ type: 'text', text: 'hi' }, { type: 'resource_link', uri: 'file:///w/a.ts', name: 'a.ts' }])
+for await (const update of turn) {
+  const u: SessionUpdate = update
+  if (u.sessionUpdate === 'agent_message_chunk' && u.content.type === 'text') console.log(u.content.text)
+  if (u.sessionUpdate === 'tool_call') console.log(u.toolCallId, u.status)
+}
+const result: PromptResult = await turn.result
+const stop: 'end_turn' | 'max_tokens' | 'max_turn_requests' | 'refusal' | 'cancelled' = result.stopReason
+console.log(stop, result.usage?.totalTokens)
+try { await session.injectContext('x') } catch (e) { console.log((e as CodedError).code) }
+const saved = session.save()
+client.loadSession(saved).close()
+const records = backend.records()
+console.log(records[0]?.messages[0]?.message.runRequest?.conversationId)
+backend.close()
