@@ -37,3 +37,12 @@ test('a BidiAppend with a bad body is a Connect invalid_argument error', async (
     backend.close()
   }
 })
+
+test('the ACP schema check used by every suite rejects malformed updates', async () => {
+  const { assertAcpUpdate, assertAcpStopReason } = await import('./helpers.mjs')
+  assert.throws(() => assertAcpUpdate({ sessionUpdate: 'tool_call' }), /toolCallId|title/)
+  assert.throws(() => assertAcpUpdate({ sessionUpdate: 'agent_message_chunk', content: { type: 'text' } }), /text/)
+  assert.throws(() => assertAcpUpdate({ sessionUpdate: 'usage_update', used: 1 }), /size/)
+  assert.throws(() => assertAcpStopReason('done'))
+  assertAcpUpdate({ sessionUpdate: 'tool_call', toolCallId: 'a', title: 'ok' })
+})

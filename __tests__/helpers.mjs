@@ -28,7 +28,14 @@ export async function setup(scenario, clientOptions = {}, transport = 'sse') {
 /** Collects every update of a turn, failing the test if it does not settle within `ms`. */
 export async function drain(turn, ms = 10_000) {
   const updates = []
-  await within(ms, (async () => { for await (const u of turn) updates.push(u) })(), 'turn')
+  await within(ms, (async () => {
+    for await (const u of turn) {
+      assertAcpUpdate(u)
+      updates.push(u)
+    }
+  })(), 'turn')
+  const result = await turn.result.catch(() => null)
+  if (result) assertAcpStopReason(result.stopReason)
   return updates
 }
 
@@ -65,4 +72,23 @@ export async function recordsWhen(backend, predicate, ms = 2000) {
     records = backend.records()
   }
   return records
+}
+
+// Every update the addon emits in these suites is validated against ACP's own JSON schema
+// (`schema/v1/schema.json` of @agentclientprotocol/sdk); a violation fails the test.
+import Ajv2020 from 'ajv/dist/2020.js'
+const schema = require('@agentclientprotocol/sdk/schema/v1/schema.json')
+const ajv = new Ajv2020({ strict: false, allErrors: true })
+ajv.addSchema(schema, 'acp')
+const validateUpdate = ajv.getSchema('acp#/$defs/SessionUpdate')
+const validateStopReason = ajv.getSchema('acp#/$defs/StopReason')
+
+export function assertAcpUpdate(update) {
+  if (!validateUpdate(update)) {
+    throw new Error(`not a valid ACP SessionUpdate: ${JSON.stringify(update)}\n${ajv.errorsText(validateUpdate.errors)}`)
+  }
+}
+
+export function assertAcpStopReason(reason) {
+  if (!validateStopReason(reason)) throw new Error(`not a valid ACP StopReason: ${reason}`)
 }
