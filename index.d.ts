@@ -215,6 +215,8 @@ export declare class Session {
   continueGoal(): PromptTurn
   /** Warms the server for this session's next prompt (model, conversation state). */
   prewarm(): Promise<void>
+  /** The updates that replay the stored conversation (for an ACP `session/load`). */
+  replay(): Promise<SessionUpdate[]>
   /** Cancels the running turn, if any (ACP `session/cancel`). */
   cancel(): void
   /** Model for the next turns. */

@@ -1,7 +1,7 @@
 // The JavaScript session API end to end against the embedded backend, on both transports.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { setup, drain, merged, within, recordsWhen, TRANSPORTS, AgentClient } from './helpers.mjs'
+import { setup, drain, merged, within, recordsWhen, TRANSPORTS, AgentClient, assertAcpUpdate } from './helpers.mjs'
 
 const FULL_TURN = { steps: [
   { type: 'thinking', text: 'Let me ' },
@@ -378,6 +378,40 @@ test('blobDir keeps KV blobs on disk across clients', async () => {
     await t2.result
     const reply = backend.records()[1].messages.find((m) => m.kind === 'kvClientMessage').message.kvClientMessage
     assert.equal(Buffer.from(reply.getBlobResult.blobData, 'base64').toString(), 'kept')
+  } finally {
+    close()
+  }
+})
+
+test('replay() rebuilds the conversation from the checkpoint for session/load (inline and blob-referenced turns)', async () => {
+  const { createHash } = await import('node:crypto')
+  // Hand-encoded protobuf: length-delimited field `n` holding `bytes`.
+  const ld = (n, bytes) => Buffer.concat([Buffer.from([(n << 3) | 2, bytes.length]), Buffer.from(bytes)])
+  const userMessage = (text) => ld(1, Buffer.from(text)) // UserMessage.text = 1
+  const assistantStep = (text) => ld(1, ld(1, Buffer.from(text))) // ConversationStep.assistant_message = 1
+  const turn = (user, steps) => ld(1, Buffer.concat([ld(1, user), ...steps.map((s) => ld(2, s))])) // agent_conversation_turn
+  const inline = turn(userMessage('first question'), [assistantStep('first answer')])
+  const stored = turn(userMessage('second question'), [assistantStep('second answer')])
+  const storedId = createHash('sha256').update(stored).digest()
+  const scenario = { steps: [
+    { type: 'kvSet', id: 1, dataBase64: stored.toString('base64') },
+    { type: 'checkpoint', state: { turns: [inline.toString('base64'), storedId.toString('base64')] } },
+    { type: 'turnEnded' },
+  ] }
+  const { backend, client, close } = await setup(scenario)
+  try {
+    const session = client.newSession()
+    const t = session.prompt('go')
+    await drain(t)
+    await t.result
+    const loaded = new AgentClient({ baseUrl: backend.url }).loadSession(session.save())
+    const updates = await loaded.replay()
+    updates.forEach(assertAcpUpdate)
+    assert.deepEqual(updates.map((u) => [u.sessionUpdate, u.content.text]), [
+      ['user_message_chunk', 'first question'], ['agent_message_chunk', 'first answer'],
+      ['user_message_chunk', 'second question'], ['agent_message_chunk', 'second answer'],
+    ])
+    assert.deepEqual(await client.newSession().replay(), [], 'a new session has nothing to replay')
   } finally {
     close()
   }

@@ -146,6 +146,20 @@ impl Session {
         promise(env, async move { session.prewarm().await }, |_, ()| Ok(()))
     }
 
+    /// The updates that replay the stored conversation (for an ACP `session/load`).
+    #[napi(ts_return_type = "Promise<SessionUpdate[]>")]
+    pub fn replay<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, Value>> {
+        let session = self.inner.clone();
+        promise(
+            env,
+            async move {
+                let updates = session.replay().await;
+                Ok(Value::Array(updates.iter().map(cursor_acp_core::translate::to_json).collect()))
+            },
+            |_, v| Ok(v),
+        )
+    }
+
     /// Cancels the running turn, if any (ACP `session/cancel`).
     #[napi]
     pub fn cancel(&self) {

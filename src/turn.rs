@@ -16,7 +16,7 @@ pub struct PromptTurn {
 }
 
 fn update_json(update: cursor_acp_core::acp::SessionUpdate) -> Value {
-    serde_json::to_value(update).unwrap_or(Value::Null)
+    cursor_acp_core::translate::to_json(&update)
 }
 
 fn result_json(result: TurnResult) -> Value {

@@ -338,7 +338,12 @@ impl Session {
                 return Err(CoreError::Busy);
             }
             s.active = Some(cancel.clone());
-            s.translator.take().unwrap_or_default()
+            let mode = s.mode.as_deref().and_then(|m| prompt::mode_value(m).ok());
+            s.translator.take().unwrap_or_else(|| {
+                let mut t = Translator::with_cwd(s.cwd.clone());
+                t.set_mode(mode);
+                t
+            })
         };
         let (tx, rx) = mpsc::channel(self.inner.timing.queue.max(1));
         let (result_tx, result_rx) = watch::channel(None);
@@ -367,6 +372,51 @@ impl Session {
             let _ = result_tx.send(Some(result));
         });
         Ok(Turn { shared })
+    }
+
+    /// The updates that replay the stored conversation (user messages, assistant text and
+    /// thinking, completed tool calls), for ACP `session/load`. Turn and step entries of the
+    /// checkpoint are blob ids (resolved through the session's blob store) or inline messages.
+    pub async fn replay(&self) -> Vec<acp::SessionUpdate> {
+        let (checkpoint, cwd) = {
+            let s = self.lock();
+            (s.checkpoint.clone(), s.cwd.clone())
+        };
+        let Some(state) = checkpoint.and_then(|c| pb::ConversationStateStructure::decode(c).ok()) else {
+            return Vec::new();
+        };
+        let mut translator = Translator::with_cwd(cwd);
+        let mut out = Vec::new();
+        for turn in state.turns {
+            let turn = self.resolve_blob(turn).await;
+            let Ok(pb::ConversationTurnStructure {
+                turn: Some(pb::conversation_turn_structure::Turn::AgentConversationTurn(t)),
+            }) = pb::ConversationTurnStructure::decode(turn)
+            else {
+                continue;
+            };
+            let user = self.resolve_blob(t.user_message).await;
+            if let Ok(message) = pb::UserMessage::decode(user) {
+                out.extend(translator.replay_user(&message.text));
+            }
+            for step in t.steps {
+                let step = self.resolve_blob(step).await;
+                if let Ok(step) = pb::ConversationStep::decode(step) {
+                    out.extend(translator.replay_step(&step));
+                }
+            }
+        }
+        out
+    }
+
+    /// A 32-byte entry that names a stored blob is replaced by the blob; anything else is inline.
+    async fn resolve_blob(&self, entry: Bytes) -> Bytes {
+        if entry.len() == 32 {
+            if let Ok(Some(blob)) = self.inner.blobs.get(entry.clone()).await {
+                return blob;
+            }
+        }
+        entry
     }
 
     /// Cancels the running turn, if any.
