@@ -286,6 +286,11 @@ export interface AgentClientOptions {
   maxFrameBytes?: number
   /** Update queue capacity before back-pressure (default 256). */
   updateQueueSize?: number
+  /**
+   * Report context summarization as ACP `compaction_update` / `compaction_summary_chunk`
+   * (only for clients that advertise `session.compaction`); otherwise it is a `think` card.
+   */
+  compactionUpdates?: boolean
 }
 
 export interface EmbeddedBackendOptions {

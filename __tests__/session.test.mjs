@@ -416,3 +416,43 @@ test('replay() rebuilds the conversation from the checkpoint for session/load (i
     close()
   }
 })
+
+test('every tool type of the schema translates to schema-valid ACP updates', async () => {
+  const { readFileSync } = await import('node:fs')
+  const dts = readFileSync(new URL('../types/agent.d.ts', import.meta.url), 'utf8')
+  const block = dts.slice(dts.indexOf('export type ToolCall = '), dts.indexOf('export type', dts.indexOf('export type ToolCall = ') + 10))
+  const branches = [...block.matchAll(/\| \{ (\w+ToolCall): /g)].map((m) => m[1])
+  assert.ok(branches.length > 40, `${branches.length} tool branches`)
+  const steps = branches.flatMap((b, i) => [
+    { type: 'toolCallStarted', callId: `c${i}`, toolCall: { [b]: { args: {} } } },
+    { type: 'toolCallCompleted', callId: `c${i}`, toolCall: { [b]: { args: {} } } },
+  ])
+  const { client, close } = await setup({ steps: [...steps, { type: 'turnEnded' }] })
+  try {
+    const turn = client.newSession({ cwd: '/w' }).prompt('all tools')
+    const updates = await drain(turn) // validates every update against the ACP schema
+    const cards = updates.filter((u) => u.sessionUpdate === 'tool_call')
+    assert.equal(cards.length, branches.length - 1, 'one card per tool (todos become the plan)')
+    const closed = new Set(updates.filter((u) => u.sessionUpdate === 'tool_call_update' && ['completed', 'failed'].includes(u.status)).map((u) => u.toolCallId))
+    for (const card of cards) assert.ok(closed.has(card.toolCallId), `${card.name} was closed`)
+  } finally {
+    close()
+  }
+})
+
+test('compactionUpdates turns summarization into ACP compaction updates', async () => {
+  const steps = [{ type: 'update', update: { summaryStarted: {} } }, { type: 'update', update: { summary: { summary: 'So far: fixed the bug.' } } },
+    { type: 'update', update: { summaryCompleted: {} } }, { type: 'turnEnded' }]
+  for (const compactionUpdates of [true, false]) {
+    const { client, close } = await setup({ steps }, { compactionUpdates })
+    try {
+      const updates = await drain(client.newSession().prompt('go'))
+      const kinds = updates.map((u) => u.sessionUpdate)
+      assert.deepEqual(kinds, compactionUpdates
+        ? ['compaction_update', 'compaction_summary_chunk', 'compaction_update']
+        : ['tool_call', 'tool_call_update', 'tool_call_update'])
+    } finally {
+      close()
+    }
+  }
+})

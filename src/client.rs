@@ -92,6 +92,9 @@ pub struct AgentClientOptions {
     pub max_frame_bytes: Option<u32>,
     /// Update queue capacity before back-pressure (default 256).
     pub update_queue_size: Option<u32>,
+    /// Report context summarization as ACP `compaction_update` / `compaction_summary_chunk`
+    /// (only for clients that advertise `session.compaction`); otherwise it is a `think` card.
+    pub compaction_updates: Option<bool>,
 }
 
 #[napi(object, object_to_js = false)]
@@ -167,7 +170,7 @@ fn parse_config(o: &AgentClientOptions) -> std::result::Result<ClientConfig, Cor
             return Err(CoreError::InvalidInput(format!("{name} must be positive")));
         }
     }
-    Ok(ClientConfig { transport, timing })
+    Ok(ClientConfig { transport, timing, compaction_updates: o.compaction_updates.unwrap_or(false) })
 }
 
 /// A client of Cursor's agent backend (or any server speaking its protocol).

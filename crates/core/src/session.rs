@@ -71,6 +71,8 @@ impl Default for Timing {
 pub struct ClientConfig {
     pub transport: TransportConfig,
     pub timing: Timing,
+    /// Report summarization as ACP compaction updates (the client advertised `session.compaction`).
+    pub compaction_updates: bool,
 }
 
 /// Options of a new session.
@@ -124,11 +126,18 @@ pub struct AgentClient {
     host: Arc<dyn Host>,
     kv: Option<Arc<dyn BlobStore>>,
     timing: Timing,
+    compaction_updates: bool,
 }
 
 impl AgentClient {
     pub fn new(config: ClientConfig, host: Arc<dyn Host>, kv: Option<Arc<dyn BlobStore>>) -> Result<Self, CoreError> {
-        Ok(AgentClient { transport: Transport::new(config.transport)?, host, kv, timing: config.timing })
+        Ok(AgentClient {
+            transport: Transport::new(config.transport)?,
+            host,
+            kv,
+            timing: config.timing,
+            compaction_updates: config.compaction_updates,
+        })
     }
 
     pub fn new_session(&self, options: SessionOptions) -> Result<Session, CoreError> {
@@ -185,6 +194,7 @@ impl AgentClient {
                 host: self.host.clone(),
                 blobs: store,
                 timing: self.timing.clone(),
+                compaction_updates: self.compaction_updates,
                 conversation_id,
                 state: Mutex::new(SessionState { checkpoint, model, mode, cwd, ..Default::default() }),
             }),
@@ -204,6 +214,7 @@ struct SessionInner {
     host: Arc<dyn Host>,
     blobs: Arc<dyn BlobStore>,
     timing: Timing,
+    compaction_updates: bool,
     conversation_id: String,
     state: Mutex<SessionState>,
 }
@@ -342,6 +353,7 @@ impl Session {
             s.translator.take().unwrap_or_else(|| {
                 let mut t = Translator::with_cwd(s.cwd.clone());
                 t.set_mode(mode);
+                t.set_compaction_updates(self.inner.compaction_updates);
                 t
             })
         };

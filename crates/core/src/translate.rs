@@ -36,6 +36,9 @@ pub struct Translator {
     mode: Option<i32>,
     compactions: u32,
     compaction: Option<String>,
+    /// The client renders ACP compaction updates (`session.compaction` capability); otherwise
+    /// summarization is shown as a `think` tool card.
+    compaction_updates: bool,
 }
 
 #[derive(Debug, Default)]
@@ -241,6 +244,11 @@ impl Translator {
         }
     }
 
+    /// Report context summarization as `compaction_update` / `compaction_summary_chunk`.
+    pub fn set_compaction_updates(&mut self, enabled: bool) {
+        self.compaction_updates = enabled;
+    }
+
     /// Ends the current text and thought segments: the next chunk gets a new `messageId`.
     pub fn rotate(&mut self) {
         self.message_id = None;
@@ -287,14 +295,26 @@ impl Translator {
             U::ShellOutputDelta(s) => self.on_shell_output(s),
             U::SummaryStarted(_) => self.start_compaction(),
             U::Summary(s) => {
-                let id = match &self.compaction {
-                    Some(id) => id.clone(),
-                    None => return self.start_compaction_with(Some(&s.summary)),
-                };
-                let fields = acp::ToolCallUpdateFields::new().content(vec![text_content(s.summary.clone())]);
-                vec![acp::SessionUpdate::ToolCallUpdate(acp::ToolCallUpdate::new(id, fields))]
+                let mut out = Vec::new();
+                if self.compaction.is_none() {
+                    out.extend(self.start_compaction());
+                }
+                let id = self.compaction.clone().unwrap_or_default();
+                if self.compaction_updates {
+                    out.push(acp::SessionUpdate::CompactionSummaryChunk(acp::CompactionSummaryChunk::new(
+                        id,
+                        text_block(s.summary.clone()),
+                    )));
+                } else {
+                    let fields = acp::ToolCallUpdateFields::new().content(vec![text_content(s.summary.clone())]);
+                    out.push(acp::SessionUpdate::ToolCallUpdate(acp::ToolCallUpdate::new(id, fields)));
+                }
+                out
             }
             U::SummaryCompleted(_) => match self.compaction.take() {
+                Some(id) if self.compaction_updates => vec![acp::SessionUpdate::CompactionUpdate(
+                    acp::CompactionUpdate::new(id, acp::CompactionStatus::Completed),
+                )],
                 Some(id) => {
                     self.open.remove(&id);
                     let fields = acp::ToolCallUpdateFields::new().status(acp::ToolCallStatus::Completed);
@@ -307,23 +327,22 @@ impl Translator {
         }
     }
 
+    /// Context summarization: a compaction update, or a `think` card for clients without it.
     fn start_compaction(&mut self) -> Vec<acp::SessionUpdate> {
-        self.start_compaction_with(None)
-    }
-
-    /// Context summarization as a `think` card (clients without compaction support).
-    fn start_compaction_with(&mut self, summary: Option<&str>) -> Vec<acp::SessionUpdate> {
         self.rotate();
         self.compactions += 1;
         let id = format!("compaction-{}-{}", self.compactions, &new_id()[..8]);
         self.compaction = Some(id.clone());
+        if self.compaction_updates {
+            return vec![acp::SessionUpdate::CompactionUpdate(acp::CompactionUpdate::new(
+                id,
+                acp::CompactionStatus::InProgress,
+            ))];
+        }
         self.open.insert(id.clone(), OpenCall { name: "summary".into(), output: String::new() });
-        let mut call = acp::ToolCall::new(id, "Compacting conversation")
+        let call = acp::ToolCall::new(id, "Compacting conversation")
             .kind(acp::ToolKind::Think)
             .status(acp::ToolCallStatus::InProgress);
-        if let Some(s) = summary {
-            call = call.content(vec![text_content(s)]);
-        }
         vec![acp::SessionUpdate::ToolCall(call)]
     }
 
@@ -599,7 +618,8 @@ impl Translator {
             .filter(|t| t.status != "TODO_STATUS_CANCELLED")
             .map(|t| (t.content.clone(), t.status.clone()))
             .collect();
-        if self.last_plan.as_ref() == Some(&entries) {
+        // Unchanged, or still empty: nothing to show.
+        if self.last_plan.as_ref() == Some(&entries) || (self.last_plan.is_none() && entries.is_empty()) {
             return Vec::new();
         }
         self.last_plan = Some(entries.clone());
@@ -666,15 +686,19 @@ impl Translator {
     pub fn sweep(&mut self, reason: &str) -> Vec<acp::SessionUpdate> {
         let open = std::mem::take(&mut self.open);
         self.current_shell = None;
-        self.compaction = None;
-        open.into_keys()
-            .map(|id| {
-                let fields = acp::ToolCallUpdateFields::new()
-                    .status(acp::ToolCallStatus::Failed)
-                    .content(vec![text_content(reason)]);
-                acp::SessionUpdate::ToolCallUpdate(acp::ToolCallUpdate::new(id, fields))
-            })
-            .collect()
+        let mut out = Vec::new();
+        if let Some(id) = self.compaction.take().filter(|_| self.compaction_updates) {
+            out.push(acp::SessionUpdate::CompactionUpdate(
+                acp::CompactionUpdate::new(id, acp::CompactionStatus::Failed).error(reason.to_string()),
+            ));
+        }
+        out.extend(open.into_keys().map(|id| {
+            let fields = acp::ToolCallUpdateFields::new()
+                .status(acp::ToolCallStatus::Failed)
+                .content(vec![text_content(reason)]);
+            acp::SessionUpdate::ToolCallUpdate(acp::ToolCallUpdate::new(id, fields))
+        }));
+        out
     }
 
     /// The update that replays a stored user message (for ACP `session/load`).

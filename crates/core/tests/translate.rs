@@ -417,3 +417,107 @@ fn replayed_steps_are_completed_cards_and_chunks() {
     assert_eq!(out[0]["content"]["text"], "hello");
     assert_eq!(out[4]["status"], "completed");
 }
+
+#[test]
+fn clients_with_compaction_support_get_compaction_updates() {
+    let mut t = Translator::new();
+    t.set_compaction_updates(true);
+    let out = run(
+        &mut t,
+        vec![
+            json!({ "summaryStarted": {} }),
+            json!({ "summary": { "summary": "short" } }),
+            json!({ "summaryCompleted": {} }),
+        ],
+    );
+    let id = out[0]["compactionId"].clone();
+    assert_eq!(out[0], json!({ "sessionUpdate": "compaction_update", "compactionId": id, "status": "in_progress" }));
+    assert_eq!(
+        out[1],
+        json!({ "sessionUpdate": "compaction_summary_chunk", "compactionId": id, "content": { "type": "text", "text": "short" } })
+    );
+    assert_eq!(out[2], json!({ "sessionUpdate": "compaction_update", "compactionId": id, "status": "completed" }));
+    // An interrupted compaction is reported failed by the sweep.
+    run(&mut t, vec![json!({ "summaryStarted": {} })]);
+    let swept = t.sweep("Cancelled.");
+    assert_eq!(to_json(&swept[0])["status"], "failed");
+}
+
+/// Every ToolCall branch of the schema, with every result branch of its result type: one card,
+/// a non-empty plain-text title, the Cursor key as `name`, and `completed` exactly for success.
+#[test]
+fn every_tool_type_and_result_branch_is_mapped() {
+    use cursor_acp_core::protojson::pool;
+    use prost::Message;
+    use prost_reflect::{DynamicMessage, Kind, Value as PValue};
+    let tool_call = pool().get_message_by_name("agent.v1.ToolCall").unwrap();
+    let mut checked = 0;
+    for branch in tool_call.oneofs().next().unwrap().fields() {
+        let Kind::Message(wrapper) = branch.kind() else { continue };
+        let key = branch.name().trim_end_matches("_tool_call").to_string();
+        let result_field = wrapper.get_field_by_name("result");
+        let result_branches: Vec<Option<String>> = match result_field.as_ref().map(|f| f.kind()) {
+            Some(Kind::Message(result)) => {
+                let names: Vec<Option<String>> = result
+                    .oneofs()
+                    .flat_map(|o| o.fields().map(|f| Some(f.name().to_string())).collect::<Vec<_>>())
+                    .collect();
+                if names.is_empty() {
+                    vec![None]
+                } else {
+                    names
+                }
+            }
+            _ => vec![None],
+        };
+        for result_branch in result_branches {
+            let mut w = DynamicMessage::new(wrapper.clone());
+            if let (Some(rf), Some(rb)) = (&result_field, &result_branch) {
+                let Kind::Message(result_desc) = rf.kind() else { unreachable!() };
+                let mut r = DynamicMessage::new(result_desc.clone());
+                let member = result_desc.get_field_by_name(rb).unwrap();
+                let value = match member.kind() {
+                    Kind::Message(m) => PValue::Message(DynamicMessage::new(m)),
+                    other => PValue::default_value(&other),
+                };
+                r.set_field(&member, value);
+                w.set_field(rf, PValue::Message(r));
+            }
+            let mut call = DynamicMessage::new(tool_call.clone());
+            call.set_field(&branch, PValue::Message(w));
+            let call: pb::ToolCall = pb::ToolCall::decode(call.encode_to_vec().as_slice()).unwrap();
+            let update = pb::InteractionUpdate {
+                message: Some(pb::interaction_update::Message::ToolCallCompleted(pb::ToolCallCompletedUpdate {
+                    call_id: format!("{key}-{result_branch:?}"),
+                    tool_call: Some(call),
+                    model_call_id: String::new(),
+                })),
+            };
+            let out: Vec<Value> = t_for(&key).on_update(&update).iter().map(to_json).collect();
+            if key == "update_todos" {
+                assert!(out.iter().all(|u| u["sessionUpdate"] == "plan"), "{key}: {out:?}");
+                continue;
+            }
+            assert_eq!(out.len(), 2, "{key} {result_branch:?}: {out:#?}");
+            let (card, done) = (&out[0], &out[1]);
+            assert_eq!(card["sessionUpdate"], "tool_call");
+            assert!(!card["title"].as_str().unwrap().is_empty() && !card["title"].as_str().unwrap().contains('`'));
+            assert_eq!(card["name"], key);
+            let success = matches!(result_branch.as_deref(), None | Some("success") | Some("async"));
+            let expected = if success { "completed" } else { "failed" };
+            assert_eq!(done["status"], expected, "{key} {result_branch:?}: {done}");
+            if !success {
+                assert!(
+                    done["content"][0]["content"]["text"].is_string(),
+                    "a failure says why: {key} {result_branch:?}"
+                );
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked > 100, "only {checked} tool/result combinations checked");
+}
+
+fn t_for(_key: &str) -> Translator {
+    Translator::with_cwd(Some("/w".into()))
+}

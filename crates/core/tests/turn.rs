@@ -97,8 +97,11 @@ fn fast_timing() -> Timing {
 
 async fn setup(scenario: Value, kind: TransportKind, host: TestHost, timing: Timing) -> (EmbeddedBackend, AgentClient) {
     let backend = EmbeddedBackend::start(Scenario::from_json(&scenario).unwrap()).await.unwrap();
-    let config =
-        ClientConfig { transport: TransportConfig { base_url: backend.url(), kind, ..Default::default() }, timing };
+    let config = ClientConfig {
+        transport: TransportConfig { base_url: backend.url(), kind, ..Default::default() },
+        timing,
+        compaction_updates: false,
+    };
     let client = AgentClient::new(config, Arc::new(host), None).unwrap();
     (backend, client)
 }
@@ -552,6 +555,7 @@ async fn save_and_load_continue_the_conversation_on_a_new_client() {
     let config = || ClientConfig {
         transport: TransportConfig { base_url: backend.url(), kind: TransportKind::H2, ..Default::default() },
         timing: fast_timing(),
+        compaction_updates: false,
     };
     let first_client = AgentClient::new(config(), Arc::new(TestHost::reading()), None).unwrap();
     let session =
