@@ -291,6 +291,11 @@ export interface AgentClientOptions {
    * (only for clients that advertise `session.compaction`); otherwise it is a `think` card.
    */
   compactionUpdates?: boolean
+  /**
+   * Report server notices as ACP `notice` updates (only for clients that advertise
+   * `session.notices`); otherwise a notice is an agent message of its own.
+   */
+  notices?: boolean
 }
 
 export interface EmbeddedBackendOptions {

@@ -1,7 +1,7 @@
 // Cancel in every situation resolves `cancelled` within a bounded time, never end_turn or an error.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { setup, drain, within, recordsWhen, TRANSPORTS } from './helpers.mjs'
+import { setup, drain, within, recordsWhen, TRANSPORTS, assertAcpUpdate } from './helpers.mjs'
 
 const BOUND_MS = 1500
 
@@ -61,7 +61,7 @@ test('cancel during a pending interaction settles it and closes open tool calls'
     const session = client.newSession()
     const turn = session.prompt('go')
     const updates = []
-    const consume = (async () => { for await (const u of turn) updates.push(u) })()
+    const consume = (async () => { for await (const u of turn) { assertAcpUpdate(u); updates.push(u) } })()
     await within(2000, (async () => { while (!queried) await new Promise((r) => setTimeout(r, 10)) })(), 'interaction callback')
     session.cancel()
     await within(BOUND_MS, consume, 'updates after cancel')

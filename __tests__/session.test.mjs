@@ -296,7 +296,7 @@ test('nextBatch drains bursts; coalescing keeps every character', async () => {
       const batch = await within(10_000, turn.nextBatch(256), 'nextBatch')
       if (batch.length === 0) break
       calls += 1
-      for (const u of batch) text += u.content.text
+      for (const u of batch) { assertAcpUpdate(u); text += u.content.text }
     }
     assert.equal(text.length, 10_000)
     assert.ok(calls < 5000, `${calls} batches for 5000 deltas`)

@@ -95,6 +95,9 @@ pub struct AgentClientOptions {
     /// Report context summarization as ACP `compaction_update` / `compaction_summary_chunk`
     /// (only for clients that advertise `session.compaction`); otherwise it is a `think` card.
     pub compaction_updates: Option<bool>,
+    /// Report server notices as ACP `notice` updates (only for clients that advertise
+    /// `session.notices`); otherwise a notice is an agent message of its own.
+    pub notices: Option<bool>,
 }
 
 #[napi(object, object_to_js = false)]
@@ -170,7 +173,12 @@ fn parse_config(o: &AgentClientOptions) -> std::result::Result<ClientConfig, Cor
             return Err(CoreError::InvalidInput(format!("{name} must be positive")));
         }
     }
-    Ok(ClientConfig { transport, timing, compaction_updates: o.compaction_updates.unwrap_or(false) })
+    Ok(ClientConfig {
+        transport,
+        timing,
+        compaction_updates: o.compaction_updates.unwrap_or(false),
+        notices: o.notices.unwrap_or(false),
+    })
 }
 
 /// A client of Cursor's agent backend (or any server speaking its protocol).

@@ -158,7 +158,8 @@ def add_newer_build_fields(messages):
     actions without numbers; a generated Connect-ES module, a descriptor dump and a protocol
     write-up all give goal_continuation_action = 18 and inject_context_action = 19, and one client
     declares InjectContextAction{injection_id = 1, expected_run_id = 2, system_context = 4}.
-    TurnEndedUpdate.reasoning_tokens = 5 is in the senpi/omp proto and the write-up.
+    TurnEndedUpdate.reasoning_tokens = 5 is in the senpi/omp proto and the write-up;
+    TextDeltaUpdate.is_server_notice = 2 is named by the seed and numbered by the write-up.
     Nothing whose number is uncertain is added (e.g. the user_context payload, or the fields of
     SubscriptionNotificationAction).
     """
@@ -177,6 +178,8 @@ def add_newer_build_fields(messages):
     system.fields = [("producer", 1, "string", "singular", None), ("content", 2, "string", "singular", None)]
     messages["SystemContextInjection"] = system
     messages["TurnEndedUpdate"].fields.append(("reasoning_tokens", 5, "int64", "optional", None))
+    # The seed (§16.1) names `is_server_notice` on text_delta; the write-up gives it number 2.
+    messages["TextDeltaUpdate"].fields.append(("is_server_notice", 2, "bool", "singular", None))
 
 
 def enum_lines(name, values, indent):

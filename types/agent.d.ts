@@ -628,6 +628,7 @@ export type InteractionUpdate = {
 )
 export interface TextDeltaUpdate {
   text?: string
+  isServerNotice?: boolean
 }
 export interface PartialToolCallUpdate {
   callId?: string

@@ -73,6 +73,8 @@ pub struct ClientConfig {
     pub timing: Timing,
     /// Report summarization as ACP compaction updates (the client advertised `session.compaction`).
     pub compaction_updates: bool,
+    /// Report server notices as ACP `notice` updates (the client advertised `session.notices`).
+    pub notices: bool,
 }
 
 /// Options of a new session.
@@ -127,6 +129,7 @@ pub struct AgentClient {
     kv: Option<Arc<dyn BlobStore>>,
     timing: Timing,
     compaction_updates: bool,
+    notices: bool,
 }
 
 impl AgentClient {
@@ -137,6 +140,7 @@ impl AgentClient {
             kv,
             timing: config.timing,
             compaction_updates: config.compaction_updates,
+            notices: config.notices,
         })
     }
 
@@ -195,6 +199,7 @@ impl AgentClient {
                 blobs: store,
                 timing: self.timing.clone(),
                 compaction_updates: self.compaction_updates,
+                notices: self.notices,
                 conversation_id,
                 state: Mutex::new(SessionState { checkpoint, model, mode, cwd, ..Default::default() }),
             }),
@@ -215,6 +220,7 @@ struct SessionInner {
     blobs: Arc<dyn BlobStore>,
     timing: Timing,
     compaction_updates: bool,
+    notices: bool,
     conversation_id: String,
     state: Mutex<SessionState>,
 }
@@ -354,6 +360,7 @@ impl Session {
                 let mut t = Translator::with_cwd(s.cwd.clone());
                 t.set_mode(mode);
                 t.set_compaction_updates(self.inner.compaction_updates);
+                t.set_notices(self.inner.notices);
                 t
             })
         };

@@ -39,6 +39,9 @@ pub struct Translator {
     /// The client renders ACP compaction updates (`session.compaction` capability); otherwise
     /// summarization is shown as a `think` tool card.
     compaction_updates: bool,
+    /// The client renders ACP `notice` updates (`session.notices`); otherwise server notices
+    /// are a message of their own.
+    notices: bool,
 }
 
 #[derive(Debug, Default)]
@@ -249,6 +252,11 @@ impl Translator {
         self.compaction_updates = enabled;
     }
 
+    /// Report server notices as ACP `notice` updates.
+    pub fn set_notices(&mut self, enabled: bool) {
+        self.notices = enabled;
+    }
+
     /// Ends the current text and thought segments: the next chunk gets a new `messageId`.
     pub fn rotate(&mut self) {
         self.message_id = None;
@@ -270,6 +278,18 @@ impl Translator {
         match message {
             // Sub-agent text belongs to the sub-agent's card, not to the main transcript.
             U::TextDelta(_) | U::ThinkingDelta(_) if parent.is_some() => Vec::new(),
+            // Operational notices (quota warnings, model substitution) are not model output.
+            U::TextDelta(d) if d.is_server_notice && !d.text.is_empty() => {
+                self.rotate();
+                if self.notices {
+                    return vec![acp::SessionUpdate::Notice(acp::Notice::new(
+                        acp::NoticeSeverity::Info,
+                        d.text.clone(),
+                    ))];
+                }
+                let update = acp::SessionUpdate::AgentMessageChunk(chunk(d.text.clone(), &new_id()));
+                vec![update]
+            }
             U::TextDelta(d) if !d.text.is_empty() => {
                 self.thought_id = None;
                 let id = self.message_id.get_or_insert_with(new_id).clone();

@@ -521,3 +521,19 @@ fn every_tool_type_and_result_branch_is_mapped() {
 fn t_for(_key: &str) -> Translator {
     Translator::with_cwd(Some("/w".into()))
 }
+
+#[test]
+fn server_notices_are_notices_or_a_message_of_their_own() {
+    let notice = json!({ "textDelta": { "text": "Switched to a fallback model", "isServerNotice": true } });
+    let mut t = Translator::new();
+    let out = run(&mut t, vec![text("a"), notice.clone(), text("b")]);
+    assert_eq!(out.iter().map(|u| u["messageId"].as_str().unwrap()).collect::<Vec<_>>(), ["m1", "m2", "m3"]);
+    assert_eq!(out[1]["content"]["text"], "Switched to a fallback model");
+    let mut t = Translator::new();
+    t.set_notices(true);
+    let out = run(&mut t, vec![notice]);
+    assert_eq!(
+        out,
+        [json!({ "sessionUpdate": "notice", "severity": "info", "title": "Switched to a fallback model" })]
+    );
+}

@@ -101,6 +101,7 @@ async fn setup(scenario: Value, kind: TransportKind, host: TestHost, timing: Tim
         transport: TransportConfig { base_url: backend.url(), kind, ..Default::default() },
         timing,
         compaction_updates: false,
+        notices: false,
     };
     let client = AgentClient::new(config, Arc::new(host), None).unwrap();
     (backend, client)
@@ -556,6 +557,7 @@ async fn save_and_load_continue_the_conversation_on_a_new_client() {
         transport: TransportConfig { base_url: backend.url(), kind: TransportKind::H2, ..Default::default() },
         timing: fast_timing(),
         compaction_updates: false,
+        notices: false,
     };
     let first_client = AgentClient::new(config(), Arc::new(TestHost::reading()), None).unwrap();
     let session =
