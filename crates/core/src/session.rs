@@ -1178,6 +1178,13 @@ fn shell_event(id: u32, exec_id: &str, event: pb::shell_stream::Event) -> Bytes 
     wire::wrap(2, &bridge::exec_client_message(id, exec_id, 14, &stream.encode_to_vec()))
 }
 
+fn output_event(chunk: ShellOutput) -> pb::shell_stream::Event {
+    match chunk {
+        ShellOutput::Stdout(data) => pb::shell_stream::Event::Stdout(pb::ShellStreamStdout { data }),
+        ShellOutput::Stderr(data) => pb::shell_stream::Event::Stderr(pb::ShellStreamStderr { data }),
+    }
+}
+
 /// Answers one exec request: typed result then `stream_close`; throw + close when nothing can
 /// answer it. Heartbeats every 3 s while the host works; abort and cancel stop the wait.
 async fn run_exec(
@@ -1242,11 +1249,7 @@ async fn run_exec(
             r = &mut host_call => break r,
             Some(chunk) = out_rx.recv() => {
                 if streaming {
-                    let event = match chunk {
-                        ShellOutput::Stdout(data) => pb::shell_stream::Event::Stdout(pb::ShellStreamStdout { data }),
-                        ShellOutput::Stderr(data) => pb::shell_stream::Event::Stderr(pb::ShellStreamStderr { data }),
-                    };
-                    let _ = sender.send_encoded(shell_event(id, exec_id, event)).await;
+                    let _ = sender.send_encoded(shell_event(id, exec_id, output_event(chunk))).await;
                 }
             }
             _ = beat.tick() => {
@@ -1264,11 +1267,7 @@ async fn run_exec(
     // Output produced just before the result still goes out, in order.
     while let Ok(chunk) = out_rx.try_recv() {
         if streaming {
-            let event = match chunk {
-                ShellOutput::Stdout(data) => pb::shell_stream::Event::Stdout(pb::ShellStreamStdout { data }),
-                ShellOutput::Stderr(data) => pb::shell_stream::Event::Stderr(pb::ShellStreamStderr { data }),
-            };
-            let _ = sender.send_encoded(shell_event(id, exec_id, event)).await;
+            let _ = sender.send_encoded(shell_event(id, exec_id, output_event(chunk))).await;
         }
     }
     let reply = match outcome {

@@ -416,15 +416,23 @@ impl Translator {
     ) -> Vec<acp::SessionUpdate> {
         self.rotate();
         let view = call.and_then(tool_view);
-        if let Some(v) = &view {
-            if v.name == "update_todos" {
-                // Todos are shown as the plan, not as a card.
-                return self.apply_todos(&v.args);
-            }
+        match view.as_ref().filter(|v| v.name == "update_todos") {
+            // Todos are shown as the plan, not as a card.
+            Some(todos) => self.apply_todos(&todos.args),
+            None => self.announce_view(call_id, view.as_ref(), status, parent),
         }
+    }
+
+    fn announce_view(
+        &mut self,
+        call_id: &str,
+        view: Option<&ToolView>,
+        status: acp::ToolCallStatus,
+        parent: Option<&str>,
+    ) -> Vec<acp::SessionUpdate> {
         if let Some(open) = self.open.get(call_id) {
             let mut fields = acp::ToolCallUpdateFields::new().status(status);
-            if let Some(v) = view.as_ref().filter(|v| v.name == open.name || open.name.is_empty()) {
+            if let Some(v) = view.filter(|v| v.name == open.name || open.name.is_empty()) {
                 fields = fields.title(self.title(v)).raw_input(v.args.clone());
                 let locations = self.locations(v);
                 if !locations.is_empty() {
@@ -433,13 +441,13 @@ impl Translator {
             }
             return vec![acp::SessionUpdate::ToolCallUpdate(acp::ToolCallUpdate::new(call_id.to_string(), fields))];
         }
-        let name = view.as_ref().map(|v| v.name.clone()).unwrap_or_default();
+        let name = view.map(|v| v.name.clone()).unwrap_or_default();
         if name == "shell" {
             self.current_shell = Some(call_id.to_string());
         }
         self.open.insert(call_id.to_string(), OpenCall { name, output: String::new() });
         let mut tc = acp::ToolCall::new(call_id.to_string(), "Tool call").status(status);
-        if let Some(v) = &view {
+        if let Some(v) = view {
             tc = acp::ToolCall::new(call_id.to_string(), self.title(v))
                 .name(v.name.clone())
                 .kind(tool_kind(&v.name))
@@ -464,15 +472,13 @@ impl Translator {
     ) -> Vec<acp::SessionUpdate> {
         self.rotate();
         let view = call.and_then(tool_view);
-        if let Some(v) = &view {
-            if v.name == "update_todos" {
-                return self.apply_todos(&v.args);
-            }
+        if let Some(todos) = view.as_ref().filter(|v| v.name == "update_todos") {
+            return self.apply_todos(&todos.args);
         }
         let mut out = Vec::new();
         if !self.open.contains_key(call_id) {
             // Completed without an announcement: announce first so the update has a card.
-            out.extend(self.announce(call_id, call, acp::ToolCallStatus::InProgress, parent));
+            out.extend(self.announce_view(call_id, view.as_ref(), acp::ToolCallStatus::InProgress, parent));
         }
         let open = self.open.remove(call_id).unwrap_or_default();
         if self.current_shell.as_deref() == Some(call_id) {

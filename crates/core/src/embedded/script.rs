@@ -197,9 +197,15 @@ async fn run_step(step: Step, ctx: &mut TurnContext, paused: &AtomicBool) -> Res
     use pb::interaction_update::Message as U;
     let invalid = |e: String| e;
     match step {
-        Step::Text { text } => ctx.send(&update(U::TextDelta(pb::TextDeltaUpdate { text, is_server_notice: false }))).await?,
+        Step::Text { text } => {
+            ctx.send(&update(U::TextDelta(pb::TextDeltaUpdate { text, is_server_notice: false }))).await?
+        }
         Step::TextBurst { text, count } => {
-            let frame = connect::encode_message(&update(U::TextDelta(pb::TextDeltaUpdate { text, is_server_notice: false })), ctx.gzip, 0);
+            let frame = connect::encode_message(
+                &update(U::TextDelta(pb::TextDeltaUpdate { text, is_server_notice: false })),
+                ctx.gzip,
+                0,
+            );
             // Batch frames into larger writes: the point is to load the client, not the server.
             let per_write = (64 * 1024 / frame.len().max(1)).max(1) as u64;
             let mut left = count;
