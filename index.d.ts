@@ -296,6 +296,12 @@ export interface AgentClientOptions {
    * `session.notices`); otherwise a notice is an agent message of its own.
    */
   notices?: boolean
+  /**
+   * Show shell tool calls as Zed's display-only terminal (`_meta.terminal_info`,
+   * `terminal_output`, `terminal_exit`; only for clients advertising `_meta.terminal_output`);
+   * otherwise their output is fenced text.
+   */
+  terminalOutput?: boolean
 }
 
 export interface EmbeddedBackendOptions {

@@ -456,3 +456,21 @@ test('compactionUpdates turns summarization into ACP compaction updates', async 
     }
   }
 })
+
+test('terminalOutput shows shells as display-only terminals (schema-valid)', async () => {
+  const steps = [
+    { type: 'toolCallStarted', callId: 'sh', toolCall: { shellToolCall: { args: { command: 'ls', workingDirectory: '/w' } } } },
+    { type: 'update', update: { toolCallDelta: { callId: 'sh', toolCallDelta: { shellToolCallDelta: { stdout: { content: 'a.txt\n' } } } } } },
+    { type: 'toolCallCompleted', callId: 'sh', toolCall: { shellToolCall: { args: { command: 'ls' }, result: { success: { exitCode: 0 } } } } },
+    { type: 'turnEnded' },
+  ]
+  const { client, close } = await setup({ steps }, { terminalOutput: true })
+  try {
+    const updates = await drain(client.newSession().prompt('go'))
+    assert.deepEqual(updates[0].content, [{ type: 'terminal', terminalId: 'sh' }])
+    assert.deepEqual(updates[1]._meta, { terminal_output: { terminal_id: 'sh', data: 'a.txt\n' } })
+    assert.deepEqual([updates[2].status, updates[2]._meta.terminal_exit.exit_code], ['completed', 0])
+  } finally {
+    close()
+  }
+})

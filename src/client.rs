@@ -98,6 +98,10 @@ pub struct AgentClientOptions {
     /// Report server notices as ACP `notice` updates (only for clients that advertise
     /// `session.notices`); otherwise a notice is an agent message of its own.
     pub notices: Option<bool>,
+    /// Show shell tool calls as Zed's display-only terminal (`_meta.terminal_info`,
+    /// `terminal_output`, `terminal_exit`; only for clients advertising `_meta.terminal_output`);
+    /// otherwise their output is fenced text.
+    pub terminal_output: Option<bool>,
 }
 
 #[napi(object, object_to_js = false)]
@@ -178,6 +182,7 @@ fn parse_config(o: &AgentClientOptions) -> std::result::Result<ClientConfig, Cor
         timing,
         compaction_updates: o.compaction_updates.unwrap_or(false),
         notices: o.notices.unwrap_or(false),
+        terminal_output: o.terminal_output.unwrap_or(false),
     })
 }
 

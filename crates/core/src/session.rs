@@ -75,6 +75,8 @@ pub struct ClientConfig {
     pub compaction_updates: bool,
     /// Report server notices as ACP `notice` updates (the client advertised `session.notices`).
     pub notices: bool,
+    /// Show shells as Zed display-only terminals (the client advertised `_meta.terminal_output`).
+    pub terminal_output: bool,
 }
 
 /// Options of a new session.
@@ -130,6 +132,7 @@ pub struct AgentClient {
     timing: Timing,
     compaction_updates: bool,
     notices: bool,
+    terminal_output: bool,
 }
 
 impl AgentClient {
@@ -141,6 +144,7 @@ impl AgentClient {
             timing: config.timing,
             compaction_updates: config.compaction_updates,
             notices: config.notices,
+            terminal_output: config.terminal_output,
         })
     }
 
@@ -200,6 +204,7 @@ impl AgentClient {
                 timing: self.timing.clone(),
                 compaction_updates: self.compaction_updates,
                 notices: self.notices,
+                terminal_output: self.terminal_output,
                 conversation_id,
                 state: Mutex::new(SessionState { checkpoint, model, mode, cwd, ..Default::default() }),
             }),
@@ -221,6 +226,7 @@ struct SessionInner {
     timing: Timing,
     compaction_updates: bool,
     notices: bool,
+    terminal_output: bool,
     conversation_id: String,
     state: Mutex<SessionState>,
 }
@@ -361,6 +367,7 @@ impl Session {
                 t.set_mode(mode);
                 t.set_compaction_updates(self.inner.compaction_updates);
                 t.set_notices(self.inner.notices);
+                t.set_terminal_output(self.inner.terminal_output);
                 t
             })
         };

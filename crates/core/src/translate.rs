@@ -42,6 +42,9 @@ pub struct Translator {
     /// The client renders ACP `notice` updates (`session.notices`); otherwise server notices
     /// are a message of their own.
     notices: bool,
+    /// The client renders Zed's display-only terminal (`_meta.terminal_output` capability):
+    /// shell cards carry a terminal and stream through `_meta` instead of fenced text.
+    terminal_output: bool,
 }
 
 #[derive(Debug, Default)]
@@ -252,6 +255,11 @@ impl Translator {
         self.compaction_updates = enabled;
     }
 
+    /// Show shells as display-only terminals (`_meta.terminal_info/_output/_exit`).
+    pub fn set_terminal_output(&mut self, enabled: bool) {
+        self.terminal_output = enabled;
+    }
+
     /// Report server notices as ACP `notice` updates.
     pub fn set_notices(&mut self, enabled: bool) {
         self.notices = enabled;
@@ -396,13 +404,20 @@ impl Translator {
         }
     }
 
-    /// Live output of a running call: the whole (capped) output so far, as a code block.
+    /// Live output of a running call: the chunk through the display terminal, or the whole
+    /// (capped) output so far as a code block.
     fn append_output(&mut self, call_id: &str, text: &str) -> Vec<acp::SessionUpdate> {
+        let terminal = self.terminal_output;
         let Some(call) = self.open.get_mut(call_id) else { return Vec::new() };
         if text.is_empty() {
             return Vec::new();
         }
         call.output.push_str(text);
+        if terminal && call.name == "shell" {
+            let meta = terminal_meta("terminal_output", serde_json::json!({ "terminal_id": call_id, "data": text }));
+            let update = acp::ToolCallUpdate::new(call_id.to_string(), acp::ToolCallUpdateFields::new()).meta(meta);
+            return vec![acp::SessionUpdate::ToolCallUpdate(update)];
+        }
         let fields = acp::ToolCallUpdateFields::new().content(vec![text_content(fenced(&call.output))]);
         vec![acp::SessionUpdate::ToolCallUpdate(acp::ToolCallUpdate::new(call_id.to_string(), fields))]
     }
@@ -456,9 +471,16 @@ impl Translator {
                 .content(self.starting_content(v))
                 .raw_input(v.args.clone());
         }
+        let mut meta = acp::Meta::new();
         if let Some(parent) = parent {
-            let mut meta = acp::Meta::new();
             meta.insert("parentToolCallId".into(), Value::String(parent.to_string()));
+        }
+        if let Some(v) = view.filter(|v| self.terminal_output && v.name == "shell") {
+            let cwd = str_arg(&v.args, "workingDirectory").map(|d| self.absolute(d)).or_else(|| self.cwd.clone());
+            tc = tc.content(vec![acp::ToolCallContent::Terminal(acp::Terminal::new(call_id.to_string()))]);
+            meta.insert("terminal_info".into(), serde_json::json!({ "terminal_id": call_id, "cwd": cwd }));
+        }
+        if !meta.is_empty() {
             tc = tc.meta(meta);
         }
         vec![acp::SessionUpdate::ToolCall(tc)]
@@ -491,6 +513,19 @@ impl Translator {
                 fields = fields
                     .status(if ok { acp::ToolCallStatus::Completed } else { acp::ToolCallStatus::Failed })
                     .raw_output(result.clone());
+                if self.terminal_output && v.name == "shell" {
+                    // The terminal keeps its content; the exit goes through `_meta`.
+                    let body = result.as_object().and_then(|o| o.values().next());
+                    let exit = body.and_then(|b| b.get("exitCode")).and_then(|c| c.as_i64()).unwrap_or(0);
+                    let signal = body.and_then(|b| str_arg(b, "signal")).map(str::to_string);
+                    let meta = terminal_meta(
+                        "terminal_exit",
+                        serde_json::json!({ "terminal_id": call_id, "exit_code": exit, "signal": signal }),
+                    );
+                    let update = acp::ToolCallUpdate::new(call_id.to_string(), fields).meta(meta);
+                    out.push(acp::SessionUpdate::ToolCallUpdate(update));
+                    return out;
+                }
                 if !content.is_empty() {
                     fields = fields.content(content);
                 }
@@ -773,6 +808,12 @@ pub fn to_json(update: &acp::SessionUpdate) -> Value {
         }
     }
     value
+}
+
+fn terminal_meta(key: &str, value: Value) -> acp::Meta {
+    let mut meta = acp::Meta::new();
+    meta.insert(key.into(), value);
+    meta
 }
 
 /// `AgentMode` value → ACP mode id (`agent`, `ask`, `plan`, …).

@@ -537,3 +537,33 @@ fn server_notices_are_notices_or_a_message_of_their_own() {
         [json!({ "sessionUpdate": "notice", "severity": "info", "title": "Switched to a fallback model" })]
     );
 }
+
+#[test]
+fn shells_become_display_terminals_for_clients_that_render_them() {
+    let mut t = Translator::with_cwd(Some("/w".into()));
+    t.set_terminal_output(true);
+    let out = run(
+        &mut t,
+        vec![
+            started(
+                "sh",
+                json!({ "shellToolCall": { "args": { "command": "cargo test", "workingDirectory": "crates" } } }),
+            ),
+            json!({ "toolCallDelta": { "callId": "sh", "toolCallDelta": { "shellToolCallDelta": { "stdout": { "content": "running 3 tests\n" } } } } }),
+            completed(
+                "sh",
+                json!({ "shellToolCall": { "args": { "command": "cargo test" }, "result": { "success": { "exitCode": 101 } } } }),
+            ),
+        ],
+    );
+    assert_eq!(out[0]["content"], json!([{ "type": "terminal", "terminalId": "sh" }]));
+    assert_eq!(out[0]["_meta"], json!({ "terminal_info": { "terminal_id": "sh", "cwd": "/w/crates" } }));
+    assert_eq!(
+        out[1],
+        json!({ "sessionUpdate": "tool_call_update", "toolCallId": "sh",
+        "_meta": { "terminal_output": { "terminal_id": "sh", "data": "running 3 tests\n" } } })
+    );
+    assert_eq!(out[2]["status"], "failed");
+    assert!(out[2].get("content").is_none(), "the terminal stays the card's content");
+    assert_eq!(out[2]["_meta"], json!({ "terminal_exit": { "terminal_id": "sh", "exit_code": 101, "signal": null } }));
+}

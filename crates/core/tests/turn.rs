@@ -102,6 +102,7 @@ async fn setup(scenario: Value, kind: TransportKind, host: TestHost, timing: Tim
         timing,
         compaction_updates: false,
         notices: false,
+        terminal_output: false,
     };
     let client = AgentClient::new(config, Arc::new(host), None).unwrap();
     (backend, client)
@@ -558,6 +559,7 @@ async fn save_and_load_continue_the_conversation_on_a_new_client() {
         timing: fast_timing(),
         compaction_updates: false,
         notices: false,
+        terminal_output: false,
     };
     let first_client = AgentClient::new(config(), Arc::new(TestHost::reading()), None).unwrap();
     let session =
