@@ -379,6 +379,7 @@ impl Session {
             result: result_rx,
             iterating: AtomicBool::new(false),
             discard: AtomicBool::new(false),
+            abandoned: AtomicBool::new(false),
             discard_wake: Notify::new(),
             dropped: AtomicU64::new(0),
         });
@@ -397,7 +398,8 @@ impl Session {
             }
             let _ = result_tx.send(Some(result));
         });
-        Ok(Turn { shared })
+        let owner = Arc::new(TurnOwner(shared.clone()));
+        Ok(Turn { shared, _owner: owner })
     }
 
     /// The updates that replay the stored conversation (user messages, assistant text and
@@ -504,6 +506,19 @@ enum FirstAction {
 #[derive(Clone)]
 pub struct Turn {
     shared: Arc<TurnShared>,
+    _owner: Arc<TurnOwner>,
+}
+
+/// Dropped with the last handle of a turn: nobody can read its updates any more, so the loop
+/// drops them instead of blocking on a full queue (the turn still runs to its end, and the
+/// session is freed).
+struct TurnOwner(Arc<TurnShared>);
+
+impl Drop for TurnOwner {
+    fn drop(&mut self) {
+        self.0.abandoned.store(true, Ordering::SeqCst);
+        self.0.discard_wake.notify_waiters();
+    }
 }
 
 struct TurnShared {
@@ -514,6 +529,8 @@ struct TurnShared {
     iterating: AtomicBool,
     /// Nobody will read updates (result awaited without iterating, or the iterator released).
     discard: AtomicBool,
+    /// Every handle of the turn is gone.
+    abandoned: AtomicBool,
     discard_wake: Notify,
     dropped: AtomicU64,
 }
@@ -696,8 +713,10 @@ impl TurnLoop {
         let deadline = self.cancel_deadline;
         let mut update = Some(update);
         loop {
-            if self.shared.discard.load(Ordering::SeqCst) && !self.shared.iterating.load(Ordering::SeqCst)
-                || self.shared.discard.load(Ordering::SeqCst) && self.shared.cancel.is_cancelled()
+            let discard = self.shared.discard.load(Ordering::SeqCst);
+            if self.shared.abandoned.load(Ordering::SeqCst)
+                || discard && !self.shared.iterating.load(Ordering::SeqCst)
+                || discard && self.shared.cancel.is_cancelled()
             {
                 self.shared.dropped.fetch_add(1, Ordering::SeqCst);
                 return;

@@ -634,3 +634,29 @@ async fn conversation_actions_and_prewarm_reach_the_server() {
         records.iter().flat_map(|r| &r.messages).find(|m| m.kind == "prewarmRequest").expect("prewarm recorded");
     assert_eq!(prewarm.message["prewarmRequest"]["requestedModel"]["modelId"], "m1");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_turn_never_blocks_the_session() {
+    let scenario = json!({ "turns": [
+        [{ "type": "textBurst", "text": "zz", "count": 500 }, { "type": "turnEnded" }],
+        [{ "type": "turnEnded" }]
+    ]});
+    let mut timing = fast_timing();
+    timing.queue = 4;
+    let (_b, client) = setup(scenario, TransportKind::Sse, TestHost::reading(), timing).await;
+    let session = client.new_session(SessionOptions::default()).unwrap();
+    let turn = session.prompt(text("go")).unwrap();
+    let _first = turn.next().await; // iterate a little, then walk away
+    drop(turn);
+    let started = Instant::now();
+    let next = loop {
+        match session.prompt(text("next")) {
+            Ok(t) => break t,
+            Err(e) if e.code() == "E_BUSY" && started.elapsed() < Duration::from_secs(5) => {
+                tokio::time::sleep(Duration::from_millis(20)).await
+            }
+            Err(e) => panic!("the session stayed busy: {e}"),
+        }
+    };
+    assert_eq!(next.result().await.unwrap().stop_reason, acp::StopReason::EndTurn);
+}
