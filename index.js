@@ -657,10 +657,10 @@ if (!nativeBinding || forceWasi) {
     let candidateError = null
     let candidateFailed = false
     try {
-      candidateError = __napiWasiResolveCandidate('../../cursor-acp-native.wasi.cjs', false, ['../../cursor-acp-native.wasm32-wasi.debug.wasm', '../../cursor-acp-native.wasm32-wasi.wasm'])
+      candidateError = __napiWasiResolveCandidate('./cursor-acp-native.wasi.cjs', false, ['./cursor-acp-native.wasm32-wasi.debug.wasm', './cursor-acp-native.wasm32-wasi.wasm'])
       candidateFailed = candidateError !== null
       if (!candidateFailed) {
-        wasiBinding = require('../../cursor-acp-native.wasi.cjs')
+        wasiBinding = require('./cursor-acp-native.wasi.cjs')
         nativeBinding = wasiBinding
         __napiLoadedBindingTarget = 'wasm32-wasi'
         wasiBindingLoaded = true
