@@ -931,9 +931,10 @@ impl TurnLoop {
                             }
                         }
                         Ok(None) if cancel_requested => return AttemptEnd::Cancelled,
-                        Ok(None) => return AttemptEnd::Failed(CoreError::Protocol(
-                            "the stream ended without turn_ended".into(),
-                        ).into_retryable()),
+                        Ok(None) => {
+                            // A stream that ends without turn_ended is a transport fault: resume applies.
+                            return AttemptEnd::Failed(CoreError::Network("the stream ended without turn_ended".into()));
+                        }
                         Err(_) if cancel_requested => return AttemptEnd::Cancelled,
                         Err(e) => return AttemptEnd::Failed(e),
                     }
@@ -1041,20 +1042,6 @@ impl TurnLoop {
             run_exec(&session, &sender, id, &exec_id, request, token, &timing).await;
             tokens.lock().expect("exec tokens").remove(&id);
         });
-    }
-}
-
-trait IntoRetryable {
-    fn into_retryable(self) -> CoreError;
-}
-
-impl IntoRetryable for CoreError {
-    /// A stream that ends without `turn_ended` is a transport fault: resume applies.
-    fn into_retryable(self) -> CoreError {
-        match self {
-            CoreError::Protocol(m) => CoreError::Network(m),
-            other => other,
-        }
     }
 }
 
