@@ -11,6 +11,7 @@ pub mod prompt;
 pub mod proto;
 pub mod protojson;
 pub mod session;
+pub mod tools;
 pub mod translate;
 pub mod transport;
 pub mod wire;

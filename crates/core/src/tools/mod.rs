@@ -1,0 +1,215 @@
+//! Built-in local tools: native answers to the server's exec requests (read, write, delete, ls,
+//! grep, shell, shellStream, backgroundShellSpawn, writeShellStdin) and a glob helper, confined
+//! to workspace roots and answering with the typed result branches of the proto.
+//!
+//! Hosts delegate to them instead of re-implementing them: [`LocalTools::run`] takes the same
+//! `ExecRequest`/`ExecContext` a `Host` gets and returns the result message as proto3 JSON, or
+//! `None` for kinds it does not implement (the host then answers or lets the request be thrown).
+
+mod files;
+mod ls;
+mod search;
+mod shell;
+mod workspace;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use prost::Message;
+use serde_json::Value;
+
+use crate::error::CoreError;
+use crate::host::{ExecContext, ExecRequest};
+use crate::proto::agent::v1 as pb;
+use crate::protojson;
+
+pub use files::line_count;
+pub use shell::Shells;
+pub use workspace::{Escape, Workspace};
+
+/// Limits and environment of the tools.
+#[derive(Debug, Clone)]
+pub struct ToolOptions {
+    /// Text returned by one read (and kept as a deleted file's previous content); longer reads
+    /// stop at a line boundary with `truncated: true`.
+    pub max_read_bytes: usize,
+    /// Largest binary file returned as bytes by read.
+    pub max_binary_bytes: usize,
+    /// Shell output kept for the final result, per stream (the tail is kept).
+    pub max_output_bytes: usize,
+    /// Output lines a grep collects before it stops (`ripgrep_truncated`).
+    pub grep_max_lines: usize,
+    /// Characters of one grep line before it is cut (`content_truncated`).
+    pub grep_max_line_chars: usize,
+    /// Files a glob returns (`client_truncated` beyond).
+    pub glob_max_files: usize,
+    /// Entries an ls lists before it stops (directories left unlisted are marked unprocessed).
+    pub ls_max_entries: usize,
+    /// Shell timeout when the request gives none.
+    pub shell_timeout: Duration,
+    /// The shell (`-c command`); default bash, else sh (cmd on Windows).
+    pub shell: Option<PathBuf>,
+    /// Extra environment for shells, over the process environment.
+    pub env: Vec<(String, String)>,
+    /// Where background shells write their output (`<id>.txt`); readable by the read tool.
+    pub terminals_dir: PathBuf,
+}
+
+impl Default for ToolOptions {
+    fn default() -> Self {
+        Self {
+            max_read_bytes: 1024 * 1024,
+            max_binary_bytes: 32 * 1024 * 1024,
+            max_output_bytes: 1024 * 1024,
+            grep_max_lines: 20_000,
+            grep_max_line_chars: 500,
+            glob_max_files: 1_000,
+            ls_max_entries: 5_000,
+            shell_timeout: Duration::from_secs(10 * 60),
+            shell: None,
+            env: Vec::new(),
+            terminals_dir: std::env::temp_dir().join(format!("cursor-acp-terminals-{}", std::process::id())),
+        }
+    }
+}
+
+/// The tools for one workspace. Cheap to clone; background shells are shared and killed when
+/// the last clone is dropped or [`LocalTools::close`] is called.
+#[derive(Clone)]
+pub struct LocalTools {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    workspace: Workspace,
+    options: ToolOptions,
+    shells: Shells,
+}
+
+/// Exec kinds [`LocalTools::run`] answers.
+pub const KINDS: &[&str] =
+    &["read", "write", "delete", "ls", "grep", "shell", "shellStream", "backgroundShellSpawn", "writeShellStdin"];
+
+impl LocalTools {
+    pub fn new(workspace: Workspace, mut options: ToolOptions) -> Self {
+        if options.terminals_dir.as_os_str().is_empty() {
+            options.terminals_dir = ToolOptions::default().terminals_dir;
+        }
+        // Background output must be readable back through `read`, so its folder joins the roots.
+        let workspace = match std::fs::create_dir_all(&options.terminals_dir) {
+            Ok(()) => {
+                let mut roots = workspace.roots().to_vec();
+                roots.push(options.terminals_dir.clone());
+                Workspace::new(roots).unwrap_or(workspace)
+            }
+            Err(_) => workspace,
+        };
+        Self { inner: Arc::new(Inner { workspace, options, shells: Shells::default() }) }
+    }
+
+    pub fn workspace(&self) -> &Workspace {
+        &self.inner.workspace
+    }
+
+    pub fn options(&self) -> &ToolOptions {
+        &self.inner.options
+    }
+
+    pub fn shells(&self) -> &Shells {
+        &self.inner.shells
+    }
+
+    pub fn handles(kind: &str) -> bool {
+        KINDS.contains(&kind)
+    }
+
+    /// Kills background shells.
+    pub fn close(&self) {
+        self.inner.shells.kill_all();
+    }
+
+    /// Runs one exec request. `Ok(None)`: not a kind these tools implement. Failures of the
+    /// tool itself are result branches (`error`, `rejected`, …), never `Err`; `Err` means the
+    /// request's args were not a valid message.
+    pub async fn run(&self, request: &ExecRequest, ctx: &ExecContext) -> Result<Option<Value>, CoreError> {
+        self.run_kind(&request.kind, &request.args, ctx).await
+    }
+
+    /// [`LocalTools::run`] from a kind and its args (proto3 JSON).
+    pub async fn run_kind(&self, kind: &str, args: &Value, ctx: &ExecContext) -> Result<Option<Value>, CoreError> {
+        let json = match kind {
+            "read" => {
+                let args: pb::ReadArgs = parse("ReadArgs", args)?;
+                to_json("ReadResult", &self.blocking(move |t| files::read(&t.workspace, &t.options, &args)).await?)
+            }
+            "write" => {
+                let args: pb::WriteArgs = parse("WriteArgs", args)?;
+                to_json("WriteResult", &self.blocking(move |t| files::write(&t.workspace, &args)).await?)
+            }
+            "delete" => {
+                let args: pb::DeleteArgs = parse("DeleteArgs", args)?;
+                to_json("DeleteResult", &self.blocking(move |t| files::delete(&t.workspace, &t.options, &args)).await?)
+            }
+            "ls" => {
+                let args: pb::LsArgs = parse("LsArgs", args)?;
+                to_json("LsResult", &self.blocking(move |t| ls::ls(&t.workspace, &t.options, &args)).await?)
+            }
+            "grep" => {
+                let args: pb::GrepArgs = parse("GrepArgs", args)?;
+                to_json("GrepResult", &self.blocking(move |t| search::grep(&t.workspace, &t.options, &args)).await?)
+            }
+            "shell" | "shellStream" => {
+                let args: pb::ShellArgs = parse("ShellArgs", args)?;
+                let t = &self.inner;
+                to_json("ShellResult", &shell::run(&t.workspace, &t.options, &t.shells, &args, ctx).await)
+            }
+            "backgroundShellSpawn" => {
+                let args: pb::BackgroundShellSpawnArgs = parse("BackgroundShellSpawnArgs", args)?;
+                let t = &self.inner;
+                to_json("BackgroundShellSpawnResult", &shell::spawn_background(&t.workspace, &t.options, &t.shells, &args))
+            }
+            "writeShellStdin" => {
+                let args: pb::WriteShellStdinArgs = parse("WriteShellStdinArgs", args)?;
+                to_json("WriteShellStdinResult", &shell::write_stdin(&self.inner.shells, &args).await)
+            }
+            _ => return Ok(None),
+        };
+        json.map(Some)
+    }
+
+    /// Files matching a glob under a directory (most recently modified first), as the
+    /// `GlobToolResult` message in proto3 JSON. Args: `{ globPattern, targetDirectory? }`.
+    pub async fn glob(&self, args: &Value) -> Result<Value, CoreError> {
+        let args: pb::GlobToolArgs = parse("GlobToolArgs", args)?;
+        to_json("GlobToolResult", &self.blocking(move |t| search::glob(&t.workspace, &t.options, &args)).await?)
+    }
+
+    /// Filesystem work runs on the blocking pool so a large grep never stalls the turn loop.
+    async fn blocking<T: Send + 'static>(&self, f: impl FnOnce(&Inner) -> T + Send + 'static) -> Result<T, CoreError> {
+        let inner = self.inner.clone();
+        tokio::task::spawn_blocking(move || f(&inner))
+            .await
+            .map_err(|e| CoreError::Callback(format!("local tool failed: {e}")))
+    }
+}
+
+fn parse<M: Message + Default>(name: &str, args: &Value) -> Result<M, CoreError> {
+    protojson::from_json(&format!("agent.v1.{name}"), args).map_err(CoreError::InvalidInput)
+}
+
+fn to_json<M: Message>(name: &str, message: &M) -> Result<Value, CoreError> {
+    protojson::to_json(&format!("agent.v1.{name}"), &message.encode_to_vec()).map_err(CoreError::Protocol)
+}
+
+/// The tools as a complete host: execs they implement are answered, the rest thrown.
+impl crate::host::Host for LocalTools {
+    fn exec(
+        &self,
+        request: ExecRequest,
+        ctx: ExecContext,
+    ) -> futures::future::BoxFuture<'static, Result<Option<Value>, CoreError>> {
+        let tools = self.clone();
+        Box::pin(async move { tools.run(&request, &ctx).await })
+    }
+}

@@ -1,0 +1,587 @@
+//! shell, shellStream, backgroundShellSpawn and writeShellStdin: local processes in their own
+//! process group, so abort, timeout and teardown kill everything the command started.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::process::{Child, ChildStdin, Command};
+
+use crate::host::{ExecContext, ShellOutput};
+use crate::proto::agent::v1 as pb;
+
+use super::{ToolOptions, Workspace};
+
+/// How long pipes are still drained after the shell exits: a command that leaves a daemon
+/// holding stdout (`server &`) must not hold the result forever.
+const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(200);
+/// SIGTERM first on timeout, then SIGKILL after this grace.
+const KILL_GRACE: Duration = Duration::from_millis(1500);
+
+/// Background shells started by this tool set; killed when it is dropped or closed.
+#[derive(Default)]
+pub struct Shells {
+    next_id: AtomicU32,
+    background: Mutex<HashMap<u32, Background>>,
+}
+
+struct Background {
+    pid: Option<u32>,
+    stdin: Option<Arc<tokio::sync::Mutex<ChildStdin>>>,
+    output_len: Arc<AtomicU64>,
+    _kill: GroupKill,
+}
+
+impl Shells {
+    /// Kills every background shell (and its process group).
+    pub fn kill_all(&self) {
+        self.background.lock().expect("shell table").clear();
+    }
+
+    pub fn background_count(&self) -> usize {
+        self.background.lock().expect("shell table").len()
+    }
+
+    /// Process id of a background shell (for tests and hosts that show it).
+    pub fn background_pid(&self, shell_id: u32) -> Option<u32> {
+        self.background.lock().expect("shell table").get(&shell_id).and_then(|b| b.pid)
+    }
+}
+
+/// Kills a process group when dropped: an exec future dropped mid-run (turn cancelled, server
+/// abort) leaves no process behind.
+struct GroupKill(Option<u32>);
+
+impl GroupKill {
+    fn disarm(&mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for GroupKill {
+    fn drop(&mut self) {
+        if let Some(pid) = self.0.take() {
+            signal_group(pid, Signal::Kill);
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Signal {
+    Term,
+    Kill,
+}
+
+#[cfg(unix)]
+fn signal_group(pid: u32, signal: Signal) {
+    let sig = match signal {
+        Signal::Term => libc::SIGTERM,
+        Signal::Kill => libc::SIGKILL,
+    };
+    // SAFETY: kill(2) with a negative pid signals the process group; no memory is touched.
+    unsafe {
+        libc::kill(-(pid as libc::pid_t), sig);
+    }
+}
+
+#[cfg(not(unix))]
+fn signal_group(pid: u32, _signal: Signal) {
+    // No process groups: end the tree with taskkill, best effort.
+    let _ = std::process::Command::new("taskkill").args(["/PID", &pid.to_string(), "/T", "/F"]).output();
+}
+
+fn shell_command(opts: &ToolOptions, command: &str, cwd: &Path) -> Command {
+    let program = opts.shell.clone().unwrap_or_else(default_shell);
+    let mut cmd = Command::new(&program);
+    if cfg!(windows) && program.file_stem().is_some_and(|s| s.eq_ignore_ascii_case("cmd")) {
+        cmd.arg("/C");
+    } else {
+        cmd.arg("-c");
+    }
+    cmd.arg(command).current_dir(cwd).envs(opts.env.iter().map(|(k, v)| (k, v))).kill_on_drop(true);
+    #[cfg(unix)]
+    cmd.process_group(0);
+    cmd
+}
+
+fn default_shell() -> PathBuf {
+    if cfg!(windows) {
+        return PathBuf::from("cmd");
+    }
+    ["/bin/bash", "/usr/bin/bash", "/bin/sh"].iter().map(PathBuf::from).find(|p| p.exists()).unwrap_or_else(|| "sh".into())
+}
+
+/// Incremental UTF-8 decoding of a pipe: a character split across reads is held until complete.
+#[derive(Default)]
+struct Utf8Stream {
+    pending: Vec<u8>,
+}
+
+impl Utf8Stream {
+    fn push(&mut self, bytes: &[u8]) -> String {
+        self.pending.extend_from_slice(bytes);
+        let mut out = String::new();
+        loop {
+            match std::str::from_utf8(&self.pending) {
+                Ok(s) => {
+                    out.push_str(s);
+                    self.pending.clear();
+                    return out;
+                }
+                Err(e) => {
+                    let valid = e.valid_up_to();
+                    out.push_str(std::str::from_utf8(&self.pending[..valid]).expect("valid prefix"));
+                    match e.error_len() {
+                        None => {
+                            self.pending.drain(..valid);
+                            return out;
+                        }
+                        Some(bad) => {
+                            out.push('\u{FFFD}');
+                            self.pending.drain(..valid + bad);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn finish(&mut self) -> String {
+        let rest = String::from_utf8_lossy(&self.pending).into_owned();
+        self.pending.clear();
+        rest
+    }
+}
+
+/// Output kept for the final result: the tail, when it grows past the cap.
+struct Captured {
+    text: String,
+    cap: usize,
+    dropped: bool,
+}
+
+impl Captured {
+    fn new(cap: usize) -> Self {
+        Self { text: String::new(), cap, dropped: false }
+    }
+
+    fn push(&mut self, s: &str) {
+        self.text.push_str(s);
+        if self.text.len() > self.cap {
+            let mut cut = self.text.len() - self.cap;
+            while !self.text.is_char_boundary(cut) {
+                cut += 1;
+            }
+            self.text.drain(..cut);
+            self.dropped = true;
+        }
+    }
+
+    fn finish(self) -> String {
+        if self.dropped {
+            format!("[… earlier output truncated …]\n{}", self.text)
+        } else {
+            self.text
+        }
+    }
+}
+
+enum Ending {
+    Exited(std::process::ExitStatus),
+    TimedOut,
+    Aborted,
+    WaitFailed(std::io::Error),
+}
+
+/// Resolves the working directory, or the `rejected` / `spawn_error` reason.
+fn working_directory(ws: &Workspace, requested: &str) -> Result<PathBuf, (bool, String)> {
+    let dir = ws.resolve(requested).map_err(|e| (true, e.0))?;
+    if !dir.is_dir() {
+        return Err((false, format!("working directory {} does not exist", dir.display())));
+    }
+    Ok(dir)
+}
+
+pub async fn run(ws: &Workspace, opts: &ToolOptions, shells: &Shells, args: &pb::ShellArgs, ctx: &ExecContext) -> pb::ShellResult {
+    use pb::shell_result::Result as R;
+    let command = args.command.clone();
+    let cwd = match working_directory(ws, &args.working_directory) {
+        Ok(d) => d,
+        Err((true, reason)) => {
+            return result(R::Rejected(pb::ShellRejected {
+                command,
+                working_directory: args.working_directory.clone(),
+                reason,
+                is_readonly: false,
+            }))
+        }
+        Err((false, error)) => {
+            return result(R::SpawnError(pb::ShellSpawnError { command, working_directory: args.working_directory.clone(), error }))
+        }
+    };
+    let wd = cwd.display().to_string();
+    if args.is_background {
+        let spawn = pb::BackgroundShellSpawnArgs {
+            command: command.clone(),
+            working_directory: wd.clone(),
+            enable_write_shell_stdin_tool: true,
+            ..Default::default()
+        };
+        return match spawn_background(ws, opts, shells, &spawn).result {
+            Some(pb::background_shell_spawn_result::Result::Success(s)) => pb::ShellResult {
+                is_background: Some(true),
+                pid: s.pid,
+                terminals_folder: Some(opts.terminals_dir.display().to_string()),
+                result: Some(R::Success(pb::ShellSuccess {
+                    command,
+                    working_directory: wd,
+                    shell_id: Some(s.shell_id),
+                    pid: s.pid,
+                    stdout: format!("started in the background as shell {}", s.shell_id),
+                    background_reason: Some(pb::ShellBackgroundReason::UserRequest as i32),
+                    ..Default::default()
+                })),
+                ..Default::default()
+            },
+            Some(pb::background_shell_spawn_result::Result::Error(e)) => {
+                result(R::SpawnError(pb::ShellSpawnError { command, working_directory: wd, error: e.error }))
+            }
+            _ => result(R::SpawnError(pb::ShellSpawnError { command, working_directory: wd, error: "spawn failed".into() })),
+        };
+    }
+
+    let timeout_ms: u64 = if args.timeout > 0 { args.timeout as u64 } else { opts.shell_timeout.as_millis() as u64 };
+    let mut cmd = shell_command(opts, &command, &cwd);
+    // Foreground shells never read from us: a command waiting on stdin sees EOF instead of hanging.
+    cmd.stdin(Stdio::null());
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let started = Instant::now();
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => return result(R::SpawnError(pb::ShellSpawnError { command, working_directory: wd, error: e.to_string() })),
+    };
+    let pid = child.id();
+    let mut kill = GroupKill(pid);
+    let mut pipes_held = false;
+    let mut stdout = child.stdout.take().expect("piped stdout");
+    let mut stderr = child.stderr.take().expect("piped stderr");
+
+    let (mut out_text, mut err_text, mut both) =
+        (Captured::new(opts.max_output_bytes), Captured::new(opts.max_output_bytes), Captured::new(opts.max_output_bytes));
+    let (mut out_dec, mut err_dec) = (Utf8Stream::default(), Utf8Stream::default());
+    let mut emit = |is_err: bool, text: String| {
+        if text.is_empty() {
+            return;
+        }
+        both.push(&text);
+        if is_err {
+            err_text.push(&text);
+            let _ = ctx.output.send(ShellOutput::Stderr(text));
+        } else {
+            out_text.push(&text);
+            let _ = ctx.output.send(ShellOutput::Stdout(text));
+        }
+    };
+    let (mut out_buf, mut err_buf) = (vec![0u8; 16 * 1024], vec![0u8; 16 * 1024]);
+    let (mut out_open, mut err_open) = (true, true);
+    let deadline = tokio::time::sleep(Duration::from_millis(timeout_ms));
+    tokio::pin!(deadline);
+    let mut ending: Option<Ending> = None;
+    let mut drain_until: Option<tokio::time::Instant> = None;
+
+    loop {
+        if ending.is_some() && !out_open && !err_open {
+            break;
+        }
+        let drain_deadline = async {
+            match drain_until {
+                Some(t) => tokio::time::sleep_until(t).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            n = read_some(&mut stdout, &mut out_buf), if out_open => match n {
+                Some(n) => emit(false, out_dec.push(&out_buf[..n])),
+                None => out_open = false,
+            },
+            n = read_some(&mut stderr, &mut err_buf), if err_open => match n {
+                Some(n) => emit(true, err_dec.push(&err_buf[..n])),
+                None => err_open = false,
+            },
+            status = child.wait(), if ending.is_none() => {
+                ending = Some(match status {
+                    Ok(s) => Ending::Exited(s),
+                    Err(e) => Ending::WaitFailed(e),
+                });
+                drain_until = Some(tokio::time::Instant::now() + DRAIN_AFTER_EXIT);
+            }
+            _ = &mut deadline, if ending.is_none() => {
+                terminate(&mut child, pid).await;
+                ending = Some(Ending::TimedOut);
+                drain_until = Some(tokio::time::Instant::now() + DRAIN_AFTER_EXIT);
+            }
+            _ = ctx.cancel.cancelled(), if ending.is_none() => {
+                if let Some(pid) = pid {
+                    signal_group(pid, Signal::Kill);
+                }
+                let _ = child.wait().await;
+                ending = Some(Ending::Aborted);
+                drain_until = Some(tokio::time::Instant::now() + DRAIN_AFTER_EXIT);
+            }
+            _ = drain_deadline => {
+                pipes_held = true;
+                break;
+            }
+        }
+    }
+    emit(false, out_dec.finish());
+    emit(true, err_dec.finish());
+    // A process the shell left behind still holding its output (`server &`) goes with it, as
+    // when a terminal closes; start it with is_background to keep it. Otherwise the group is
+    // empty and the pid may be reused, so it is not signalled.
+    if !pipes_held {
+        kill.disarm();
+    }
+    drop(kill);
+    let elapsed = started.elapsed().as_millis().min(i32::MAX as u128) as i32;
+    let (stdout, stderr, interleaved) = (out_text.finish(), err_text.finish(), both.finish());
+    let outcome = match ending.expect("loop ends after an ending") {
+        Ending::Exited(status) => {
+            let signal = exit_signal(&status);
+            match status.code() {
+                Some(0) => R::Success(pb::ShellSuccess {
+                    command,
+                    working_directory: wd,
+                    exit_code: 0,
+                    stdout,
+                    stderr,
+                    execution_time: elapsed,
+                    interleaved_output: Some(interleaved),
+                    pid,
+                    local_execution_time_ms: Some(elapsed),
+                    ..Default::default()
+                }),
+                code => R::Failure(pb::ShellFailure {
+                    command,
+                    working_directory: wd,
+                    exit_code: code.unwrap_or_else(|| 128 + signal.map_or(0, |(n, _)| n)),
+                    signal: signal.map(|(_, name)| name.to_string()).unwrap_or_default(),
+                    stdout,
+                    stderr,
+                    execution_time: elapsed,
+                    interleaved_output: Some(interleaved),
+                    local_execution_time_ms: Some(elapsed),
+                    ..Default::default()
+                }),
+            }
+        }
+        Ending::TimedOut => R::Timeout(pb::ShellTimeout { command, working_directory: wd, timeout_ms: timeout_ms.min(i32::MAX as u64) as i32 }),
+        Ending::Aborted => R::Failure(pb::ShellFailure {
+            command,
+            working_directory: wd,
+            exit_code: 130,
+            signal: "SIGKILL".into(),
+            stdout,
+            stderr,
+            execution_time: elapsed,
+            interleaved_output: Some(interleaved),
+            abort_reason: Some(pb::ShellAbortReason::UserAbort as i32),
+            aborted: true,
+            local_execution_time_ms: Some(elapsed),
+            output_location: None,
+        }),
+        Ending::WaitFailed(e) => R::SpawnError(pb::ShellSpawnError { command, working_directory: wd, error: e.to_string() }),
+    };
+    pb::ShellResult { pid, result: Some(outcome), ..Default::default() }
+}
+
+fn result(r: pb::shell_result::Result) -> pb::ShellResult {
+    pb::ShellResult { result: Some(r), ..Default::default() }
+}
+
+async fn read_some(pipe: &mut (impl AsyncRead + Unpin), buf: &mut [u8]) -> Option<usize> {
+    match pipe.read(buf).await {
+        Ok(0) | Err(_) => None,
+        Ok(n) => Some(n),
+    }
+}
+
+/// SIGTERM to the group, SIGKILL if it is still there after the grace.
+async fn terminate(child: &mut Child, pid: Option<u32>) {
+    let Some(pid) = pid else {
+        let _ = child.kill().await;
+        return;
+    };
+    signal_group(pid, Signal::Term);
+    if tokio::time::timeout(KILL_GRACE, child.wait()).await.is_err() {
+        signal_group(pid, Signal::Kill);
+        let _ = child.wait().await;
+    }
+}
+
+#[cfg(unix)]
+fn exit_signal(status: &std::process::ExitStatus) -> Option<(i32, &'static str)> {
+    use std::os::unix::process::ExitStatusExt;
+    let n = status.signal()?;
+    let name = match n {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGILL => "SIGILL",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGALRM => "SIGALRM",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGUSR1 => "SIGUSR1",
+        libc::SIGUSR2 => "SIGUSR2",
+        _ => "SIGNAL",
+    };
+    Some((n, name))
+}
+
+#[cfg(not(unix))]
+fn exit_signal(_: &std::process::ExitStatus) -> Option<(i32, &'static str)> {
+    None
+}
+
+/// Starts a shell that outlives the exec: its output goes to `<terminals_dir>/<shell_id>.txt`
+/// (the model reads it back with `read`), its stdin stays open for `writeShellStdin`.
+pub fn spawn_background(
+    ws: &Workspace,
+    opts: &ToolOptions,
+    shells: &Shells,
+    args: &pb::BackgroundShellSpawnArgs,
+) -> pb::BackgroundShellSpawnResult {
+    use pb::background_shell_spawn_result::Result as R;
+    let command = args.command.clone();
+    let cwd = match working_directory(ws, &args.working_directory) {
+        Ok(d) => d,
+        Err((true, reason)) => {
+            return pb::BackgroundShellSpawnResult {
+                result: Some(R::Rejected(pb::ShellRejected {
+                    command,
+                    working_directory: args.working_directory.clone(),
+                    reason,
+                    is_readonly: false,
+                })),
+            }
+        }
+        Err((false, error)) => {
+            return pb::BackgroundShellSpawnResult {
+                result: Some(R::Error(pb::BackgroundShellSpawnError {
+                    command,
+                    working_directory: args.working_directory.clone(),
+                    error,
+                })),
+            }
+        }
+    };
+    let wd = cwd.display().to_string();
+    let spawn_error = |error: String| pb::BackgroundShellSpawnResult {
+        result: Some(R::Error(pb::BackgroundShellSpawnError { command: command.clone(), working_directory: wd.clone(), error })),
+    };
+    let shell_id = shells.next_id.fetch_add(1, Ordering::Relaxed) + 1;
+    if let Err(e) = std::fs::create_dir_all(&opts.terminals_dir) {
+        return spawn_error(format!("cannot create {}: {e}", opts.terminals_dir.display()));
+    }
+    let log_path = opts.terminals_dir.join(format!("{shell_id}.txt"));
+    let mut cmd = shell_command(opts, &command, &cwd);
+    cmd.stdin(if args.enable_write_shell_stdin_tool { Stdio::piped() } else { Stdio::null() })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => return spawn_error(e.to_string()),
+    };
+    let pid = child.id();
+    let output_len = Arc::new(AtomicU64::new(0));
+    let log = match std::fs::File::create(&log_path) {
+        Ok(f) => Arc::new(Mutex::new(f)),
+        Err(e) => return spawn_error(format!("cannot create {}: {e}", log_path.display())),
+    };
+    for pipe in [child.stdout.take().map(Pipe::Out), child.stderr.take().map(Pipe::Err)].into_iter().flatten() {
+        let (log, len) = (log.clone(), output_len.clone());
+        tokio::spawn(async move {
+            let mut buf = vec![0u8; 16 * 1024];
+            let mut pipe = pipe;
+            while let Some(n) = read_some(&mut pipe, &mut buf).await {
+                use std::io::Write;
+                if log.lock().expect("log lock").write_all(&buf[..n]).is_err() {
+                    break;
+                }
+                len.fetch_add(n as u64, Ordering::Relaxed);
+            }
+        });
+    }
+    let stdin = child.stdin.take().map(|s| Arc::new(tokio::sync::Mutex::new(s)));
+    // Reap the shell when it exits; the group stays killable through the table entry.
+    tokio::spawn(async move {
+        let _ = child.wait().await;
+    });
+    shells
+        .background
+        .lock()
+        .expect("shell table")
+        .insert(shell_id, Background { pid, stdin, output_len, _kill: GroupKill(pid) });
+    pb::BackgroundShellSpawnResult {
+        result: Some(R::Success(pb::BackgroundShellSpawnSuccess { shell_id, command, working_directory: wd, pid })),
+    }
+}
+
+enum Pipe {
+    Out(tokio::process::ChildStdout),
+    Err(tokio::process::ChildStderr),
+}
+
+impl AsyncRead for Pipe {
+    fn poll_read(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            Pipe::Out(p) => std::pin::Pin::new(p).poll_read(cx, buf),
+            Pipe::Err(p) => std::pin::Pin::new(p).poll_read(cx, buf),
+        }
+    }
+}
+
+pub async fn write_stdin(shells: &Shells, args: &pb::WriteShellStdinArgs) -> pb::WriteShellStdinResult {
+    use pb::write_shell_stdin_result::Result as R;
+    let error = |error: String| pb::WriteShellStdinResult { result: Some(R::Error(pb::WriteShellStdinError { error })) };
+    let (stdin, output_len) = {
+        let table = shells.background.lock().expect("shell table");
+        match table.get(&args.shell_id) {
+            Some(b) => (b.stdin.clone(), b.output_len.clone()),
+            None => return error(format!("no background shell {}", args.shell_id)),
+        }
+    };
+    let Some(stdin) = stdin else { return error(format!("shell {} was started without stdin", args.shell_id)) };
+    let before = output_len.load(Ordering::Relaxed);
+    let mut stdin = stdin.lock().await;
+    let written = async {
+        stdin.write_all(args.chars.as_bytes()).await?;
+        stdin.flush().await
+    };
+    match written.await {
+        Ok(()) => R::Success(pb::WriteShellStdinSuccess {
+            shell_id: args.shell_id,
+            terminal_file_length_before_input_written: before.min(u32::MAX as u64) as u32,
+        }),
+        Err(e) => return error(format!("shell {} stdin: {e}", args.shell_id)),
+    }
+    .into()
+}
+
+impl From<pb::write_shell_stdin_result::Result> for pb::WriteShellStdinResult {
+    fn from(r: pb::write_shell_stdin_result::Result) -> Self {
+        pb::WriteShellStdinResult { result: Some(r) }
+    }
+}
