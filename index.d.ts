@@ -115,6 +115,10 @@ export interface CodedError extends Error {
   httpStatus?: number
 }
 
+/** Arguments of `LocalTools.glob`. */
+export type GlobToolArgs = agent.GlobToolArgs
+/** What `LocalTools.glob` resolves to: `{ success: { files, totalFiles, … } }` or `{ error }`. */
+export type GlobToolResult = agent.GlobToolResult
 
 /**
  * Which binding artifact the generated loader actually loaded: `'native'` for
@@ -153,6 +157,35 @@ export declare class ExecContext {
   get aborted(): boolean
   /** Aborts when the server sends `abort` for this exec or the turn is cancelled. */
   get signal(): AbortSignal
+}
+
+/**
+ * Native read, write, delete, ls, grep, glob and shells (streaming, timeout, abort, background
+ * with stdin), confined to the workspace roots. Results are the proto's result messages in
+ * proto3 JSON, ready to return from the `exec` callback.
+ */
+export declare class LocalTools {
+  constructor(options: LocalToolsOptions)
+  /** The workspace roots, resolved (the terminals folder comes last). */
+  get roots(): Array<string>
+  /** Where background shells write their output. */
+  get terminalsDir(): string
+  /** Whether `run` implements this exec kind. */
+  static handles(kind: string): boolean
+  /**
+   * Runs an exec request. With the callback's `ctx`, shell output streams to the server and
+   * the server's abort kills the process; without it the request runs to completion.
+   * Resolves `null` for kinds these tools do not implement (the exec callback may return that
+   * as is: `null` means unhandled).
+   */
+  run(request: ExecRequest, ctx?: ExecContext): Promise<ExecResult | null>
+  /**
+   * Files matching a glob (`{ globPattern, targetDirectory? }`), most recently modified first,
+   * as a `GlobToolResult` (`{ success: { files, totalFiles, clientTruncated } }` or `{ error }`).
+   */
+  glob(args: GlobToolArgs): Promise<GlobToolResult>
+  /** Kills every background shell started through these tools. */
+  close(): void
 }
 
 /**
@@ -251,7 +284,8 @@ export interface AgentClientOptions {
   /**
    * Runs the server's exec requests. Return the result message for `request.kind` in proto3
    * JSON (e.g. `{ success: { path, content, totalLines } }` for `read`), or `undefined` if
-   * this host does not handle that kind (the server then gets throw + close). A throw or
+   * this host does not handle that kind (the built-in `tools` then answer it if configured, else
+   * the server gets throw + close). A throw or
    * rejection becomes the result's `error` branch.
    */
   exec?: (request: ExecRequest, ctx: ExecContext) => ExecResult | null | undefined | Promise<ExecResult | null | undefined>
@@ -262,6 +296,11 @@ export interface AgentClientOptions {
   interaction?: (query: InteractionQuery) => InteractionAnswer | null | undefined | Promise<InteractionAnswer | null | undefined>
   /** Supplies the `RequestContext` (rules, env, MCP tools) in proto3 JSON. */
   requestContext?: () => RequestContext | null | undefined | Promise<RequestContext | null | undefined>
+  /**
+   * Built-in local tools (read, write, delete, ls, grep, shells) confined to these roots;
+   * they answer every exec the `exec` callback leaves unhandled (no callback, or `undefined`).
+   */
+  tools?: LocalToolsOptions
   /** Replaces the built-in in-memory blob store. */
   kv?: KvOptions
   /** Keep blobs as files in this directory (survives restarts). Ignored when `kv` is set. */
@@ -315,6 +354,34 @@ export interface EmbeddedBackendOptions {
 export interface KvOptions {
   get: (blobId: string) => Uint8Array | null | undefined | Promise<Uint8Array | null | undefined>
   set: (blobId: string, data: Buffer) => void | Promise<void>
+}
+
+/** Workspace roots and limits of the built-in tools. */
+export interface LocalToolsOptions {
+  /** Folders the tools may touch; relative paths resolve against the first. Required. */
+  roots: Array<string>
+  /** Text returned by one read before it is truncated at a line boundary (default 1 MiB). */
+  maxReadBytes?: number
+  /** Largest binary file read returns as bytes (default 32 MiB). */
+  maxBinaryBytes?: number
+  /** Shell output kept in the final result per stream, tail first (default 1 MiB). */
+  maxOutputBytes?: number
+  /** Output lines one grep collects before it stops (default 20000). */
+  grepMaxLines?: number
+  /** Characters of a grep line before it is cut (default 500). */
+  grepMaxLineChars?: number
+  /** Files one glob returns (default 1000). */
+  globMaxFiles?: number
+  /** Entries one ls lists (default 5000). */
+  lsMaxEntries?: number
+  /** Shell timeout when the request has none (default 600000). */
+  shellTimeoutMs?: number
+  /** Shell run as `<shell> -c <command>` (default bash, else sh). */
+  shell?: string
+  /** Extra environment for shells. */
+  env?: Record<string, string>
+  /** Where background shells write `<shellId>.txt` (default a per-process temp folder). */
+  terminalsDir?: string
 }
 
 export interface NewSessionOptions {

@@ -838,6 +838,7 @@ module.exports = nativeBinding
 module.exports.AgentClient = nativeBinding.AgentClient
 module.exports.EmbeddedBackend = nativeBinding.EmbeddedBackend
 module.exports.ExecContext = nativeBinding.ExecContext
+module.exports.LocalTools = nativeBinding.LocalTools
 module.exports.PromptTurn = nativeBinding.PromptTurn
 module.exports.Session = nativeBinding.Session
 module.exports.startEmbeddedBackend = nativeBinding.startEmbeddedBackend

@@ -53,7 +53,8 @@ pub struct AgentClientOptions {
     pub append_encoding: Option<String>,
     /// Runs the server's exec requests. Return the result message for `request.kind` in proto3
     /// JSON (e.g. `{ success: { path, content, totalLines } }` for `read`), or `undefined` if
-    /// this host does not handle that kind (the server then gets throw + close). A throw or
+    /// this host does not handle that kind (the built-in `tools` then answer it if configured, else
+    /// the server gets throw + close). A throw or
     /// rejection becomes the result's `error` branch.
     #[napi(
         ts_type = "(request: ExecRequest, ctx: ExecContext) => ExecResult | null | undefined | Promise<ExecResult | null | undefined>"
@@ -68,6 +69,9 @@ pub struct AgentClientOptions {
     /// Supplies the `RequestContext` (rules, env, MCP tools) in proto3 JSON.
     #[napi(ts_type = "() => RequestContext | null | undefined | Promise<RequestContext | null | undefined>")]
     pub request_context: Option<Callback<(), Value>>,
+    /// Built-in local tools (read, write, delete, ls, grep, shells) confined to these roots;
+    /// they answer every exec the `exec` callback leaves unhandled (no callback, or `undefined`).
+    pub tools: Option<crate::tools::LocalToolsOptions>,
     /// Replaces the built-in in-memory blob store.
     pub kv: Option<KvOptions>,
     /// Keep blobs as files in this directory (survives restarts). Ignored when `kv` is set.
@@ -204,12 +208,17 @@ impl AgentClient {
             (None, Some(dir)) => Some(Arc::new(DirBlobStore::new(dir).map_err(|e| coded(&env, &e))?)),
             (None, None) => None,
         };
+        let tools = match &options.tools {
+            Some(t) => Some(within_runtime_if_available(|| crate::tools::build(t)).map_err(|e| coded(&env, &e))?),
+            None => None,
+        };
         let host: Arc<dyn cursor_acp_core::host::Host> =
-            if options.exec.is_none() && options.interaction.is_none() && options.request_context.is_none() {
+            if options.exec.is_none() && options.interaction.is_none() && options.request_context.is_none() && tools.is_none() {
                 Arc::new(NoHost)
             } else {
                 Arc::new(JsHost {
                     exec: options.exec.map(Arc::new),
+                    tools,
                     interaction: options.interaction.map(Arc::new),
                     request_context: options.request_context.map(Arc::new),
                 })

@@ -76,6 +76,13 @@ impl ObjectFinalize for ExecContext {
     }
 }
 
+impl ExecContext {
+    /// The core's view of this context, for the built-in tools.
+    pub(crate) fn core(&self) -> CoreExecContext {
+        CoreExecContext { cancel: self.cancel.clone(), output: self.output.clone() }
+    }
+}
+
 #[napi]
 impl ExecContext {
     /// Streams standard output of a shell exec (`shell`, `shellStream`) to the server.
@@ -139,6 +146,8 @@ pub type ExecCallback = Callback<FnArgs<(Value, ExecContext)>, Value>;
 /// JS callbacks implementing the core's `Host`.
 pub struct JsHost {
     pub exec: Option<Arc<ExecCallback>>,
+    /// Built-in tools answering what `exec` leaves unhandled (no callback, or `undefined`).
+    pub tools: Option<cursor_acp_core::tools::LocalTools>,
     pub interaction: Option<Arc<Callback<Value, Value>>>,
     pub request_context: Option<Arc<Callback<(), Value>>>,
 }
@@ -158,12 +167,23 @@ impl Host for JsHost {
         request: ExecRequest,
         ctx: CoreExecContext,
     ) -> BoxFuture<'static, std::result::Result<Option<Value>, CoreError>> {
-        let Some(exec) = self.exec.clone() else { return Box::pin(async { Ok(None) }) };
+        let exec = self.exec.clone();
+        let tools = self.tools.clone();
         Box::pin(async move {
-            let done = CancellationToken::new();
-            let _guard = done.clone().drop_guard();
-            let js_ctx = ExecContext { output: ctx.output, cancel: ctx.cancel, done, signal: None };
-            call(&exec, FnArgs::from((request_json(&request), js_ctx))).await
+            if let Some(exec) = exec {
+                let done = CancellationToken::new();
+                let _guard = done.clone().drop_guard();
+                let js_ctx =
+                    ExecContext { output: ctx.output.clone(), cancel: ctx.cancel.clone(), done, signal: None };
+                let answered = call(&exec, FnArgs::from((request_json(&request), js_ctx))).await?;
+                if answered.is_some() {
+                    return Ok(answered);
+                }
+            }
+            match tools {
+                Some(tools) => tools.run(&request, &ctx).await,
+                None => Ok(None),
+            }
         })
     }
 

@@ -14,4 +14,5 @@ mod client;
 mod error;
 mod host;
 mod session;
+mod tools;
 mod turn;

@@ -115,3 +115,7 @@ export interface CodedError extends Error {
   httpStatus?: number
 }
 
+/** Arguments of `LocalTools.glob`. */
+export type GlobToolArgs = agent.GlobToolArgs
+/** What `LocalTools.glob` resolves to: `{ success: { files, totalFiles, … } }` or `{ error }`. */
+export type GlobToolResult = agent.GlobToolResult

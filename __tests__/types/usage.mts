@@ -36,3 +36,15 @@ client.loadSession(saved).close()
 const records = backend.records()
 console.log(records[0]?.messages[0]?.message.runRequest?.conversationId)
 backend.close()
+
+// Built-in tools: delegate from the exec callback, or let the `tools` option answer.
+import { LocalTools, type GlobToolResult } from '../../index.js'
+const tools = new LocalTools({ roots: ['/w'], shellTimeoutMs: 60_000, env: { CI: '1' } })
+const delegating = new AgentClient({
+  exec: (request, ctx) => (request.kind === 'delete' ? { rejected: { path: request.args.path, reason: 'no' } } : tools.run(request, ctx)),
+  tools: { roots: ['/w'] },
+})
+void delegating
+const found: GlobToolResult = await tools.glob({ globPattern: '*.ts' })
+if (found.success) console.log(found.success.files?.length)
+tools.close()

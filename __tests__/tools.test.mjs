@@ -1,0 +1,137 @@
+// The built-in local tools from JavaScript: the LocalTools class (direct calls, delegation from
+// the exec callback with streaming and abort) and the client's `tools` option answering what the
+// exec callback leaves unhandled. Real files, real processes, real sockets.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { addon, setup, drain, recordsWhen, within } from './helpers.mjs'
+
+const { LocalTools } = addon
+
+function workspace() {
+  const dir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'acp-tools-')))
+  fs.writeFileSync(path.join(dir, 'a.txt'), 'one\ntwo\nthree\n')
+  return dir
+}
+
+function alive(pid) {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8')
+    return !/\)\s+Z/.test(stat)
+  } catch {
+    return false
+  }
+}
+
+async function waitForFile(file, ms = 5000) {
+  const deadline = Date.now() + ms
+  while (Date.now() < deadline) {
+    if (fs.existsSync(file) && fs.readFileSync(file, 'utf8').trim()) return fs.readFileSync(file, 'utf8').trim()
+    await new Promise((r) => setTimeout(r, 20))
+  }
+  throw new Error(`${file} never appeared`)
+}
+
+const execMessages = (records, id) =>
+  records[0].messages.map((m) => m.message.execClientMessage).filter((m) => m && m.id === id)
+
+test('LocalTools answers exec requests directly, confined to its roots', async () => {
+  const dir = workspace()
+  const tools = new LocalTools({ roots: [dir] })
+  assert.deepEqual(tools.roots.slice(0, 1), [dir])
+  assert.equal(LocalTools.handles('read'), true)
+  assert.equal(LocalTools.handles('mcp'), false)
+  const read = await tools.run({ kind: 'read', id: 1, execId: 'e', args: { path: 'a.txt', offset: 2, limit: 1 } })
+  assert.deepEqual(read.success, { path: path.join(dir, 'a.txt'), content: 'two\n', totalLines: 3, fileSize: '14', rangeApplied: true })
+  const write = await tools.run({ kind: 'write', id: 2, execId: 'e', args: { path: 'sub/b.txt', fileText: 'x\n' } })
+  assert.equal(write.success.linesCreated, 1)
+  assert.equal(fs.readFileSync(path.join(dir, 'sub/b.txt'), 'utf8'), 'x\n')
+  const escape = await tools.run({ kind: 'read', id: 3, execId: 'e', args: { path: '../../etc/passwd' } })
+  assert.match(escape.rejected.reason, /outside the workspace/)
+  assert.equal(await tools.run({ kind: 'mcp', id: 4, execId: 'e', args: {} }), null)
+  const grep = await tools.run({ kind: 'grep', id: 5, execId: 'e', args: { pattern: 'tw', outputMode: 'content' } })
+  assert.equal(grep.success.workspaceResults[dir].content.matches[0].matches[0].content, 'two')
+  const glob = await tools.glob({ globPattern: '*.txt' })
+  assert.deepEqual([...glob.success.files].sort(), ['a.txt', 'sub/b.txt'])
+  const shell = await tools.run({ kind: 'shell', id: 6, execId: 'e', args: { command: 'echo hi; exit 2' } })
+  assert.equal(shell.failure.exitCode, 2)
+  assert.equal(shell.failure.stdout, 'hi\n')
+  tools.close()
+})
+
+test('bad options and bad args are clear errors', async () => {
+  assert.throws(() => new LocalTools({ roots: ['/definitely/not/here'] }), (e) => e.code === 'E_INVALID' && /workspace root/.test(e.message))
+  assert.throws(() => new LocalTools({ roots: [] }), (e) => e.code === 'E_INVALID')
+  const tools = new LocalTools({ roots: [workspace()] })
+  await assert.rejects(tools.run({ kind: 'read', id: 1, execId: 'e', args: { path: 42 } }), (e) => e.code === 'E_INVALID')
+})
+
+test('the exec callback delegates to LocalTools: shell output streams, abort kills the process', async () => {
+  const dir = workspace()
+  const tools = new LocalTools({ roots: [dir] })
+  const pidfile = path.join(dir, 'sleep.pid')
+  const scenario = { steps: [
+    { type: 'exec', id: 1, args: { shellStreamArgs: { command: 'echo streamed; echo warn >&2' } } },
+    { type: 'exec', id: 2, wait: false, args: { shellStreamArgs: { command: `echo $$ > ${pidfile}; sleep 30` } } },
+    { type: 'sleep', ms: 300 },
+    { type: 'abortExec', id: 2 },
+    { type: 'awaitExec', id: 2 },
+    { type: 'turnEnded' },
+  ] }
+  const seen = []
+  const { backend, client, close } = await setup(scenario, {
+    exec: (req, ctx) => { seen.push(req.kind); return tools.run(req, ctx) },
+  })
+  try {
+    const session = client.newSession({ cwd: dir })
+    const turn = session.prompt('go')
+    await drain(turn)
+    assert.equal((await turn.result).stopReason, 'end_turn')
+    const records = await recordsWhen(backend, (r) => execMessages(r, 2).some((m) => m.shellResult))
+    const first = execMessages(records, 1)
+    assert.ok(first.some((m) => m.shellStream?.stdout?.data === 'streamed\n'), JSON.stringify(first))
+    assert.ok(first.some((m) => m.shellStream?.stderr?.data === 'warn\n'))
+    assert.equal(first.at(-1).shellResult.success.stdout, 'streamed\n')
+    const aborted = execMessages(records, 2)
+    assert.ok(aborted.some((m) => m.shellStream?.exit?.aborted), JSON.stringify(aborted))
+    const pid = Number(await waitForFile(pidfile))
+    await new Promise((r) => setTimeout(r, 150))
+    assert.equal(alive(pid), false, 'the aborted shell is still running')
+    assert.deepEqual(seen, ['shellStream', 'shellStream'])
+  } finally {
+    close()
+    tools.close()
+  }
+})
+
+test('the tools option answers execs the callback leaves unhandled', async () => {
+  const dir = workspace()
+  const scenario = { steps: [
+    { type: 'exec', id: 1, args: { readArgs: { path: 'a.txt' } } },
+    { type: 'exec', id: 2, args: { lsArgs: { path: '' } } },
+    { type: 'exec', id: 3, args: { deleteArgs: { path: 'a.txt' } } },
+    { type: 'exec', id: 4, args: { diagnosticsArgs: { path: 'a.txt' } } },
+    { type: 'turnEnded' },
+  ] }
+  const { backend, client, close } = await setup(scenario, {
+    tools: { roots: [dir] },
+    // Handles delete itself (refusing it); everything else falls through to the tools.
+    exec: (req) => (req.kind === 'delete' ? { rejected: { path: req.args.path, reason: 'not today' } } : undefined),
+  })
+  try {
+    const turn = client.newSession({ cwd: dir }).prompt('go')
+    await drain(turn)
+    const records = await recordsWhen(backend, (r) => r[0]?.messages.some((m) => m.message.execClientControlMessage?.streamClose?.id === 4))
+    assert.equal(execMessages(records, 1)[0].readResult.success.content, 'one\ntwo\nthree\n')
+    assert.equal(execMessages(records, 2)[0].lsResult.success.directoryTreeRoot.childrenFiles[0].name, 'a.txt')
+    assert.equal(execMessages(records, 3)[0].deleteResult.rejected.reason, 'not today')
+    assert.ok(fs.existsSync(path.join(dir, 'a.txt')))
+    // Not implemented by the tools either: throw + close, as without them.
+    const thrown = records[0].messages.find((m) => m.message.execClientControlMessage?.throw?.id === 4)
+    assert.ok(thrown, 'diagnostics is thrown')
+  } finally {
+    close()
+  }
+})

@@ -1,0 +1,135 @@
+//! `LocalTools`: the core's built-in tools for JavaScript hosts, so an extension delegates the
+//! exec requests it does not want to implement itself (`exec: (req, ctx) => tools.run(req, ctx)`).
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use cursor_acp_core::host::ExecContext as CoreExecContext;
+use cursor_acp_core::tools::{LocalTools as CoreTools, ToolOptions, Workspace};
+use cursor_acp_core::{CancellationToken, CoreError};
+use napi::bindgen_prelude::*;
+use napi::Env;
+use serde_json::Value;
+
+use crate::error::{coded, promise};
+use crate::host::ExecContext;
+
+/// Workspace roots and limits of the built-in tools.
+#[napi(object, object_to_js = false)]
+pub struct LocalToolsOptions {
+    /// Folders the tools may touch; relative paths resolve against the first. Required.
+    pub roots: Vec<String>,
+    /// Text returned by one read before it is truncated at a line boundary (default 1 MiB).
+    pub max_read_bytes: Option<u32>,
+    /// Largest binary file read returns as bytes (default 32 MiB).
+    pub max_binary_bytes: Option<u32>,
+    /// Shell output kept in the final result per stream, tail first (default 1 MiB).
+    pub max_output_bytes: Option<u32>,
+    /// Output lines one grep collects before it stops (default 20000).
+    pub grep_max_lines: Option<u32>,
+    /// Characters of a grep line before it is cut (default 500).
+    pub grep_max_line_chars: Option<u32>,
+    /// Files one glob returns (default 1000).
+    pub glob_max_files: Option<u32>,
+    /// Entries one ls lists (default 5000).
+    pub ls_max_entries: Option<u32>,
+    /// Shell timeout when the request has none (default 600000).
+    pub shell_timeout_ms: Option<u32>,
+    /// Shell run as `<shell> -c <command>` (default bash, else sh).
+    pub shell: Option<String>,
+    /// Extra environment for shells.
+    pub env: Option<HashMap<String, String>>,
+    /// Where background shells write `<shellId>.txt` (default a per-process temp folder).
+    pub terminals_dir: Option<String>,
+}
+
+pub fn build(o: &LocalToolsOptions) -> std::result::Result<CoreTools, CoreError> {
+    let workspace = Workspace::new(&o.roots).map_err(|e| CoreError::InvalidInput(e.to_string()))?;
+    let d = ToolOptions::default();
+    let size = |v: Option<u32>, default: usize| v.map_or(default, |v| v as usize);
+    let mut env: Vec<(String, String)> = o.env.clone().unwrap_or_default().into_iter().collect();
+    env.sort();
+    let options = ToolOptions {
+        max_read_bytes: size(o.max_read_bytes, d.max_read_bytes),
+        max_binary_bytes: size(o.max_binary_bytes, d.max_binary_bytes),
+        max_output_bytes: size(o.max_output_bytes, d.max_output_bytes),
+        grep_max_lines: size(o.grep_max_lines, d.grep_max_lines).max(1),
+        grep_max_line_chars: size(o.grep_max_line_chars, d.grep_max_line_chars),
+        glob_max_files: size(o.glob_max_files, d.glob_max_files),
+        ls_max_entries: size(o.ls_max_entries, d.ls_max_entries),
+        shell_timeout: o.shell_timeout_ms.map_or(d.shell_timeout, |ms| Duration::from_millis(ms as u64)),
+        shell: o.shell.as_ref().map(PathBuf::from),
+        env,
+        terminals_dir: o.terminals_dir.as_ref().map_or(d.terminals_dir, PathBuf::from),
+    };
+    Ok(CoreTools::new(workspace, options))
+}
+
+/// Native read, write, delete, ls, grep, glob and shells (streaming, timeout, abort, background
+/// with stdin), confined to the workspace roots. Results are the proto's result messages in
+/// proto3 JSON, ready to return from the `exec` callback.
+#[napi]
+pub struct LocalTools {
+    inner: CoreTools,
+}
+
+#[napi]
+impl LocalTools {
+    #[napi(constructor)]
+    pub fn new(env: Env, options: LocalToolsOptions) -> Result<Self> {
+        let inner = within_runtime_if_available(|| build(&options)).map_err(|e| coded(&env, &e))?;
+        Ok(LocalTools { inner })
+    }
+
+    /// The workspace roots, resolved (the terminals folder comes last).
+    #[napi(getter)]
+    pub fn roots(&self) -> Vec<String> {
+        self.inner.workspace().roots().iter().map(|r| r.display().to_string()).collect()
+    }
+
+    /// Where background shells write their output.
+    #[napi(getter)]
+    pub fn terminals_dir(&self) -> String {
+        self.inner.options().terminals_dir.display().to_string()
+    }
+
+    /// Whether `run` implements this exec kind.
+    #[napi]
+    pub fn handles(kind: String) -> bool {
+        CoreTools::handles(&kind)
+    }
+
+    /// Runs an exec request. With the callback's `ctx`, shell output streams to the server and
+    /// the server's abort kills the process; without it the request runs to completion.
+    /// Resolves `null` for kinds these tools do not implement (the exec callback may return that
+    /// as is: `null` means unhandled).
+    #[napi(
+        ts_args_type = "request: ExecRequest, ctx?: ExecContext",
+        ts_return_type = "Promise<ExecResult | null>"
+    )]
+    pub fn run<'env>(&self, env: &'env Env, request: Value, ctx: Option<&ExecContext>) -> Result<PromiseRaw<'env, Option<Value>>> {
+        let kind = request.get("kind").and_then(|k| k.as_str()).unwrap_or_default().to_string();
+        let args = request.get("args").cloned().unwrap_or(Value::Object(Default::default()));
+        let ctx = match ctx {
+            Some(c) => c.core(),
+            None => CoreExecContext { cancel: CancellationToken::new(), output: tokio::sync::mpsc::unbounded_channel().0 },
+        };
+        let tools = self.inner.clone();
+        promise(env, async move { tools.run_kind(&kind, &args, &ctx).await }, |_, v| Ok(v))
+    }
+
+    /// Files matching a glob (`{ globPattern, targetDirectory? }`), most recently modified first,
+    /// as a `GlobToolResult` (`{ success: { files, totalFiles, clientTruncated } }` or `{ error }`).
+    #[napi(ts_return_type = "Promise<GlobToolResult>")]
+    pub fn glob<'env>(&self, env: &'env Env, #[napi(ts_arg_type = "GlobToolArgs")] args: Value) -> Result<PromiseRaw<'env, Value>> {
+        let tools = self.inner.clone();
+        promise(env, async move { tools.glob(&args).await }, |_, v| Ok(v))
+    }
+
+    /// Kills every background shell started through these tools.
+    #[napi]
+    pub fn close(&self) {
+        self.inner.close();
+    }
+}
