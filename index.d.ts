@@ -170,6 +170,11 @@ export declare class LocalTools {
   get roots(): Array<string>
   /** Where background shells write their output. */
   get terminalsDir(): string
+  /**
+   * The absolute path `path` (absolute or relative to a root) names inside the workspace;
+   * throws `E_INVALID` with the reason when it escapes (`..`, absolute elsewhere, symlinks).
+   */
+  resolve(path: string): string
   /** Whether `run` implements this exec kind. */
   static handles(kind: string): boolean
   /**

@@ -94,6 +94,16 @@ impl LocalTools {
         self.inner.options().terminals_dir.display().to_string()
     }
 
+    /// The absolute path `path` (absolute or relative to a root) names inside the workspace;
+    /// throws `E_INVALID` with the reason when it escapes (`..`, absolute elsewhere, symlinks).
+    #[napi]
+    pub fn resolve(&self, env: Env, path: String) -> Result<String> {
+        match self.inner.workspace().resolve(&path) {
+            Ok(p) => Ok(p.display().to_string()),
+            Err(e) => Err(coded(&env, &CoreError::InvalidInput(e.0))),
+        }
+    }
+
     /// Whether `run` implements this exec kind.
     #[napi]
     pub fn handles(kind: String) -> bool {

@@ -152,6 +152,32 @@ fn error_response(err: &ConnectError) -> Response<Body> {
     full(status, "application/json", err.to_json().to_string())
 }
 
+/// Cursor's API-key login: `Authorization: Bearer <api key>` → `{ accessToken, refreshToken }`.
+const EXCHANGE_API_KEY_PATH: &str = "/auth/exchange_user_api_key";
+
+/// The embedded backend's stand-in: any non-empty key gets a token derived from it (so a test can
+/// tell which key was exchanged without the key itself ever being sent as a token).
+fn exchange_api_key(req: &Request<Incoming>) -> Response<Body> {
+    use sha2::Digest;
+    let key = req
+        .headers()
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .filter(|k| !k.trim().is_empty());
+    match key {
+        Some(key) => {
+            let digest = hex::encode(sha2::Sha256::digest(key.as_bytes()));
+            let body = serde_json::json!({
+                "accessToken": format!("embedded-access-{}", &digest[..16]),
+                "refreshToken": format!("embedded-refresh-{}", &digest[16..32]),
+            });
+            full(StatusCode::OK, "application/json", body.to_string())
+        }
+        None => full(StatusCode::UNAUTHORIZED, "application/json", r#"{"error":"missing API key"}"#),
+    }
+}
+
 async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Body>, Infallible> {
     if req.method() != Method::POST {
         return Ok(error_response(&ConnectError::new(Code::Unimplemented, "only POST is served")));
@@ -160,6 +186,7 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Bo
         RUN_SSE_PATH => handle_run_sse(state, req).await,
         BIDI_APPEND_PATH => handle_append(state, req).await,
         RUN_PATH => handle_run(state, req).await,
+        EXCHANGE_API_KEY_PATH => Ok(exchange_api_key(&req)),
         other => Err(ConnectError::new(Code::Unimplemented, format!("no route {other}"))),
     };
     Ok(response.unwrap_or_else(|e| error_response(&e)))

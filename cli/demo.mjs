@@ -1,0 +1,24 @@
+// The scripted turn `--embedded` plays when no --scenario is given: thinking, a text answer, an
+// ls and a shell command run locally (the shell behind a permission prompt), usage, end of turn.
+// It repeats for every prompt. No account and no network are involved.
+export const DEMO_SCENARIO = {
+  // A person answers the permission prompt: give them time.
+  waitTimeoutMs: 600_000,
+  record: false,
+  steps: [
+    { type: 'thinking', text: 'The user wants a look at this workspace. ' },
+    { type: 'thinking', text: 'I will list it, then run a harmless command.' },
+    { type: 'thinkingCompleted', durationMs: 420 },
+    { type: 'text', text: 'Let me look at the workspace first.\n' },
+    { type: 'toolCallStarted', callId: 'demo-ls', toolCall: { lsToolCall: { args: { path: '' } } } },
+    { type: 'exec', id: 1, args: { lsArgs: { path: '', toolCallId: 'demo-ls' } } },
+    { type: 'toolCallCompleted', callId: 'demo-ls', toolCall: { lsToolCall: { args: { path: '' }, result: { success: {} } } } },
+    { type: 'toolCallStarted', callId: 'demo-shell', toolCall: { shellToolCall: { args: { command: 'echo "hello from cursor-acp-native" && uname -s' } } } },
+    { type: 'exec', id: 2, args: { shellStreamArgs: { command: 'echo "hello from cursor-acp-native" && uname -s', workingDirectory: '', toolCallId: 'demo-shell' } } },
+    { type: 'toolCallCompleted', callId: 'demo-shell', toolCall: { shellToolCall: { args: { command: 'echo "hello from cursor-acp-native" && uname -s' }, result: { success: { exitCode: 0 } } } } },
+    { type: 'text', text: 'Done: I listed the workspace and ran a command on your machine, ' },
+    { type: 'text', text: 'after you allowed it. This turn was played by the embedded backend.' },
+    { type: 'checkpoint', state: { tokenDetails: { usedTokens: 1830, maxTokens: 200000 } } },
+    { type: 'turnEnded', inputTokens: 1200, outputTokens: 630 },
+  ],
+}
