@@ -398,3 +398,33 @@ test('garbage on stdin gets a parse error and the agent keeps serving', async ()
   child.stdin.end()
   await new Promise((r) => child.on('exit', r))
 })
+
+test('MCP servers from session/new: tools advertised to Cursor and called behind a permission prompt', async () => {
+  const fixture = new URL('./fixtures/mcp-calc.mjs', import.meta.url).pathname
+  const scenario = { steps: [
+    { type: 'toolCallStarted', callId: 'm1', toolCall: { mcpToolCall: { args: { name: 'calc-add', providerIdentifier: 'calc', toolName: 'add' } } } },
+    // The model sends `b` as JSON text: coerced to the number the schema asks for.
+    { type: 'exec', id: 1, args: { mcpArgs: { name: 'calc-add', providerIdentifier: 'calc', toolName: 'add', args: { a: 2, b: '3' }, toolCallId: 'm1' } } },
+    { type: 'exec', id: 2, args: { mcpArgs: { name: 'calc-mul', providerIdentifier: 'calc', toolName: 'mul', args: {} } } },
+    { type: 'exec', id: 3, args: { requestContextArgs: {} } },
+    { type: 'turnEnded' },
+  ] }
+  const agent = startAgent({ scenario })
+  try {
+    const init = await agent.agent.request('initialize', { protocolVersion: 1, clientCapabilities: {} })
+    assert.deepEqual(init.agentCapabilities.mcpCapabilities, { http: true, sse: true })
+    const { sessionId } = await agent.agent.request('session/new', { cwd: tempDir(), mcpServers: [{ name: 'calc', command: process.execPath, args: [fixture], env: [] }] })
+    const r = await within(20_000, agent.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'add' }] }))
+    assert.equal(r.stopReason, 'end_turn')
+    assert.deepEqual(agent.permissionRequests.map((p) => [p.params.toolCall.toolCallId, p.params.toolCall.title]), [['m1', 'calc: add']])
+    const { records } = await agent.stop()
+    assert.deepEqual(execReplies(records, 1)[0].mcpResult.success.content, [{ text: { text: '5' } }])
+    assert.deepEqual(execReplies(records, 2)[0].mcpResult.toolNotFound, { name: 'mul', availableTools: ['add'] })
+    const context = execReplies(records, 3)[0].requestContextResult.success.requestContext
+    assert.deepEqual(context.tools.map((t) => [t.name, t.providerIdentifier, t.toolName]), [['calc-add', 'calc', 'add']])
+    assert.equal(context.tools[0].inputSchema.properties.a.type, 'number')
+    assert.equal(context.mcpInstructions[0].instructions, 'Use add for sums.')
+  } finally {
+    await agent.stop()
+  }
+})

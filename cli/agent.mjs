@@ -39,10 +39,10 @@ export function createAgent(config) {
     return cwd
   }
 
-  const open = async ({ sessionId, cwd, additionalDirectories, record }) => {
+  const open = async ({ sessionId, cwd, additionalDirectories, mcpServers, record }) => {
     shared.token = await credentials.token()
     try {
-      const session = new AgentSession({ sessionId, cwd, additionalDirectories: additionalDirectories ?? [], agent: shared, record })
+      const session = new AgentSession({ sessionId, cwd, additionalDirectories: additionalDirectories ?? [], mcpServers, agent: shared, record })
       sessions.set(sessionId, session)
       return session
     } catch (e) {
@@ -80,7 +80,7 @@ export function createAgent(config) {
         agentCapabilities: {
           loadSession: true,
           promptCapabilities: { image: true, audio: false, embeddedContext: true },
-          mcpCapabilities: { http: false, sse: false },
+          mcpCapabilities: { http: true, sse: true },
           sessionCapabilities: { list: {}, resume: {}, close: {}, delete: {} },
         },
         authMethods: AUTH_METHODS,
@@ -94,8 +94,7 @@ export function createAgent(config) {
     .onRequest('session/new', async ({ params }) => {
       const cwd = absolute(params.cwd)
       for (const dir of params.additionalDirectories ?? []) absolute(dir, 'additionalDirectories')
-      if ((params.mcpServers ?? []).length) log.warn('MCP servers are not supported yet; ignoring', params.mcpServers.length)
-      const session = await open({ sessionId: randomUUID(), cwd, additionalDirectories: params.additionalDirectories })
+      const session = await open({ sessionId: randomUUID(), cwd, additionalDirectories: params.additionalDirectories, mcpServers: params.mcpServers })
       session.persist()
       afterResponse(session)
       return { sessionId: session.sessionId, ...state(session) }
@@ -104,7 +103,13 @@ export function createAgent(config) {
       const record = stored(params.sessionId)
       const cwd = absolute(params.cwd)
       sessions.get(params.sessionId)?.close()
-      const session = await open({ sessionId: params.sessionId, cwd, additionalDirectories: params.additionalDirectories ?? record.additionalDirectories, record })
+      const session = await open({
+        sessionId: params.sessionId,
+        cwd,
+        additionalDirectories: params.additionalDirectories ?? record.additionalDirectories,
+        mcpServers: params.mcpServers,
+        record,
+      })
       // The whole history goes out before the response (ACP: load replays, then answers).
       try {
         await session.replay()
@@ -125,6 +130,7 @@ export function createAgent(config) {
         sessionId: params.sessionId,
         cwd: absolute(params.cwd),
         additionalDirectories: params.additionalDirectories ?? record.additionalDirectories,
+        mcpServers: params.mcpServers,
         record,
       })
       afterResponse(session)

@@ -7,6 +7,7 @@ import path from 'node:path'
 import { createRequire } from 'node:module'
 import { RequestError } from '@agentclientprotocol/sdk'
 
+import { McpServers } from './mcp.mjs'
 import { OPTIONS, Permissions, ruleKey } from './permissions.mjs'
 
 const require = createRequire(import.meta.url)
@@ -74,7 +75,7 @@ export class AgentSession {
    * @param {object} o.agent  `{ conn, caps, config, store, log, token }`
    * @param {object} [o.record]  a stored session to continue
    */
-  constructor({ sessionId, cwd, additionalDirectories = [], agent, record }) {
+  constructor({ sessionId, cwd, additionalDirectories = [], mcpServers = [], agent, record }) {
     this.sessionId = sessionId
     this.cwd = cwd
     this.additionalDirectories = additionalDirectories
@@ -91,6 +92,7 @@ export class AgentSession {
     this.turnAbort = null
     this.cancelled = false
 
+    this.mcp = new McpServers(mcpServers, { cwd, log: this.log })
     const roots = [cwd, ...additionalDirectories]
     const terminalsDir = path.join(agent.store.dir, 'terminals', sessionId)
     this.tools = new LocalTools({ roots, terminalsDir })
@@ -256,6 +258,7 @@ export class AgentSession {
     this.cancel()
     this.native.close()
     this.tools.close()
+    this.mcp.close()
   }
 
   /** Tool calls this agent announced itself end completed or failed before the turn does. */
@@ -384,6 +387,8 @@ export class AgentSession {
         const card = { title: `Fetch ${a.url}`, kind: 'fetch', rawInput: { url: a.url } }
         return this.gated(req, { key: 'fetch', card }, () => this.fetchUrl(a.url, ctx), (reason) => ({ error: { url: a.url ?? '', error: reason } }))
       }
+      case 'mcp':
+        return this.callMcp(req, ctx)
       case 'diagnostics':
         return { error: { path: a.path ?? '', error: 'diagnostics are not available through this agent' } }
       default:
@@ -391,6 +396,19 @@ export class AgentSession {
         this.log.info(`exec ${req.kind} is not supported`)
         return null
     }
+  }
+
+  async callMcp(req, ctx) {
+    const a = req.args ?? {}
+    await this.mcp.ready
+    const found = this.mcp.find(a)
+    if (found.result) return found.result
+    const card = { title: `${found.server}: ${found.tool.name}`, kind: 'other', rawInput: a.args ?? {} }
+    const spec = { key: `mcp:${found.server}:${found.tool.name}`, card }
+    const rejected = (reason) => ({ rejected: { reason } })
+    // An approval probe: ask, answer, do not run the tool (client-behaviour §3.4).
+    if (a.smartModeApprovalOnly) return this.gated(req, spec, async () => ({ approved: {} }), rejected)
+    return this.gated(req, spec, () => this.mcp.call(found, a.args, ctx?.signal), rejected)
   }
 
   async read(req, ctx) {
@@ -624,7 +642,8 @@ export class AgentSession {
 
   // ---------- request context ----------
 
-  requestContext() {
+  async requestContext() {
+    await this.mcp.ready
     const roots = [this.cwd, ...this.additionalDirectories]
     const rules = []
     const addRule = (file) => {
@@ -645,6 +664,8 @@ export class AgentSession {
     } catch {}
     return {
       rules,
+      tools: this.mcp.definitions(),
+      mcpInstructions: this.mcp.instructions(),
       env: {
         osVersion: `${os.type()} ${os.release()}`,
         workspacePaths: roots,
