@@ -428,3 +428,48 @@ test('MCP servers from session/new: tools advertised to Cursor and called behind
     await agent.stop()
   }
 })
+
+test('questions go to elicitation forms when offered; an accepted plan switches to agent mode', async () => {
+  const scenario = { steps: [
+    { type: 'interaction', id: 1, query: { askQuestionInteractionQuery: { args: { title: 'Setup', questions: [
+      { id: 'db', prompt: 'Which database?', options: [{ id: 'pg', label: 'Postgres' }, { id: 'sqlite', label: 'SQLite' }] },
+      { id: 'extras', prompt: 'Extras?', allowMultiple: true, options: [{ id: 'auth', label: 'Auth' }, { id: 'ci', label: 'CI' }] },
+    ] } } } },
+    { type: 'interaction', id: 2, query: { createPlanRequestQuery: { toolCallId: 'p1', args: { name: 'Refactor', plan: '1. split\n2. test' } } } },
+    { type: 'turnEnded' },
+  ] }
+  const forms = []
+  const agent = startAgent({
+    scenario,
+    handlers: {
+      'elicitation/create': (p) => { forms.push(p); return { action: 'accept', content: { db: 'pg', extras: ['auth', 'ci'] } } },
+      'session/request_permission': (p) => ({ outcome: { outcome: 'selected', optionId: p.options[0].optionId } }),
+    },
+  })
+  try {
+    await agent.agent.request('initialize', { protocolVersion: 1, clientCapabilities: { elicitation: { form: {} } } })
+    const { sessionId } = await agent.agent.request('session/new', { cwd: tempDir(), mcpServers: [] })
+    await agent.agent.request('session/set_mode', { sessionId, modeId: 'plan' })
+    const r = await within(20_000, agent.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'plan it' }] }))
+    assert.equal(r.stopReason, 'end_turn')
+    assert.equal(forms.length, 1)
+    assert.equal(forms[0].mode, 'form')
+    assert.equal(forms[0].message, 'Setup')
+    assert.deepEqual(forms[0].requestedSchema.properties.db.oneOf, [{ const: 'pg', title: 'Postgres' }, { const: 'sqlite', title: 'SQLite' }])
+    assert.equal(forms[0].requestedSchema.properties.extras.type, 'array')
+    const plan = agent.permissionRequests[0].params
+    assert.equal(plan.toolCall.title, 'Plan: Refactor')
+    assert.equal(plan.options[0].name, 'Yes, implement this plan')
+    const modes = agent.updatesFor(sessionId).filter((u) => u.sessionUpdate === 'current_mode_update').map((u) => u.currentModeId)
+    assert.deepEqual(modes, ['plan', 'agent'])
+    const { records } = await agent.stop()
+    const answers = messagesOf(records).filter((m) => m.interactionResponse).map((m) => m.interactionResponse)
+    assert.deepEqual(answers[0].askQuestionInteractionResponse.result.success.answers, [
+      { questionId: 'db', selectedOptionIds: ['pg'] },
+      { questionId: 'extras', selectedOptionIds: ['auth', 'ci'] },
+    ])
+    assert.ok(answers[1].createPlanRequestResponse.result.success)
+  } finally {
+    await agent.stop()
+  }
+})

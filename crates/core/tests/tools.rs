@@ -262,6 +262,21 @@ async fn ls_stops_at_its_entry_cap_and_marks_what_was_not_listed() {
     assert!(f.run("ls", json!({ "path": "/" })).await["rejected"].is_object());
 }
 
+#[tokio::test]
+async fn ls_past_its_deadline_answers_timeout_with_the_partial_tree() {
+    let f = Fixture::new();
+    for d in 0..50 {
+        for i in 0..100 {
+            f.file(&format!("d{d:02}/f{i:03}.txt"), "");
+        }
+    }
+    let r = f.run("ls", json!({ "path": "", "timeoutMs": 1 })).await;
+    let root = &r["timeout"]["directoryTreeRoot"];
+    assert!(root.is_object(), "{}", &r.to_string()[..200.min(r.to_string().len())]);
+    assert!(root.get("childrenWereProcessed").is_none());
+    assert!(root["numFiles"].as_i64().unwrap_or(0) < 5000);
+}
+
 // ---------- grep / glob ----------
 
 fn grep_fixture() -> Fixture {
