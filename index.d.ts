@@ -402,3 +402,15 @@ export interface NewSessionOptions {
 
 /** Starts an embedded backend playing `scenario` on 127.0.0.1. */
 export declare function startEmbeddedBackend(options: EmbeddedBackendOptions): Promise<EmbeddedBackend>
+
+export declare namespace bench {
+  /** Result of `bench.decodeTextFrames`. */
+  export interface DecodeStats {
+    frames: number
+    bytes: number
+    /** Wall time of the decode alone, in nanoseconds. */
+    nanos: number
+  }
+  /** Benchmark helper (not client API): the core codec's decode ceiling on `count` text-delta frames. */
+  export function decodeTextFrames(count: number, text: string): bench.DecodeStats
+}

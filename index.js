@@ -842,3 +842,4 @@ module.exports.LocalTools = nativeBinding.LocalTools
 module.exports.PromptTurn = nativeBinding.PromptTurn
 module.exports.Session = nativeBinding.Session
 module.exports.startEmbeddedBackend = nativeBinding.startEmbeddedBackend
+module.exports.bench = nativeBinding.bench

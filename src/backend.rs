@@ -66,3 +66,19 @@ pub fn start_embedded_backend<'env>(
         |_, backend| Ok(EmbeddedBackend { inner: Arc::new(backend) }),
     )
 }
+
+/// Result of `bench.decodeTextFrames`.
+#[napi(object, namespace = "bench")]
+pub struct DecodeStats {
+    pub frames: u32,
+    pub bytes: f64,
+    /// Wall time of the decode alone, in nanoseconds.
+    pub nanos: f64,
+}
+
+/// Benchmark helper (not client API): the core codec's decode ceiling on `count` text-delta frames.
+#[napi(namespace = "bench")]
+pub fn decode_text_frames(count: u32, text: String) -> DecodeStats {
+    let s = cursor_acp_core::bench::decode_text_frames(count as usize, &text);
+    DecodeStats { frames: s.frames as u32, bytes: s.bytes as f64, nanos: s.elapsed.as_nanos() as f64 }
+}

@@ -2,6 +2,7 @@
 //! HTTP) — framing, generated types, transports, and an embedded backend for offline use.
 //! Nothing here depends on Node or napi.
 
+pub mod bench;
 pub mod bridge;
 pub mod connect;
 pub mod embedded;

@@ -1,0 +1,237 @@
+// The benchmark's yardstick: a pure-JavaScript client of the same protocol (RunSSE + BidiAppend
+// over Node's http, protobuf by @bufbuild/protobuf generated from the project's proto/), doing
+// what the addon does for the bench scenarios: Connect framing, decoding every server message,
+// answering execs and KV, heartbeats, cancel with a bound, and producing ACP updates.
+// Not a product surface; `bench/run.mjs` checks that it produces the same updates as the addon.
+import http from 'node:http'
+import { createHash, randomUUID } from 'node:crypto'
+import { create, fromBinary, toBinary } from '@bufbuild/protobuf'
+import * as pb from './gen/agent_v1_pb.js'
+import * as ai from './gen/aiserver_v1_pb.js'
+
+const RUN_SSE = '/agent.v1.AgentService/RunSSE'
+const BIDI_APPEND = '/aiserver.v1.BidiService/BidiAppend'
+const HEARTBEAT_MS = 5000
+
+const keepAlive = new http.Agent({ keepAlive: true, maxSockets: Infinity })
+
+function envelope(payload) {
+  const out = Buffer.allocUnsafe(5 + payload.length)
+  out[0] = 0
+  out.writeUInt32BE(payload.length, 1)
+  out.set(payload, 5)
+  return out
+}
+
+/** Incremental Connect envelope decoder over arbitrary chunking. */
+class FrameDecoder {
+  constructor(maxFrame = 16 * 1024 * 1024) {
+    this.buf = Buffer.alloc(0)
+    this.max = maxFrame
+  }
+
+  *push(chunk) {
+    this.buf = this.buf.length ? Buffer.concat([this.buf, chunk]) : chunk
+    let off = 0
+    while (this.buf.length - off >= 5) {
+      const flags = this.buf[off]
+      const len = this.buf.readUInt32BE(off + 1)
+      if (len > this.max) throw new Error(`frame of ${len} bytes exceeds the limit`)
+      if (this.buf.length - off - 5 < len) break
+      yield { flags, data: this.buf.subarray(off + 5, off + 5 + len) }
+      off += 5 + len
+    }
+    this.buf = off === this.buf.length ? Buffer.alloc(0) : this.buf.subarray(off)
+  }
+}
+
+function post(url, headers, body) {
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, { method: 'POST', agent: keepAlive, headers: { ...headers, 'content-length': body.length } }, (res) => {
+      res.resume()
+      res.on('end', () => (res.statusCode === 200 ? resolve() : reject(new Error(`HTTP ${res.statusCode}`))))
+    })
+    req.on('error', reject)
+    req.end(body)
+  })
+}
+
+function resultCase(kind) {
+  return `${kind}Result`
+}
+
+export class BaselineClient {
+  /**
+   * @param {object} o
+   * @param {string} o.baseUrl
+   * @param {(req: {kind: string, args: object}) => Promise<object> | object} [o.exec]  returns the result message init
+   * @param {number} [o.cancelTimeoutMs]
+   */
+  constructor({ baseUrl, exec, cancelTimeoutMs = 2000 }) {
+    this.baseUrl = baseUrl
+    this.exec = exec
+    this.cancelTimeoutMs = cancelTimeoutMs
+    this.conversationId = randomUUID()
+    this.checkpoint = undefined
+    this.blobs = new Map()
+  }
+
+  /**
+   * Runs one turn. `onUpdate(update)` gets each ACP update; resolves `{ stopReason }`.
+   * `cancel()` on the returned handle cancels.
+   */
+  prompt(text, onUpdate) {
+    const requestId = randomUUID()
+    const headers = {
+      'content-type': 'application/proto',
+      'connect-protocol-version': '1',
+      'x-request-id': requestId,
+      'x-original-request-id': requestId,
+      'x-cursor-client-type': 'cli',
+      'x-ghost-mode': 'true',
+    }
+    let seqno = 0
+    const appends = []
+    const send = (message) => {
+      const data = Buffer.from(toBinary(pb.AgentClientMessageSchema, create(pb.AgentClientMessageSchema, { message }))).toString('hex')
+      const body = toBinary(ai.BidiAppendRequestSchema, create(ai.BidiAppendRequestSchema, { data, requestId: { requestId }, appendSeqno: BigInt(seqno++) }))
+      const p = post(this.baseUrl + BIDI_APPEND, headers, Buffer.from(body))
+      appends.push(p.catch(() => {}))
+      return p
+    }
+
+    let messageId = randomUUID()
+    let lastKind = null
+    const rotate = () => { messageId = randomUUID() }
+    const chunk = (sessionUpdate, textValue) => {
+      if (lastKind !== sessionUpdate) rotate()
+      lastKind = sessionUpdate
+      onUpdate({ sessionUpdate, content: { type: 'text', text: textValue }, messageId })
+    }
+    const open = new Set()
+
+    let settle
+    const done = new Promise((resolve) => { settle = resolve })
+    let finished = false
+    let cancelled = false
+    const finish = (stopReason) => {
+      if (finished) return
+      finished = true
+      clearInterval(heartbeat)
+      for (const id of open) onUpdate({ sessionUpdate: 'tool_call_update', toolCallId: id, status: 'failed' })
+      open.clear()
+      try { stream.destroy() } catch {}
+      settle({ stopReason: cancelled ? 'cancelled' : stopReason })
+    }
+
+    const handleExec = async (e) => {
+      const kind = e.message.case.replace(/Args$/, '')
+      let value
+      try {
+        value = await this.exec?.({ kind, args: e.message.value })
+      } catch (err) {
+        value = { result: { case: 'error', value: { error: String(err?.message ?? err) } } }
+      }
+      if (value === undefined || value === null) {
+        await send({ case: 'execClientControlMessage', value: { message: { case: 'throw', value: { id: e.id, error: `No handler for ${kind}` } } } })
+      } else {
+        await send({ case: 'execClientMessage', value: { id: e.id, execId: e.execId, message: { case: resultCase(kind), value } } })
+      }
+      await send({ case: 'execClientControlMessage', value: { message: { case: 'streamClose', value: { id: e.id } } } })
+    }
+
+    const handle = (m) => {
+      switch (m.message.case) {
+        case 'interactionUpdate': {
+          const u = m.message.value.message
+          switch (u.case) {
+            case 'textDelta': return chunk('agent_message_chunk', u.value.text)
+            case 'thinkingDelta': return chunk('agent_thought_chunk', u.value.text)
+            case 'thinkingCompleted': lastKind = null; return
+            case 'toolCallStarted': {
+              lastKind = null
+              open.add(u.value.callId)
+              return onUpdate({ sessionUpdate: 'tool_call', toolCallId: u.value.callId, title: u.value.toolCall?.tool.case ?? 'tool', status: 'in_progress' })
+            }
+            case 'toolCallCompleted': {
+              open.delete(u.value.callId)
+              return onUpdate({ sessionUpdate: 'tool_call_update', toolCallId: u.value.callId, status: 'completed' })
+            }
+            case 'turnEnded': return finish('end_turn')
+            default: return
+          }
+        }
+        case 'execServerMessage':
+          handleExec(m.message.value).catch(() => {})
+          return
+        case 'kvServerMessage': {
+          const kv = m.message.value
+          if (kv.message.case === 'getBlobArgs') {
+            const data = this.blobs.get(Buffer.from(kv.message.value.blobId).toString('hex'))
+            send({ case: 'kvClientMessage', value: { id: kv.id, message: { case: 'getBlobResult', value: { blobData: data } } } }).catch(() => {})
+          } else if (kv.message.case === 'setBlobArgs') {
+            this.blobs.set(Buffer.from(kv.message.value.blobId).toString('hex'), kv.message.value.blobData)
+            send({ case: 'kvClientMessage', value: { id: kv.id, message: { case: 'setBlobResult', value: {} } } }).catch(() => {})
+          }
+          return
+        }
+        case 'conversationCheckpointUpdate': {
+          this.checkpoint = m.message.value
+          const t = this.checkpoint.tokenDetails
+          if (t) onUpdate({ sessionUpdate: 'usage_update', used: t.usedTokens, size: t.maxTokens })
+          return
+        }
+        default:
+          return
+      }
+    }
+
+    const decoder = new FrameDecoder()
+    const stream = http.request(this.baseUrl + RUN_SSE, {
+      method: 'POST',
+      agent: keepAlive,
+      headers: { ...headers, 'content-type': 'application/connect+proto', 'x-cursor-streaming': 'true' },
+    }, (res) => {
+      res.on('data', (c) => {
+        try {
+          for (const frame of decoder.push(c)) {
+            if (frame.flags & 0x02) return finish('end_turn')
+            handle(fromBinary(pb.AgentServerMessageSchema, frame.data))
+          }
+        } catch {
+          finish('end_turn')
+        }
+      })
+      res.on('end', () => finish('end_turn'))
+      res.on('error', () => finish('end_turn'))
+    })
+    stream.on('error', () => finish('end_turn'))
+    stream.end(envelope(toBinary(ai.BidiRequestIdSchema, create(ai.BidiRequestIdSchema, { requestId }))))
+
+    const userMessage = { text, messageId: randomUUID() }
+    send({
+      case: 'runRequest',
+      value: {
+        conversationState: this.checkpoint ?? {},
+        action: { action: { case: 'userMessageAction', value: { userMessage } } },
+        modelDetails: { modelId: 'default' },
+        conversationId: this.conversationId,
+      },
+    }).catch(() => finish('end_turn'))
+    const heartbeat = setInterval(() => send({ case: 'clientHeartbeat', value: {} }).catch(() => {}), HEARTBEAT_MS)
+
+    return {
+      result: done,
+      cancel: () => {
+        if (finished || cancelled) return
+        cancelled = true
+        send({ case: 'conversationAction', value: { action: { case: 'cancelAction', value: {} } } }).catch(() => {})
+        // Resolve within the bound even if the server never answers.
+        setTimeout(() => finish('cancelled'), this.cancelTimeoutMs).unref()
+      },
+    }
+  }
+}
+
+/** Content-addressed id the embedded backend uses for `kvSet` without an explicit id. */
+export const blobId = (data) => createHash('sha256').update(data).digest()

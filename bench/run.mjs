@@ -1,0 +1,244 @@
+// `npm run bench`: the addon against the pure-JavaScript baseline on the embedded backend (in a
+// process of its own), scenario by scenario, each measurement in a fresh worker process.
+// Prints a table, writes bench/results.json (or --out), and checks the issue's targets.
+// `--smoke` runs tiny sizes (part of `npm test`: it proves the harness works, not the speed).
+import { spawn, spawnSync } from 'node:child_process'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { createRequire } from 'node:module'
+import { parseArgs } from 'node:util'
+
+const require = createRequire(import.meta.url)
+const here = path.dirname(fileURLToPath(import.meta.url))
+const { values: opts } = parseArgs({ options: { smoke: { type: 'boolean', default: false }, out: { type: 'string' }, only: { type: 'string' } } })
+
+// Fixed before measuring (the issue's scenarios); --smoke only shrinks them.
+const FULL = {
+  runs: 5,
+  stream: { count: 200_000, text: 'tok ' },
+  large: { bytes: 12 * 1024 * 1024 },
+  many: { sessions: 1000, deltas: 100 },
+  cancel: { cancels: 200, boundMs: 500 },
+  first: { prompts: 50 },
+}
+const SMOKE = {
+  runs: 1,
+  stream: { count: 2_000, text: 'tok ' },
+  large: { bytes: 256 * 1024 },
+  many: { sessions: 20, deltas: 100 },
+  cancel: { cancels: 5, boundMs: 200 },
+  first: { prompts: 5 },
+}
+const size = opts.smoke ? SMOKE : FULL
+const IMPLS = ['addon', 'baseline']
+
+const scenarios = {
+  check: () => ({ steps: [
+    { type: 'thinking', text: 'Let me ' },
+    { type: 'thinking', text: 'check.' },
+    { type: 'thinkingCompleted', durationMs: 5 },
+    { type: 'text', text: 'Reading ' },
+    { type: 'text', text: 'the file.' },
+    { type: 'toolCallStarted', callId: 'c1', toolCall: { readToolCall: { args: { path: '/bench/a.txt' } } } },
+    { type: 'exec', id: 1, args: { readArgs: { path: '/bench/a.txt', toolCallId: 'c1' } } },
+    { type: 'toolCallCompleted', callId: 'c1', toolCall: { readToolCall: { args: { path: '/bench/a.txt' }, result: { success: {} } } } },
+    { type: 'checkpoint', state: { tokenDetails: { usedTokens: 1200, maxTokens: 200000 } } },
+    { type: 'textBurst', text: 'ok ', count: 50 },
+    { type: 'turnEnded' },
+  ] }),
+  stream: () => ({ record: false, steps: [{ type: 'textBurst', text: size.stream.text, count: size.stream.count }, { type: 'turnEnded' }] }),
+  'large-up': () => ({ record: false, steps: [{ type: 'exec', id: 1, args: { readArgs: { path: '/bench/big.txt' } } }, { type: 'turnEnded' }] }),
+  'large-down': () => ({ record: false, steps: [
+    { type: 'text', text: 'start' },
+    { type: 'checkpoint', state: { turns: [Buffer.alloc(size.large.bytes, 7).toString('base64')] } },
+    { type: 'turnEnded' },
+  ] }),
+  many: () => ({ record: false, waitTimeoutMs: 300_000, steps: [
+    { type: 'textBurst', text: 'tok ', count: size.many.deltas },
+    { type: 'exec', id: 1, args: { readArgs: { path: '/bench/a.txt' } } },
+    { type: 'turnEnded' },
+  ] }),
+  'cancel-ack': () => ({ record: false, steps: [{ type: 'text', text: 'streaming' }, { type: 'awaitClient', kind: 'conversationAction' }, { type: 'turnEnded' }] }),
+  'cancel-silent': () => ({ record: false, steps: [{ type: 'text', text: 'streaming' }, { type: 'sleep', ms: 3_600_000 }] }),
+  first: () => ({ record: false, steps: [{ type: 'text', text: 'hi' }, { type: 'turnEnded' }] }),
+}
+
+const sizeFor = {
+  check: {}, stream: size.stream, 'large-up': size.large, 'large-down': size.large, many: size.many,
+  'cancel-ack': size.cancel, 'cancel-silent': size.cancel, first: size.first,
+}
+
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'acp-bench-'))
+
+async function startServer(name) {
+  const file = path.join(tmp, `${name}.json`)
+  fs.writeFileSync(file, JSON.stringify(scenarios[name]()))
+  const child = spawn(process.execPath, [path.join(here, 'server.mjs'), file], { stdio: ['pipe', 'pipe', 'inherit'] })
+  const url = await new Promise((resolve, reject) => {
+    let out = ''
+    child.stdout.on('data', (c) => {
+      out += c
+      if (out.includes('\n')) resolve(JSON.parse(out).url)
+    })
+    child.on('exit', (code) => reject(new Error(`server for ${name} exited with ${code}`)))
+  })
+  return { url, stop: () => child.stdin.end() }
+}
+
+function worker(impl, scenario, url) {
+  const spec = JSON.stringify({ impl, scenario, url, size: sizeFor[scenario] })
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--expose-gc', path.join(here, 'worker.mjs'), spec], { stdio: ['ignore', 'pipe', 'inherit'] })
+    let out = ''
+    child.stdout.on('data', (c) => { out += c })
+    child.on('exit', (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`${impl} ${scenario} failed (exit ${code})`))))
+  })
+}
+
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b)
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2
+}
+
+/** Runs a scenario `runs` times per implementation (alternating), returning per-impl runs. */
+async function measure(name, runs) {
+  const server = await startServer(name)
+  const out = { addon: [], baseline: [] }
+  try {
+    for (let i = 0; i < runs; i++) {
+      for (const impl of i % 2 ? [...IMPLS].reverse() : IMPLS) out[impl].push(await worker(impl, name, server.url))
+    }
+  } finally {
+    server.stop()
+  }
+  return out
+}
+
+/** Median of each numeric field over runs. */
+function summarize(runs) {
+  const out = {}
+  for (const key of Object.keys(runs[0])) {
+    if (typeof runs[0][key] === 'number') out[key] = median(runs.map((r) => r[key]))
+  }
+  return out
+}
+
+const wanted = opts.only ? opts.only.split(',') : null
+const want = (name) => !wanted || wanted.includes(name)
+const results = {}
+const samples = {}
+const log = (s) => process.stderr.write(`${s}\n`)
+
+log(`bench (${opts.smoke ? 'smoke' : 'full'}): scenarios run in worker processes against the embedded backend in its own process`)
+
+// Correctness first: both clients must produce the same updates.
+const checkRuns = await measure('check', 1)
+const [a, b] = [checkRuns.addon[0], checkRuns.baseline[0]]
+const checkPass = JSON.stringify(a) === JSON.stringify(b)
+results.check = { pass: checkPass, addon: a, baseline: b }
+if (!checkPass) {
+  log(`check FAILED: the clients disagree\naddon:    ${JSON.stringify(a)}\nbaseline: ${JSON.stringify(b)}`)
+  process.exitCode = 1
+}
+
+for (const name of ['stream', 'large-up', 'large-down', 'many', 'cancel-ack', 'cancel-silent', 'first']) {
+  if (!want(name)) continue
+  log(`  ${name}…`)
+  const runs = ['cancel-ack', 'cancel-silent', 'first'].includes(name) ? 1 : size.runs
+  const raw = await measure(name, runs)
+  results[name] = { addon: summarize(raw.addon), baseline: summarize(raw.baseline), runs }
+  if (name === 'stream') samples.stream = { addon: raw.addon.map((r) => r.wallMs), baseline: raw.baseline.map((r) => r.wallMs), addonBusy: raw.addon.map((r) => r.busyMs), baselineBusy: raw.baseline.map((r) => r.busyMs) }
+  if (name.startsWith('cancel')) samples[name] = { addon: raw.addon[0].samples, baseline: raw.baseline[0].samples }
+  if (name === 'first') samples.first = { addon: raw.addon[0].samples, baseline: raw.baseline[0].samples }
+}
+
+// The decode ceiling: the core codec alone, in this process (release build for `npm run bench`).
+if (want('stream')) {
+  const { bench } = require('../index.js')
+  const ceilings = Array.from({ length: size.runs }, () => bench.decodeTextFrames(size.stream.count, size.stream.text))
+  results.decodeCeiling = { framesPerSec: median(ceilings.map((c) => c.frames / (c.nanos / 1e9))) }
+}
+
+// ---------- targets (issue #5), as ratios measured in this run ----------
+const targets = []
+const target = (name, value, limit, pass, unit = '') => targets.push({ name, value, limit, pass, unit })
+const r = results
+if (r.stream) {
+  target('stream: JS-thread busy, addon / baseline', r.stream.addon.busyMs / r.stream.baseline.busyMs, '≤ 0.2', r.stream.addon.busyMs / r.stream.baseline.busyMs <= 0.2, '×')
+  target('stream: wall, addon / baseline', r.stream.addon.wallMs / r.stream.baseline.wallMs, '≤ 0.5', r.stream.addon.wallMs / r.stream.baseline.wallMs <= 0.5, '×')
+  const share = r.stream.addon.framesPerSec / r.decodeCeiling.framesPerSec
+  target('stream: end-to-end frames/s / decode ceiling', share, '≥ 0.5', share >= 0.5, '×')
+}
+for (const dir of ['large-up', 'large-down']) {
+  if (!r[dir]) continue
+  target(`${dir}: addon MB/s`, r[dir].addon.mbPerSec, '≥ 300', r[dir].addon.mbPerSec >= 300, 'MB/s')
+  target(`${dir}: addon peak RSS above idle / payload`, r[dir].addon.peakRssAboveIdleMiB / r[dir].addon.payloadMiB, '≤ 3', r[dir].addon.peakRssAboveIdleMiB / r[dir].addon.payloadMiB <= 3, '×')
+}
+if (r.many) {
+  target('many: addon sessions completed', r.many.addon.completed, `= ${size.many.sessions}`, r.many.addon.completed === size.many.sessions)
+  target('many: addon p99 first update', r.many.addon.firstP99Ms, '≤ 250', r.many.addon.firstP99Ms <= 250, 'ms')
+  target('many: addon RSS per idle session', r.many.addon.perIdleSessionKiB, '≤ 64', r.many.addon.perIdleSessionKiB <= 64, 'KiB')
+}
+if (r['cancel-silent']) target('cancel (silent server): addon p99', r['cancel-silent'].addon.p99Ms, `≤ ${size.cancel.boundMs + 50}`, r['cancel-silent'].addon.p99Ms <= size.cancel.boundMs + 50, 'ms')
+if (r['cancel-ack']) target('cancel (acknowledging server): addon p99', r['cancel-ack'].addon.p99Ms, '≤ 20', r['cancel-ack'].addon.p99Ms <= 20, 'ms')
+if (r.first) target('first update: addon p50 / baseline p50', r.first.addon.p50Ms / r.first.baseline.p50Ms, '≤ 1', r.first.addon.p50Ms <= r.first.baseline.p50Ms, '×')
+
+// ---------- report ----------
+const fmt = (v) => (typeof v !== 'number' ? String(v) : Math.abs(v) >= 100 ? v.toFixed(0) : Math.abs(v) >= 1 ? v.toFixed(2) : v.toFixed(3))
+const rows = []
+const row = (scenario, metric, a, b) => rows.push([scenario, metric, fmt(a), fmt(b), b ? `${fmt(a / b)}×` : ''])
+if (r.stream) {
+  row('stream', 'wall ms', r.stream.addon.wallMs, r.stream.baseline.wallMs)
+  row('stream', 'JS-thread busy ms', r.stream.addon.busyMs, r.stream.baseline.busyMs)
+  row('stream', 'updates delivered', r.stream.addon.updates, r.stream.baseline.updates)
+  row('stream', 'frames/s (decode ceiling ' + fmt(r.decodeCeiling.framesPerSec) + ')', r.stream.addon.framesPerSec, r.stream.baseline.framesPerSec)
+}
+for (const dir of ['large-up', 'large-down']) {
+  if (!r[dir]) continue
+  row(dir, 'MB/s', r[dir].addon.mbPerSec, r[dir].baseline.mbPerSec)
+  row(dir, 'peak RSS above idle MiB', r[dir].addon.peakRssAboveIdleMiB, r[dir].baseline.peakRssAboveIdleMiB)
+}
+if (r.many) {
+  row('many', 'completed', r.many.addon.completed, r.many.baseline.completed)
+  row('many', 'total wall ms', r.many.addon.wallMs, r.many.baseline.wallMs)
+  row('many', 'first update p50 ms', r.many.addon.firstP50Ms, r.many.baseline.firstP50Ms)
+  row('many', 'first update p99 ms', r.many.addon.firstP99Ms, r.many.baseline.firstP99Ms)
+  row('many', 'RSS per idle session KiB', r.many.addon.perIdleSessionKiB, r.many.baseline.perIdleSessionKiB)
+}
+for (const name of ['cancel-ack', 'cancel-silent', 'first']) {
+  if (!r[name]) continue
+  row(name, 'p50 ms', r[name].addon.p50Ms, r[name].baseline.p50Ms)
+  row(name, 'p99 ms', r[name].addon.p99Ms, r[name].baseline.p99Ms)
+}
+const table = [['scenario', 'metric', 'addon', 'baseline', 'addon / baseline'], ...rows]
+const markdown = [
+  `| ${table[0].join(' | ')} |`,
+  `|${table[0].map(() => '---').join('|')}|`,
+  ...rows.map((cells) => `| ${cells.join(' | ')} |`),
+].join('\n')
+const targetsMd = [
+  '| target | measured | limit | met |',
+  '|---|---|---|---|',
+  ...targets.map((t) => `| ${t.name} | ${fmt(t.value)} ${t.unit} | ${t.limit} | ${t.pass ? 'yes' : '**no**'} |`),
+].join('\n')
+process.stdout.write(`\n${markdown}\n\n${targetsMd}\n\ncheck (same updates from both clients): ${checkPass ? 'pass' : 'FAIL'}\n`)
+
+const cpus = os.cpus()
+const machine = {
+  cpus: cpus.length,
+  cpuModel: cpus[0]?.model ?? 'unknown',
+  memoryGiB: Math.round(os.totalmem() / 2 ** 30),
+  platform: `${os.type()} ${os.release()} ${os.arch()}`,
+  node: process.version,
+  addonBuild: fs.existsSync(path.join(here, '..', 'target', 'release')) ? 'see npm run bench (release)' : 'debug',
+}
+const outFile = opts.out ?? path.join(here, 'results.json')
+fs.writeFileSync(outFile, `${JSON.stringify({ date: new Date().toISOString(), mode: opts.smoke ? 'smoke' : 'full', machine, size, results, targets, samples, markdown, targetsMd }, null, 2)}\n`)
+log(`wrote ${outFile}`)
+fs.rmSync(tmp, { recursive: true, force: true })
+if (!opts.smoke) {
+  const plot = spawnSync('python3', [path.join(here, 'plot.py'), outFile, path.join(here, 'distributions.png')], { stdio: 'inherit' })
+  if (plot.status !== 0) log('plot skipped (python3 with matplotlib not available: run `npm run bench:plot`)')
+}

@@ -1,0 +1,215 @@
+// One measurement in a fresh process (so peak RSS and event-loop figures belong to it alone):
+// `node --expose-gc bench/worker.mjs '<spec json>'` prints one JSON result line.
+// spec: { impl: 'addon' | 'baseline', scenario, url, size }
+import { createRequire } from 'node:module'
+import { performance } from 'node:perf_hooks'
+
+const require = createRequire(import.meta.url)
+const spec = JSON.parse(process.argv[2])
+const mib = 1024 * 1024
+
+// ---------- the two implementations behind one shape ----------
+
+async function implementation(impl, url, { content = 'bench file\n', cancelTimeoutMs = 2000 } = {}) {
+  if (impl === 'addon') {
+    const { AgentClient } = require('../index.js')
+    const client = new AgentClient({
+      baseUrl: url,
+      cancelTimeoutMs,
+      exec: (req) => (req.kind === 'read' ? { success: { path: req.args.path, content: exec.content() } } : undefined),
+    })
+    const exec = { content: () => content, onReturn: null }
+    return {
+      exec,
+      session() {
+        const session = client.newSession({ cwd: '/bench' })
+        return {
+          turn(text, onUpdate) {
+            const t = session.prompt(text)
+            const done = (async () => {
+              for (;;) {
+                const batch = await t.nextBatch(1024)
+                if (batch.length === 0) break
+                for (const u of batch) onUpdate(u)
+              }
+              return t.result
+            })()
+            return { done, cancel: () => t.cancel() }
+          },
+          keep: session,
+        }
+      },
+    }
+  }
+  const { BaselineClient } = await import('./baseline/client.mjs')
+  const exec = { content: () => content }
+  return {
+    exec,
+    session() {
+      const client = new BaselineClient({
+        baseUrl: url,
+        cancelTimeoutMs,
+        exec: ({ kind, args }) => (kind === 'read' ? { result: { case: 'success', value: { path: args.path, output: { case: 'content', value: exec.content() } } } } : undefined),
+      })
+      return {
+        turn(text, onUpdate) {
+          const t = client.prompt(text, onUpdate)
+          return { done: t.result, cancel: t.cancel }
+        },
+        keep: client,
+      }
+    },
+  }
+}
+
+const rss = () => process.memoryUsage().rss
+const gc = () => { if (global.gc) { global.gc(); global.gc() } }
+const percentile = (xs, p) => {
+  const s = [...xs].sort((a, b) => a - b)
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]
+}
+
+// ---------- scenarios ----------
+
+async function stream() {
+  const impl = await implementation(spec.impl, spec.url)
+  const session = impl.session()
+  let updates = 0
+  let chars = 0
+  const elu0 = performance.eventLoopUtilization()
+  const t0 = performance.now()
+  const { done } = session.turn('stream', (u) => {
+    updates++
+    if (u.sessionUpdate === 'agent_message_chunk') chars += u.content.text.length
+  })
+  const result = await done
+  const wallMs = performance.now() - t0
+  const elu = performance.eventLoopUtilization(elu0)
+  const expectedChars = spec.size.count * spec.size.text.length
+  if (chars !== expectedChars) throw new Error(`${spec.impl} delivered ${chars} of ${expectedChars} characters`)
+  return { wallMs, busyMs: elu.active, updates, frames: spec.size.count, framesPerSec: spec.size.count / (wallMs / 1000), stopReason: result.stopReason }
+}
+
+async function largeUp() {
+  const content = 'a'.repeat(spec.size.bytes)
+  const impl = await implementation(spec.impl, spec.url, { content })
+  const session = impl.session()
+  gc()
+  const idle = rss()
+  let returnedAt = 0
+  impl.exec.content = () => {
+    returnedAt = performance.now()
+    return content
+  }
+  const { done } = session.turn('upload', () => {})
+  await done
+  const seconds = (performance.now() - returnedAt) / 1000
+  return { mbPerSec: spec.size.bytes / mib / seconds, peakRssAboveIdleMiB: (process.resourceUsage().maxRSS * 1024 - idle) / mib, payloadMiB: spec.size.bytes / mib }
+}
+
+async function largeDown() {
+  const impl = await implementation(spec.impl, spec.url)
+  const session = impl.session()
+  gc()
+  const idle = rss()
+  let firstAt = 0
+  const { done } = session.turn('download', () => { if (!firstAt) firstAt = performance.now() })
+  await done
+  const seconds = (performance.now() - firstAt) / 1000
+  return { mbPerSec: spec.size.bytes / mib / seconds, peakRssAboveIdleMiB: (process.resourceUsage().maxRSS * 1024 - idle) / mib, payloadMiB: spec.size.bytes / mib }
+}
+
+async function many() {
+  const impl = await implementation(spec.impl, spec.url)
+  gc()
+  const before = rss()
+  const sessions = Array.from({ length: spec.size.sessions }, () => impl.session())
+  const firsts = []
+  const t0 = performance.now()
+  const results = await Promise.all(sessions.map(async (s) => {
+    const start = performance.now()
+    let first = 0
+    const { done } = s.turn('many', () => { if (!first) first = performance.now() - start })
+    const r = await done
+    firsts.push(first)
+    return r.stopReason
+  }))
+  const wallMs = performance.now() - t0
+  const completed = results.filter((r) => r === 'end_turn').length
+  await new Promise((r) => setTimeout(r, 200))
+  gc()
+  const perIdleSessionKiB = (rss() - before) / 1024 / sessions.length
+  return { sessions: sessions.length, completed, wallMs, firstP50Ms: percentile(firsts, 50), firstP99Ms: percentile(firsts, 99), perIdleSessionKiB, kept: sessions.length }
+}
+
+async function cancel() {
+  const impl = await implementation(spec.impl, spec.url, { cancelTimeoutMs: spec.size.boundMs })
+  const samples = []
+  for (let i = 0; i < spec.size.cancels; i++) {
+    const session = impl.session()
+    let resolveFirst
+    const first = new Promise((r) => { resolveFirst = r })
+    const t = session.turn('cancel me', () => resolveFirst())
+    await first
+    const start = performance.now()
+    t.cancel()
+    const r = await t.done
+    if (r.stopReason !== 'cancelled') throw new Error(`${spec.impl}: stop reason ${r.stopReason} after cancel`)
+    samples.push(performance.now() - start)
+  }
+  return { p50Ms: percentile(samples, 50), p99Ms: percentile(samples, 99), samples }
+}
+
+async function first() {
+  const impl = await implementation(spec.impl, spec.url)
+  const session = impl.session()
+  const samples = []
+  for (let i = 0; i < spec.size.prompts; i++) {
+    const start = performance.now()
+    let at = 0
+    const { done } = session.turn('hello', () => { if (!at) at = performance.now() - start })
+    await done
+    samples.push(at)
+  }
+  return { p50Ms: percentile(samples, 50), p99Ms: percentile(samples, 99), samples }
+}
+
+/** Both implementations on one scenario: the updates they produce, normalized for comparison. */
+async function check() {
+  const impl = await implementation(spec.impl, spec.url)
+  const session = impl.session()
+  const updates = []
+  const { done } = session.turn('check', (u) => updates.push(u))
+  const r = await done
+  const out = []
+  for (const u of updates) {
+    const last = out.at(-1)
+    switch (u.sessionUpdate) {
+      case 'agent_message_chunk':
+      case 'agent_thought_chunk':
+        if (last?.kind === u.sessionUpdate) last.text += u.content.text
+        else out.push({ kind: u.sessionUpdate, text: u.content.text })
+        break
+      case 'tool_call':
+        out.push({ kind: 'tool_call', id: u.toolCallId, status: u.status })
+        break
+      case 'tool_call_update':
+        if (u.status) out.push({ kind: 'tool_call_update', id: u.toolCallId, status: u.status })
+        break
+      case 'usage_update':
+        out.push({ kind: 'usage_update', used: u.used, size: u.size })
+        break
+    }
+  }
+  return { stopReason: r.stopReason, updates: out }
+}
+
+const run = { stream, 'large-up': largeUp, 'large-down': largeDown, many, 'cancel-ack': cancel, 'cancel-silent': cancel, first, check }[spec.scenario]
+try {
+  const result = await run()
+  process.stdout.write(`${JSON.stringify(result)}\n`)
+  process.exit(0)
+} catch (e) {
+  process.stderr.write(`${e.stack ?? e}\n`)
+  process.exit(1)
+}
