@@ -1,0 +1,33 @@
+// Smoke run of `bench/` with tiny sizes: the baseline is generated from proto/, both clients run
+// every scenario against the embedded backend in its own process, their updates agree, and the
+// report carries every figure the targets are judged on. Speed is not asserted here.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { spawnSync } from 'node:child_process'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+const root = fileURLToPath(new URL('..', import.meta.url))
+
+test('bench smoke run: every scenario measured for both clients, and they produce the same updates', () => {
+  const gen = spawnSync('npm', ['run', '--silent', 'bench:gen'], { cwd: root, encoding: 'utf8' })
+  assert.equal(gen.status, 0, gen.stderr)
+  const out = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'bench-smoke-')), 'results.json')
+  const run = spawnSync(process.execPath, ['bench/run.mjs', '--smoke', '--out', out], { cwd: root, encoding: 'utf8', timeout: 300_000 })
+  assert.equal(run.status, 0, run.stderr)
+  const results = JSON.parse(fs.readFileSync(out, 'utf8'))
+  assert.equal(results.results.check.pass, true)
+  assert.ok(results.results.check.addon.updates.length >= 5, 'the check scenario produced updates')
+  for (const name of ['stream', 'large-up', 'large-down', 'many', 'cancel-ack', 'cancel-silent', 'first']) {
+    for (const impl of ['addon', 'baseline']) {
+      const figures = results.results[name]?.[impl]
+      assert.ok(figures && Object.values(figures).every(Number.isFinite), `${name} ${impl}: ${JSON.stringify(figures)}`)
+    }
+  }
+  assert.equal(results.results.many.addon.completed, results.size.many.sessions)
+  assert.ok(results.results.decodeCeiling.framesPerSec > 0)
+  assert.equal(results.targets.length, 13)
+  assert.match(run.stdout, /\| stream \| wall ms \|/)
+})
