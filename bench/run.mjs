@@ -238,6 +238,24 @@ const outFile = opts.out ?? path.join(here, 'results.json')
 fs.writeFileSync(outFile, `${JSON.stringify({ date: new Date().toISOString(), mode: opts.smoke ? 'smoke' : 'full', machine, size, results, targets, samples, markdown, targetsMd }, null, 2)}\n`)
 log(`wrote ${outFile}`)
 fs.rmSync(tmp, { recursive: true, force: true })
+if (!opts.smoke && !opts.out) {
+  // The latest full run goes into bench/README.md between its markers.
+  const readme = path.join(here, 'README.md')
+  const text = fs.readFileSync(readme, 'utf8')
+  const section = [
+    '<!-- results:start -->',
+    `Latest run: ${new Date().toISOString().slice(0, 10)} on ${machine.cpus} × ${machine.cpuModel}, ${machine.memoryGiB} GiB, ${machine.platform}, Node ${machine.node}; addon release build.`,
+    '',
+    markdown,
+    '',
+    targetsMd,
+    '',
+    `Check (both clients produce the same updates on the check scenario): ${checkPass ? 'pass' : 'FAIL'}.`,
+    '<!-- results:end -->',
+  ].join('\n')
+  fs.writeFileSync(readme, text.replace(/<!-- results:start -->[\s\S]*<!-- results:end -->/, section))
+  log(`updated ${readme}`)
+}
 if (!opts.smoke) {
   const plot = spawnSync('python3', [path.join(here, 'plot.py'), outFile, path.join(here, 'distributions.png')], { stdio: 'inherit' })
   if (plot.status !== 0) log('plot skipped (python3 with matplotlib not available: run `npm run bench:plot`)')

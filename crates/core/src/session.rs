@@ -926,8 +926,31 @@ impl TurnLoop {
                     last_frame = Instant::now();
                     match frame {
                         Ok(Some(frame)) => {
-                            if self.dispatch(frame, &sender).await {
-                                return AttemptEnd::TurnEnded;
+                            // Work through everything this read brought in, merging runs of text
+                            // deltas, before paying for another select (a timer and a wake-up).
+                            let mut current = frame;
+                            loop {
+                                let next = match receiver.next_buffered() {
+                                    Some(Ok(Some(next))) => match merge_delta(current, next) {
+                                        Ok(merged) => {
+                                            current = merged;
+                                            continue;
+                                        }
+                                        Err((held, next)) => {
+                                            current = held;
+                                            Some(next)
+                                        }
+                                    },
+                                    // End, error or an incomplete frame: the next select sees it.
+                                    _ => None,
+                                };
+                                if self.dispatch(current, &sender).await {
+                                    return AttemptEnd::TurnEnded;
+                                }
+                                match next {
+                                    Some(next) => current = next,
+                                    None => break,
+                                }
                             }
                         }
                         Ok(None) if cancel_requested => return AttemptEnd::Cancelled,
@@ -1195,6 +1218,43 @@ fn output_event(chunk: ShellOutput) -> pb::shell_stream::Event {
     match chunk {
         ShellOutput::Stdout(data) => pb::shell_stream::Event::Stdout(pb::ShellStreamStdout { data }),
         ShellOutput::Stderr(data) => pb::shell_stream::Event::Stderr(pb::ShellStreamStderr { data }),
+    }
+}
+
+/// Appends `next` to `current` when both are plain text deltas (or both thinking deltas): the
+/// translation of the merged delta is exactly that of the run, one update instead of many.
+/// Otherwise gives both back.
+#[allow(clippy::result_large_err)]
+fn merge_delta(
+    mut current: crate::transport::ServerFrame,
+    next: crate::transport::ServerFrame,
+) -> Result<crate::transport::ServerFrame, (crate::transport::ServerFrame, crate::transport::ServerFrame)> {
+    use pb::agent_server_message::Message as S;
+    use pb::interaction_update::Message as U;
+    let target = match &mut current.message.message {
+        Some(S::InteractionUpdate(pb::InteractionUpdate { message: Some(u) })) => u,
+        _ => return Err((current, next)),
+    };
+    let merged = match (target, &next.message.message) {
+        (U::TextDelta(a), Some(S::InteractionUpdate(pb::InteractionUpdate { message: Some(U::TextDelta(b)) })))
+            if a.is_server_notice == b.is_server_notice =>
+        {
+            a.text.push_str(&b.text);
+            true
+        }
+        (
+            U::ThinkingDelta(a),
+            Some(S::InteractionUpdate(pb::InteractionUpdate { message: Some(U::ThinkingDelta(b)) })),
+        ) if a.thinking_style == b.thinking_style => {
+            a.text.push_str(&b.text);
+            true
+        }
+        _ => false,
+    };
+    if merged {
+        Ok(current)
+    } else {
+        Err((current, next))
     }
 }
 

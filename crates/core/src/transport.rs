@@ -172,7 +172,10 @@ impl Transport {
         let mut builder = reqwest::Client::builder()
             .user_agent(concat!("cursor-acp-native/", env!("CARGO_PKG_VERSION")))
             .connect_timeout(config.connect_timeout)
-            .tcp_nodelay(true);
+            .tcp_nodelay(true)
+            // A turn keeps at most a stream and 16 appends busy; more idle sockets than that only
+            // hold buffers (with many sessions, most of their idle memory).
+            .pool_max_idle_per_host(IDLE_CONNECTIONS_PER_HOST);
         builder = match config.kind {
             TransportKind::Sse => builder.http1_only(),
             TransportKind::H2 => builder
@@ -484,13 +487,12 @@ impl SseSender {
         let seqno = *seqno_guard;
         *seqno_guard += 1;
         let wire_bytes = if binary { payload.len() } else { payload.len() * 2 };
-        let request = BidiAppendRequest {
-            data: if binary { String::new() } else { hex::encode(&payload) },
-            request_id: Some(BidiRequestId { request_id: self.request_id.clone() }),
-            append_seqno: seqno,
-            data_binary: if binary { payload } else { Bytes::new() },
+        let request_id = Some(BidiRequestId { request_id: self.request_id.clone() });
+        let mut body = if binary {
+            BidiAppendRequest { data: String::new(), request_id, append_seqno: seqno, data_binary: payload }.encode_to_vec()
+        } else {
+            hex_append_body(&payload, request_id, seqno)
         };
-        let mut body = request.encode_to_vec();
         let mut builder = self.client.post(&self.url).headers(self.headers.clone());
         if self.config.compression == Compression::Gzip && body.len() >= MIN_COMPRESS_BYTES {
             body = connect::gzip(&body);
@@ -524,6 +526,26 @@ impl SseSender {
         drop(seqno_guard);
         Ok(())
     }
+}
+
+/// Idle keep-alive connections kept per host.
+const IDLE_CONNECTIONS_PER_HOST: usize = 32;
+
+/// A `BidiAppendRequest` with hex `data`, written straight into the body buffer: the same bytes
+/// prost would produce (fields in number order), without a hex string and a second copy of it.
+fn hex_append_body(payload: &[u8], request_id: Option<BidiRequestId>, seqno: i64) -> Vec<u8> {
+    let hex_len = payload.len() * 2;
+    let rest = BidiAppendRequest { data: String::new(), request_id, append_seqno: seqno, data_binary: Bytes::new() };
+    let mut body = Vec::with_capacity(1 + 10 + hex_len + rest.encoded_len());
+    if hex_len > 0 {
+        prost::encoding::encode_key(1, prost::encoding::WireType::LengthDelimited, &mut body);
+        prost::encoding::encode_varint(hex_len as u64, &mut body);
+        let start = body.len();
+        body.resize(start + hex_len, 0);
+        faster_hex::hex_encode(payload, &mut body[start..]).expect("the buffer is sized for the hex");
+    }
+    rest.encode(&mut body).expect("a Vec grows as needed");
+    body
 }
 
 type BodyStream = Pin<Box<dyn Stream<Item = Result<Bytes, reqwest::Error>> + Send>>;
@@ -577,6 +599,33 @@ impl AgentReceiver {
         Err(err)
     }
 
+    /// The next message already received and buffered, without waiting for the network:
+    /// `None` when a whole frame is not buffered yet. Lets the turn loop work through a burst
+    /// of frames from one read in a tight loop.
+    pub fn next_buffered(&mut self) -> Option<Result<Option<ServerFrame>, CoreError>> {
+        if matches!(self.state, ResponseState::Done) {
+            return None;
+        }
+        match self.decoder.next_frame() {
+            Err(e) => Some(self.fail(e.into())),
+            Ok(Some(Frame::Message(raw))) => Some(match AgentServerMessage::decode(raw.clone()) {
+                Ok(message) => Ok(Some(ServerFrame { message, raw })),
+                Err(e) => self.fail(CoreError::Protocol(format!("frame is not an AgentServerMessage: {e}"))),
+            }),
+            Ok(Some(Frame::End(end))) => {
+                self.trailers = end.metadata;
+                Some(match end.error {
+                    Some(err) => self.fail(CoreError::from_connect(err)),
+                    None => {
+                        self.state = ResponseState::Done;
+                        Ok(None)
+                    }
+                })
+            }
+            Ok(None) => None,
+        }
+    }
+
     /// The next server message; `Ok(None)` after a clean end (`{}` end-of-stream frame).
     /// A Connect error end, a framing violation, a failed append or a connection that closes
     /// without the end-of-stream frame is an `Err`, and the receiver is finished after it.
@@ -585,25 +634,8 @@ impl AgentReceiver {
             if matches!(self.state, ResponseState::Done) {
                 return Ok(None);
             }
-            match self.decoder.next_frame() {
-                Err(e) => return self.fail(e.into()),
-                Ok(Some(Frame::Message(raw))) => match AgentServerMessage::decode(raw.clone()) {
-                    Ok(message) => return Ok(Some(ServerFrame { message, raw })),
-                    Err(e) => {
-                        return self.fail(CoreError::Protocol(format!("frame is not an AgentServerMessage: {e}")))
-                    }
-                },
-                Ok(Some(Frame::End(end))) => {
-                    self.trailers = end.metadata;
-                    return match end.error {
-                        Some(err) => self.fail(CoreError::from_connect(err)),
-                        None => {
-                            self.state = ResponseState::Done;
-                            Ok(None)
-                        }
-                    };
-                }
-                Ok(None) => {}
+            if let Some(outcome) = self.next_buffered() {
+                return outcome;
             }
             let failed = self.failure.borrow().clone();
             if let Some(err) = failed {
@@ -659,6 +691,21 @@ impl AgentReceiver {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hex_append_bodies_are_what_prost_would_encode() {
+        for payload in [&b""[..], b"\x00\xff hello", &[7u8; 300][..]] {
+            let request_id = Some(BidiRequestId { request_id: "r-1".into() });
+            let expected = BidiAppendRequest {
+                data: hex::encode(payload),
+                request_id: request_id.clone(),
+                append_seqno: 42,
+                data_binary: Bytes::new(),
+            }
+            .encode_to_vec();
+            assert_eq!(hex_append_body(payload, request_id, 42), expected);
+        }
+    }
 
     #[test]
     fn secret_never_prints() {

@@ -382,9 +382,12 @@ async fn handle_append(state: Arc<State>, req: Request<Incoming>) -> Result<Resp
     // The sheet's servers prefer hex `data` and fall back to `data_binary`.
     let payload =
         if !append.data.is_empty() {
-            Bytes::from(hex::decode(&append.data).map_err(|e| {
-                ConnectError::new(Code::InvalidArgument, format!("BidiAppendRequest.data is not hex: {e}"))
-            })?)
+            let hex = append.data.as_bytes();
+            let mut out = vec![0u8; hex.len() / 2];
+            if hex.len() % 2 != 0 || faster_hex::hex_decode(hex, &mut out).is_err() {
+                return Err(ConnectError::new(Code::InvalidArgument, "BidiAppendRequest.data is not hex"));
+            }
+            Bytes::from(out)
         } else {
             append.data_binary.clone()
         };
