@@ -412,8 +412,14 @@ async fn shell_success_streams_and_returns_output() {
         let args = json!({ "command": "echo $GREETING; pwd; echo oops >&2; sleep 0.5; echo done", "workingDirectory": "sub" });
         tools.run_kind("shellStream", &args, &ctx).await.unwrap().unwrap()
     });
-    let first = tokio::time::timeout(Duration::from_secs(5), rx.recv()).await.unwrap().unwrap();
-    assert!(matches!(&first, ShellOutput::Stdout(s) if s.starts_with("hello\n")), "{first:?}");
+    // stdout and stderr are separate pipes: stderr's "oops" may be read first.
+    let first = loop {
+        match tokio::time::timeout(Duration::from_secs(5), rx.recv()).await.unwrap().unwrap() {
+            ShellOutput::Stdout(s) => break s,
+            ShellOutput::Stderr(e) => assert_eq!(e, "oops\n"),
+        }
+    };
+    assert!(first.starts_with("hello\n"), "{first:?}");
     assert!(started.elapsed() < Duration::from_millis(450), "output streamed before the command ended");
     let r = run.await.unwrap();
     let s = &r["success"];

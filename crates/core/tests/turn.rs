@@ -585,7 +585,12 @@ async fn save_and_load_continue_the_conversation_on_a_new_client() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slow_consumers_get_coalesced_text_and_result_without_iterating_does_not_hang() {
-    let scenario = json!({ "steps": [{ "type": "textBurst", "text": "ab", "count": 2000 }, { "type": "turnEnded" }] });
+    // Turn 2 alternates text and thinking, which never merge: more updates than the queue holds.
+    let alternating: Vec<Value> = (0..40)
+        .flat_map(|i| [json!({ "type": "text", "text": format!("t{i}") }), json!({ "type": "thinking", "text": format!("r{i}") })])
+        .chain([json!({ "type": "turnEnded" })])
+        .collect();
+    let scenario = json!({ "turns": [[{ "type": "textBurst", "text": "ab", "count": 2000 }, { "type": "turnEnded" }], alternating] });
     let mut timing = fast_timing();
     timing.queue = 16;
     let (_b, client) = setup(scenario, TransportKind::Sse, TestHost::reading(), timing).await;
