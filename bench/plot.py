@@ -21,7 +21,7 @@ ax = axes[0]
 stream = samples.get("stream", {})
 data = [stream.get("addon", []), stream.get("baseline", []), stream.get("addonBusy", []), stream.get("baselineBusy", [])]
 labels = ["addon\nwall", "baseline\nwall", "addon\nJS busy", "baseline\nJS busy"]
-box = ax.boxplot(data, labels=labels, patch_artist=True)
+box = ax.boxplot(data, tick_labels=labels, patch_artist=True)
 for patch, color in zip(box["boxes"], [colors["addon"], colors["baseline"]] * 2):
     patch.set_facecolor(color)
     patch.set_alpha(0.4)
