@@ -232,7 +232,6 @@ const machine = {
   memoryGiB: Math.round(os.totalmem() / 2 ** 30),
   platform: `${os.type()} ${os.release()} ${os.arch()}`,
   node: process.version,
-  addonBuild: fs.existsSync(path.join(here, '..', 'target', 'release')) ? 'see npm run bench (release)' : 'debug',
 }
 const outFile = opts.out ?? path.join(here, 'results.json')
 fs.writeFileSync(outFile, `${JSON.stringify({ date: new Date().toISOString(), mode: opts.smoke ? 'smoke' : 'full', machine, size, results, targets, samples, markdown, targetsMd }, null, 2)}\n`)

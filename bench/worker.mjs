@@ -18,7 +18,7 @@ async function implementation(impl, url, { content = 'bench file\n', cancelTimeo
       cancelTimeoutMs,
       exec: (req) => (req.kind === 'read' ? { success: { path: req.args.path, content: exec.content() } } : undefined),
     })
-    const exec = { content: () => content, onReturn: null }
+    const exec = { content: () => content }
     return {
       exec,
       session() {

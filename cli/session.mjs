@@ -306,26 +306,13 @@ export class AgentSession {
       this.synthetic.delete(id)
       await this.update({ sessionUpdate: 'tool_call_update', toolCallId: id, status, ...extra })
     }
-    let response
-    try {
-      response = await this.conn.request(
-        'session/request_permission',
-        { sessionId: this.sessionId, toolCall: { toolCallId: id, status: 'pending', ...card }, options: OPTIONS },
-        { cancellationSignal: this.turnAbort?.signal },
-      )
-    } catch (e) {
-      this.log.warn('permission request failed:', e)
-      response = { outcome: { outcome: 'cancelled' } }
-    }
-    const outcome = response?.outcome
-    if (!outcome || outcome.outcome === 'cancelled' || this.cancelled) {
-      // A cancelled permission request means "stop", not "deny and go on" (acp-mapping §5 #3).
-      this.cancel()
+    const chosen = await this.ask(id, card, OPTIONS)
+    if (!chosen || this.cancelled) {
       await settle('failed')
       return { outcome: 'cancelled', ...noop }
     }
-    if (outcome.optionId === 'allow-always') this.permissions.remember(key)
-    if (outcome.optionId === 'allow-always' || outcome.optionId === 'allow-once') {
+    if (chosen === 'allow-always') this.permissions.remember(key)
+    if (chosen === 'allow-always' || chosen === 'allow-once') {
       return { outcome: 'allow', finish: (result) => settle(result && 'success' in result ? 'completed' : 'failed') }
     }
     await this.update({ sessionUpdate: 'tool_call_update', toolCallId: id, status: 'failed', content: [text('Rejected by the user')] })
@@ -527,9 +514,12 @@ export class AgentSession {
     return { rejected: { reason: decision.outcome === 'cancelled' ? 'The user cancelled the turn' : 'User rejected' } }
   }
 
-  /** A choice between custom options on a card; resolves the chosen optionId or null. */
-  async choose(toolCallId, key, card, options) {
-    const { id, synthetic } = await this.toolCallFor(toolCallId, key, card)
+  /**
+   * One `session/request_permission` about card `id`: the chosen optionId, or null when the
+   * request was cancelled or failed — which cancels the turn: a cancelled permission request
+   * means "stop", not "deny and go on" (acp-mapping §5 #3).
+   */
+  async ask(id, card, options) {
     let response
     try {
       response = await this.conn.request(
@@ -543,6 +533,13 @@ export class AgentSession {
     const outcome = response?.outcome
     const chosen = outcome?.outcome === 'selected' ? outcome.optionId : null
     if (!chosen) this.cancel()
+    return chosen
+  }
+
+  /** A choice between custom options on a card; resolves the chosen optionId or null. */
+  async choose(toolCallId, key, card, options) {
+    const { id, synthetic } = await this.toolCallFor(toolCallId, key, card)
+    const chosen = await this.ask(id, card, options)
     if (synthetic) {
       this.synthetic.delete(id)
       const kind = options.find((o) => o.optionId === chosen)?.kind ?? 'reject_once'

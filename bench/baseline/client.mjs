@@ -4,7 +4,7 @@
 // answering execs and KV, heartbeats, cancel with a bound, and producing ACP updates.
 // Not a product surface; `bench/run.mjs` checks that it produces the same updates as the addon.
 import http from 'node:http'
-import { createHash, randomUUID } from 'node:crypto'
+import { randomUUID } from 'node:crypto'
 import { create, fromBinary, toBinary } from '@bufbuild/protobuf'
 import * as pb from './gen/agent_v1_pb.js'
 import * as ai from './gen/aiserver_v1_pb.js'
@@ -232,6 +232,3 @@ export class BaselineClient {
     }
   }
 }
-
-/** Content-addressed id the embedded backend uses for `kvSet` without an explicit id. */
-export const blobId = (data) => createHash('sha256').update(data).digest()

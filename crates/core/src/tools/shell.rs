@@ -570,18 +570,13 @@ pub async fn write_stdin(shells: &Shells, args: &pb::WriteShellStdinArgs) -> pb:
         stdin.write_all(args.chars.as_bytes()).await?;
         stdin.flush().await
     };
-    match written.await {
-        Ok(()) => R::Success(pb::WriteShellStdinSuccess {
+    if let Err(e) = written.await {
+        return error(format!("shell {} stdin: {e}", args.shell_id));
+    }
+    pb::WriteShellStdinResult {
+        result: Some(R::Success(pb::WriteShellStdinSuccess {
             shell_id: args.shell_id,
             terminal_file_length_before_input_written: before.min(u32::MAX as u64) as u32,
-        }),
-        Err(e) => return error(format!("shell {} stdin: {e}", args.shell_id)),
-    }
-    .into()
-}
-
-impl From<pb::write_shell_stdin_result::Result> for pb::WriteShellStdinResult {
-    fn from(r: pb::write_shell_stdin_result::Result) -> Self {
-        pb::WriteShellStdinResult { result: Some(r) }
+        })),
     }
 }
