@@ -97,31 +97,45 @@ pub fn exec_result_type(request: &ExecRequest) -> Result<String, String> {
     Ok(field_type("agent.v1.ExecClientMessage", result_field(request))?.full_name().to_string())
 }
 
-fn encode_json(desc: MessageDescriptor, json: &serde_json::Value) -> Result<Vec<u8>, String> {
+fn from_json(desc: MessageDescriptor, json: serde_json::Value) -> Result<DynamicMessage, String> {
     let name = desc.full_name().to_string();
     let options = prost_reflect::DeserializeOptions::new().deny_unknown_fields(true);
-    let msg = DynamicMessage::deserialize_with_options(desc, json, &options)
-        .map_err(|e| format!("not a valid {name}: {e}"))?;
-    Ok(prost::Message::encode_to_vec(&msg))
+    // By value: the JSON's strings move into the message instead of being copied (a read
+    // result can be megabytes).
+    DynamicMessage::deserialize_with_options(desc, json, &options).map_err(|e| format!("not a valid {name}: {e}"))
 }
 
-/// `ExecClientMessage{id, exec_id, <field>: result}` bytes.
-pub fn exec_client_message(id: u32, exec_id: &str, field: u32, result: &[u8]) -> Bytes {
-    let mut out = BytesMut::with_capacity(result.len() + exec_id.len() + 24);
+/// `AgentClientMessage{exec_client_message: ExecClientMessage{id, <field>: result, exec_id}}`,
+/// encoded straight into one buffer of the exact size: the result is written once, not encoded
+/// and then copied into each enclosing message.
+pub fn exec_client_message(id: u32, exec_id: &str, field: u32, result: &impl prost::Message) -> Bytes {
+    use prost::encoding::{encoded_len_varint, key_len};
+    let result_len = result.encoded_len();
+    let mut exec_len = key_len(1) + encoded_len_varint(id as u64);
+    exec_len += key_len(field) + encoded_len_varint(result_len as u64) + result_len;
+    if !exec_id.is_empty() {
+        exec_len += key_len(15) + encoded_len_varint(exec_id.len() as u64) + exec_id.len();
+    }
+    let mut out = BytesMut::with_capacity(key_len(2) + encoded_len_varint(exec_len as u64) + exec_len);
+    encode_key(2, WireType::LengthDelimited, &mut out);
+    encode_varint(exec_len as u64, &mut out);
+    // Fields in the order prost writes them (by number): id, the result, exec_id.
     encode_key(1, WireType::Varint, &mut out);
     encode_varint(id as u64, &mut out);
-    put_length_delimited(&mut out, field, result);
+    encode_key(field, WireType::LengthDelimited, &mut out);
+    encode_varint(result_len as u64, &mut out);
+    result.encode_raw(&mut out);
     if !exec_id.is_empty() {
         put_length_delimited(&mut out, 15, exec_id.as_bytes());
     }
     out.freeze()
 }
 
-/// Encodes the host's JSON result for `request` as an `ExecClientMessage`.
-pub fn exec_result(request: &ExecRequest, result: &serde_json::Value) -> Result<Bytes, String> {
+/// Encodes the host's JSON result for `request` as the `AgentClientMessage` that answers it.
+pub fn exec_result(request: &ExecRequest, result: serde_json::Value) -> Result<Bytes, String> {
     let field = result_field(request);
-    let bytes = encode_json(field_type("agent.v1.ExecClientMessage", field)?, result)?;
-    Ok(exec_client_message(request.id, &request.exec_id, field, &bytes))
+    let message = from_json(field_type("agent.v1.ExecClientMessage", field)?, result)?;
+    Ok(exec_client_message(request.id, &request.exec_id, field, &message))
 }
 
 /// The result type's own error branch (`{error:{error, path?}}`), when it has one whose message
@@ -143,7 +157,7 @@ pub fn exec_error_result(request: &ExecRequest, message: &str) -> Option<Bytes> 
     }
     let mut result = DynamicMessage::new(desc);
     result.set_field(&error_field, Value::Message(error));
-    Some(exec_client_message(request.id, &request.exec_id, field, &prost::Message::encode_to_vec(&result)))
+    Some(exec_client_message(request.id, &request.exec_id, field, &result))
 }
 
 /// `InteractionResponse{id, <field>: response}` bytes.
@@ -156,9 +170,9 @@ fn interaction_response_bytes(id: u32, field: u32, response: &[u8]) -> Bytes {
 }
 
 /// Encodes the host's JSON response to `query`.
-pub fn interaction_response(query: &InteractionRequest, response: &serde_json::Value) -> Result<Bytes, String> {
+pub fn interaction_response(query: &InteractionRequest, response: serde_json::Value) -> Result<Bytes, String> {
     let desc = field_type("agent.v1.InteractionResponse", query.field)?;
-    let bytes = encode_json(desc, response)?;
+    let bytes = prost::Message::encode_to_vec(&from_json(desc, response)?);
     Ok(interaction_response_bytes(query.id, query.field, &bytes))
 }
 
@@ -212,6 +226,38 @@ mod tests {
     use crate::proto::agent::v1 as pb;
     use prost::Message;
 
+    /// The `ExecClientMessage` inside an encoded `AgentClientMessage`.
+    fn exec_client_message_of(bytes: Bytes) -> pb::ExecClientMessage {
+        match pb::AgentClientMessage::decode(bytes).unwrap().message {
+            Some(pb::agent_client_message::Message::ExecClientMessage(m)) => m,
+            other => panic!("not an exec client message: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn exec_replies_are_encoded_exactly_as_prost_would() {
+        let result = pb::ReadResult {
+            result: Some(pb::read_result::Result::Success(pb::ReadSuccess {
+                path: "/a".into(),
+                output: Some(pb::read_success::Output::Content("x".repeat(300))),
+                ..Default::default()
+            })),
+        };
+        let expected = pb::AgentClientMessage {
+            message: Some(pb::agent_client_message::Message::ExecClientMessage(pb::ExecClientMessage {
+                id: 300,
+                exec_id: "exec-1".into(),
+                message: Some(pb::exec_client_message::Message::ReadResult(result.clone())),
+            })),
+        }
+        .encode_to_vec();
+        let bytes = exec_client_message(300, "exec-1", 7, &result); // read_result = 7
+        assert_eq!(bytes.as_ref(), expected.as_slice());
+        // No exec id: the field is left out, as prost leaves out an empty string.
+        let no_id = exec_client_message(1, "", 7, &result);
+        assert_eq!(exec_client_message_of(no_id).exec_id, "");
+    }
+
     fn exec(m: pb::exec_server_message::Message) -> Vec<u8> {
         pb::ExecServerMessage { id: 7, exec_id: "e7".into(), message: Some(m), ..Default::default() }.encode_to_vec()
     }
@@ -254,14 +300,14 @@ mod tests {
         let req = req.unwrap();
         assert_eq!(exec_result_type(&req).unwrap(), "agent.v1.ReadResult");
         let bytes =
-            exec_result(&req, &serde_json::json!({"success": {"path": "/a", "content": "hi", "totalLines": 1}}))
+            exec_result(&req, serde_json::json!({"success": {"path": "/a", "content": "hi", "totalLines": 1}}))
                 .unwrap();
-        let msg = pb::ExecClientMessage::decode(bytes).unwrap();
+        let msg = exec_client_message_of(bytes);
         assert_eq!((msg.id, msg.exec_id.as_str()), (7, "e7"));
         let Some(pb::exec_client_message::Message::ReadResult(r)) = msg.message else { panic!() };
         let Some(pb::read_result::Result::Success(s)) = r.result else { panic!() };
         assert_eq!(s.output, Some(pb::read_success::Output::Content("hi".into())));
-        let err = exec_result(&req, &serde_json::json!({"sucess": {}})).unwrap_err();
+        let err = exec_result(&req, serde_json::json!({"sucess": {}})).unwrap_err();
         assert!(err.contains("ReadResult") && err.contains("sucess"), "{err}");
     }
 
@@ -272,7 +318,7 @@ mod tests {
             ..Default::default()
         })))
         .unwrap();
-        let msg = pb::ExecClientMessage::decode(exec_error_result(&req.unwrap(), "boom").unwrap()).unwrap();
+        let msg = exec_client_message_of(exec_error_result(&req.unwrap(), "boom").unwrap());
         let Some(pb::exec_client_message::Message::ReadResult(pb::ReadResult {
             result: Some(pb::read_result::Result::Error(e)),
         })) = msg.message

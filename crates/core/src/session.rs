@@ -1188,7 +1188,7 @@ async fn answer_interaction(
     };
     let answer = tokio::select! {
         r = tokio::time::timeout(timeout, host.interaction(query.clone(), cancel.clone())) => match r {
-            Ok(Ok(Some(json))) => bridge::interaction_response(&query, &json)
+            Ok(Ok(Some(json))) => bridge::interaction_response(&query, json)
                 .unwrap_or_else(|e| bridge::interaction_rejection(&query, &format!("invalid answer from the client: {e}"))),
             Ok(Ok(None)) => bridge::interaction_rejection(&query, "This client does not handle this request."),
             Ok(Err(e)) => bridge::interaction_rejection(&query, &e.to_string()),
@@ -1211,7 +1211,7 @@ fn control(m: pb::exec_client_control_message::Message) -> pb::AgentClientMessag
 
 fn shell_event(id: u32, exec_id: &str, event: pb::shell_stream::Event) -> Bytes {
     let stream = pb::ShellStream { event: Some(event) };
-    wire::wrap(2, &bridge::exec_client_message(id, exec_id, 14, &stream.encode_to_vec()))
+    bridge::exec_client_message(id, exec_id, 14, &stream)
 }
 
 fn output_event(chunk: ShellOutput) -> pb::shell_stream::Event {
@@ -1291,13 +1291,13 @@ async fn run_exec(
                         request_context: Some(ctx),
                     })),
                 };
-                Some(bridge::exec_client_message(id, exec_id, request.field, &result.encode_to_vec()))
+                Some(bridge::exec_client_message(id, exec_id, request.field, &result))
             }
             Err(e) => bridge::exec_error_result(&request, &e.to_string()),
         };
         match reply {
             Some(bytes) => {
-                let _ = sender.send_encoded(wire::wrap(2, &bytes)).await;
+                let _ = sender.send_encoded(bytes).await;
             }
             None => {
                 let _ = sender.send(&throw("the request context is unavailable".into())).await;
@@ -1344,7 +1344,7 @@ async fn run_exec(
         }
     }
     let reply = match outcome {
-        Ok(Some(json)) => match bridge::exec_result(&request, &json) {
+        Ok(Some(json)) => match bridge::exec_result(&request, json) {
             Ok(bytes) => Ok(bytes),
             Err(e) => Err(format!("the exec callback returned an invalid {}: {e}", request.kind)),
         },
@@ -1358,7 +1358,7 @@ async fn run_exec(
                 let exit = shell_exit(&request, &result);
                 let _ = sender.send_encoded(shell_event(id, exec_id, pb::shell_stream::Event::Exit(exit))).await;
             }
-            let _ = sender.send_encoded(wire::wrap(2, &result)).await;
+            let _ = sender.send_encoded(result).await;
         }
         Err(message) if message.is_empty() => {
             let _ = sender.send(&throw(format!("No handler for {} in this client", request.kind))).await;
@@ -1379,13 +1379,13 @@ async fn run_exec(
                     })),
                     ..Default::default()
                 };
-                Some(bridge::exec_client_message(id, exec_id, 2, &failure.encode_to_vec()))
+                Some(bridge::exec_client_message(id, exec_id, 2, &failure))
             } else {
                 bridge::exec_error_result(&request, &message)
             };
             match as_result {
                 Some(bytes) => {
-                    let _ = sender.send_encoded(wire::wrap(2, &bytes)).await;
+                    let _ = sender.send_encoded(bytes).await;
                 }
                 None => {
                     let _ = sender.send(&throw(message)).await;
@@ -1396,9 +1396,12 @@ async fn run_exec(
     let _ = sender.send(&close).await;
 }
 
-/// The `exit` event for a streaming shell, from its final `ShellResult`.
+/// The `exit` event for a streaming shell, from the `AgentClientMessage` carrying its final
+/// `ShellResult`.
 fn shell_exit(request: &ExecRequest, client_message: &Bytes) -> pb::ShellStreamExit {
-    let raw = wire::length_delimited_field(client_message, bridge::result_field(request)).unwrap_or_default();
+    let raw = wire::length_delimited_field(client_message, 2)
+        .and_then(|exec| wire::length_delimited_field(&exec, bridge::result_field(request)))
+        .unwrap_or_default();
     let result = pb::ShellResult::decode(raw).unwrap_or_default();
     let cwd = request.args.get("workingDirectory").and_then(|c| c.as_str()).unwrap_or_default().to_string();
     match result.result {

@@ -487,17 +487,15 @@ impl SseSender {
         let seqno = *seqno_guard;
         *seqno_guard += 1;
         let wire_bytes = if binary { payload.len() } else { payload.len() * 2 };
-        let request_id = Some(BidiRequestId { request_id: self.request_id.clone() });
-        let mut body = if binary {
-            BidiAppendRequest { data: String::new(), request_id, append_seqno: seqno, data_binary: payload }.encode_to_vec()
-        } else {
-            hex_append_body(&payload, request_id, seqno)
-        };
+        let request_id = BidiRequestId { request_id: self.request_id.clone() };
+        let body = AppendBody::new(payload, request_id, seqno, binary);
         let mut builder = self.client.post(&self.url).headers(self.headers.clone());
-        if self.config.compression == Compression::Gzip && body.len() >= MIN_COMPRESS_BYTES {
-            body = connect::gzip(&body);
+        let body = if self.config.compression == Compression::Gzip && body.remaining() >= MIN_COMPRESS_BYTES {
             builder = builder.header("content-encoding", "gzip");
-        }
+            reqwest::Body::from(connect::gzip(&body.into_vec()))
+        } else {
+            reqwest::Body::wrap(body)
+        };
         let deadline =
             self.config.append_deadline + Duration::from_millis((wire_bytes as u64 * 1000).div_ceil(131_072));
         let failure = self.failure.clone();
@@ -531,21 +529,101 @@ impl SseSender {
 /// Idle keep-alive connections kept per host.
 const IDLE_CONNECTIONS_PER_HOST: usize = 32;
 
-/// A `BidiAppendRequest` with hex `data`, written straight into the body buffer: the same bytes
-/// prost would produce (fields in number order), without a hex string and a second copy of it.
-fn hex_append_body(payload: &[u8], request_id: Option<BidiRequestId>, seqno: i64) -> Vec<u8> {
-    let hex_len = payload.len() * 2;
-    let rest = BidiAppendRequest { data: String::new(), request_id, append_seqno: seqno, data_binary: Bytes::new() };
-    let mut body = Vec::with_capacity(1 + 10 + hex_len + rest.encoded_len());
-    if hex_len > 0 {
-        prost::encoding::encode_key(1, prost::encoding::WireType::LengthDelimited, &mut body);
-        prost::encoding::encode_varint(hex_len as u64, &mut body);
-        let start = body.len();
-        body.resize(start + hex_len, 0);
-        faster_hex::hex_encode(payload, &mut body[start..]).expect("the buffer is sized for the hex");
+/// How much of the payload one hex body frame carries: small enough that its buffer is
+/// recycled by the allocator from one frame to the next (no fresh pages per frame).
+const HEX_FRAME_PAYLOAD: usize = 32 * 1024;
+
+/// A `BidiAppendRequest` body produced while it is written, byte for byte what prost encodes
+/// (fields in number order): the small fields around the payload, which goes out as it is
+/// (`data_binary`, no copy) or hex-encoded one slice per frame (`data`). A large exec result
+/// thus never exists a second time as a hex string twice its size.
+struct AppendBody {
+    head: Bytes,
+    payload: Bytes,
+    hex: bool,
+    tail: Bytes,
+}
+
+impl AppendBody {
+    fn new(payload: Bytes, request_id: BidiRequestId, append_seqno: i64, binary: bool) -> Self {
+        use prost::encoding::{encode_key, encode_varint, WireType};
+        let rest = BidiAppendRequest {
+            data: String::new(),
+            request_id: Some(request_id),
+            append_seqno,
+            data_binary: Bytes::new(),
+        }
+        .encode_to_vec();
+        let mut key = Vec::with_capacity(11);
+        if binary {
+            // data_binary = 4 comes after request_id = 2 and append_seqno = 3.
+            if !payload.is_empty() {
+                encode_key(4, WireType::LengthDelimited, &mut key);
+                encode_varint(payload.len() as u64, &mut key);
+            }
+            let mut head = rest;
+            head.extend_from_slice(&key);
+            AppendBody { head: head.into(), payload, hex: false, tail: Bytes::new() }
+        } else {
+            // data = 1 comes first.
+            if !payload.is_empty() {
+                encode_key(1, WireType::LengthDelimited, &mut key);
+                encode_varint(payload.len() as u64 * 2, &mut key);
+            }
+            AppendBody { head: key.into(), payload, hex: true, tail: rest.into() }
+        }
     }
-    rest.encode(&mut body).expect("a Vec grows as needed");
-    body
+
+    /// Bytes still to be produced.
+    fn remaining(&self) -> usize {
+        self.head.len() + self.payload.len() * if self.hex { 2 } else { 1 } + self.tail.len()
+    }
+
+    fn next_chunk(&mut self) -> Option<Bytes> {
+        if !self.head.is_empty() {
+            return Some(std::mem::take(&mut self.head));
+        }
+        if !self.payload.is_empty() {
+            if !self.hex {
+                return Some(std::mem::take(&mut self.payload));
+            }
+            let slice = self.payload.split_to(self.payload.len().min(HEX_FRAME_PAYLOAD));
+            let mut out = vec![0u8; slice.len() * 2];
+            faster_hex::hex_encode(&slice, &mut out).expect("the buffer is sized for the hex");
+            return Some(out.into());
+        }
+        (!self.tail.is_empty()).then(|| std::mem::take(&mut self.tail))
+    }
+
+    /// The whole body in one buffer (to compress it).
+    fn into_vec(mut self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.remaining());
+        while let Some(chunk) = self.next_chunk() {
+            out.extend_from_slice(&chunk);
+        }
+        out
+    }
+}
+
+impl http_body::Body for AppendBody {
+    type Data = Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, Self::Error>>> {
+        std::task::Poll::Ready(self.next_chunk().map(|chunk| Ok(http_body::Frame::data(chunk))))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.remaining() == 0
+    }
+
+    /// Exact, so the request carries a `content-length` rather than chunked encoding.
+    fn size_hint(&self) -> http_body::SizeHint {
+        http_body::SizeHint::with_exact(self.remaining() as u64)
+    }
 }
 
 type BodyStream = Pin<Box<dyn Stream<Item = Result<Bytes, reqwest::Error>> + Send>>;
@@ -693,17 +771,40 @@ mod tests {
     use super::*;
 
     #[test]
-    fn hex_append_bodies_are_what_prost_would_encode() {
-        for payload in [&b""[..], b"\x00\xff hello", &[7u8; 300][..]] {
-            let request_id = Some(BidiRequestId { request_id: "r-1".into() });
-            let expected = BidiAppendRequest {
-                data: hex::encode(payload),
-                request_id: request_id.clone(),
-                append_seqno: 42,
-                data_binary: Bytes::new(),
+    fn append_bodies_are_what_prost_would_encode() {
+        use http_body::Body as _;
+        use http_body_util::BodyExt;
+        let large: Vec<u8> = (0..3 * HEX_FRAME_PAYLOAD + 17).map(|i| (i * 7) as u8).collect();
+        for payload in [&b""[..], b"\x00\xff hello", &[7u8; 300][..], &large[..]] {
+            let request_id = BidiRequestId { request_id: "r-1".into() };
+            let payload = Bytes::copy_from_slice(payload);
+            for binary in [false, true] {
+                let expected = BidiAppendRequest {
+                    data: if binary { String::new() } else { hex::encode(&payload) },
+                    request_id: Some(request_id.clone()),
+                    append_seqno: 42,
+                    data_binary: if binary { payload.clone() } else { Bytes::new() },
+                }
+                .encode_to_vec();
+                let body = AppendBody::new(payload.clone(), request_id.clone(), 42, binary);
+                assert_eq!(body.size_hint().exact(), Some(expected.len() as u64));
+                assert_eq!(body.into_vec(), expected, "binary {binary}, {} bytes", payload.len());
+                // Streamed frame by frame, the same bytes; large payloads in several frames.
+                let streamed = AppendBody::new(payload.clone(), request_id.clone(), 42, binary);
+                let frames = futures::executor::block_on(async {
+                    let mut body = std::pin::pin!(streamed);
+                    let mut frames = Vec::new();
+                    while let Some(frame) = body.frame().await {
+                        frames.push(frame.unwrap().into_data().unwrap());
+                    }
+                    assert!(body.is_end_stream());
+                    frames
+                });
+                assert_eq!(frames.concat(), expected);
+                if !binary && payload.len() > HEX_FRAME_PAYLOAD {
+                    assert!(frames.iter().all(|f| f.len() <= 2 * HEX_FRAME_PAYLOAD), "hex goes out in slices");
+                }
             }
-            .encode_to_vec();
-            assert_eq!(hex_append_body(payload, request_id, 42), expected);
         }
     }
 

@@ -560,3 +560,62 @@ fn bad_scenarios_are_rejected_with_the_step_named() {
         assert!(err.contains(needle), "{scenario} → {err}");
     }
 }
+
+/// What the embedded backend answers to BidiAppend bodies a client should never send: a clear
+/// `invalid_argument` naming the problem, over HTTP, and the server stays up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn embedded_backend_refuses_bad_appends_with_clear_errors() {
+    use cursor_acp_core::proto::aiserver::v1::{BidiAppendRequest, BidiRequestId};
+    let b = backend(json!({ "steps": [{ "type": "turnEnded" }] })).await;
+    let url = format!("{}{BIDI_APPEND_PATH}", b.url());
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let http = reqwest::Client::new();
+    let append = |data: String, request_id: &str, seqno: i64| {
+        BidiAppendRequest {
+            data,
+            request_id: Some(BidiRequestId { request_id: request_id.into() }),
+            append_seqno: seqno,
+            ..Default::default()
+        }
+        .encode_to_vec()
+    };
+    let post = |body: reqwest::Body| {
+        let request = http.post(&url).header("content-type", "application/proto").body(body);
+        async move {
+            let response = request.send().await.expect("the server answers");
+            let status = response.status().as_u16();
+            let body = response.bytes().await.expect("a body");
+            let error: serde_json::Value = serde_json::from_slice(&body).expect("a Connect error body");
+            (status, error["code"].as_str().unwrap_or_default().to_string(), error["message"].to_string())
+        }
+    };
+    let heartbeat_hex = hex::encode(heartbeat().encode_to_vec());
+    let over_limit = vec![0u8; 32 * 1024 * 1024 + 2048];
+    let cases: Vec<(reqwest::Body, &str)> = vec![
+        (vec![0xff, 0xff, 0xff].into(), "not a BidiAppendRequest"),
+        (append("zz".into(), "r-1", 0).into(), "not hex"),
+        (append("abc".into(), "r-1", 0).into(), "not hex"),
+        (append(hex::encode([0x0a, 0x05]), "r-1", 0).into(), "not an AgentClientMessage"),
+        (append(heartbeat_hex.clone(), "", 0).into(), "request_id is empty"),
+        // Declared too long: refused from the length alone.
+        (over_limit.clone().into(), "exceeds"),
+        // Too long without a declared length (chunked): refused once the limit is passed.
+        (
+            reqwest::Body::wrap_stream(futures::stream::iter(
+                over_limit.chunks(1 << 20).map(|c| Ok::<_, std::io::Error>(c.to_vec())).collect::<Vec<_>>(),
+            )),
+            "exceeds",
+        ),
+    ];
+    for (body, needle) in cases {
+        let (status, code, message) = post(body).await;
+        assert_eq!((status, code.as_str()), (400, "invalid_argument"), "{needle}: {message}");
+        assert!(message.contains(needle), "expected {needle:?} in {message}");
+    }
+    // A good append is still accepted afterwards, and its seqno cannot be replayed.
+    let ok = http.post(&url).body(append(heartbeat_hex.clone(), "r-2", 0)).send().await.unwrap();
+    assert_eq!(ok.status().as_u16(), 200);
+    let (status, _, message) = post(append(heartbeat_hex, "r-2", 0).into()).await;
+    assert_eq!(status, 400);
+    assert!(message.contains("duplicate append_seqno 0"), "{message}");
+}

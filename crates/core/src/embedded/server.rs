@@ -7,9 +7,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use http::{HeaderMap, Method, Request, Response, StatusCode, Version};
-use http_body_util::{combinators::BoxBody, BodyExt, Full, Limited, StreamBody};
+use http_body_util::{combinators::BoxBody, BodyExt, Full, StreamBody};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use prost::Message as _;
@@ -23,7 +23,7 @@ use super::script::{self, BodyItem, Inbox, TurnContext};
 use crate::connect::{self, Code, ConnectError, Frame as EnvFrame, FrameDecoder, Limits};
 use crate::error::CoreError;
 use crate::proto::agent::v1::AgentClientMessage;
-use crate::proto::aiserver::v1::{BidiAppendRequest, BidiRequestId};
+use crate::proto::aiserver::v1::BidiRequestId;
 use crate::protojson;
 use crate::transport::{BIDI_APPEND_PATH, RUN_PATH, RUN_SSE_PATH};
 
@@ -56,7 +56,7 @@ struct Run {
 #[derive(Default)]
 struct Reorder {
     next: i64,
-    waiting: BTreeMap<i64, Bytes>,
+    waiting: BTreeMap<i64, (Bytes, AgentClientMessage)>,
 }
 
 impl EmbeddedBackend {
@@ -217,18 +217,14 @@ impl State {
         }
     }
 
-    /// Records (when enabled) and delivers one decoded client message.
-    fn deliver(&self, run: &Run, seqno: Option<i64>, compressed: bool, payload: &[u8]) -> Result<(), ConnectError> {
-        let msg = AgentClientMessage::decode(payload).map_err(|e| {
-            ConnectError::new(Code::InvalidArgument, format!("payload is not an AgentClientMessage: {e}"))
-        })?;
+    /// Records (when enabled) and delivers one client message (`msg` is `payload` decoded).
+    fn deliver(&self, run: &Run, seqno: Option<i64>, compressed: bool, payload: &[u8], msg: AgentClientMessage) {
         if self.scenario.records() {
             let json = protojson::to_json("agent.v1.AgentClientMessage", payload).unwrap_or(serde_json::Value::Null);
             let kind = script::client_kind(&msg).to_string();
             self.with_record(run, |r| r.messages.push(MessageRecord { seqno, kind, compressed, message: json }));
         }
         let _ = run.inbox_tx.send(msg);
-        Ok(())
     }
 
     /// Picks the scenario turn for a new stream and notes it in the record.
@@ -296,12 +292,27 @@ fn accepts_gzip(headers: &HeaderMap) -> bool {
         .is_some_and(|v| v.split(',').any(|e| e.trim().eq_ignore_ascii_case("gzip")))
 }
 
-async fn read_body(body: Incoming, max: usize) -> Result<Bytes, ConnectError> {
-    Limited::new(body, max)
-        .collect()
-        .await
-        .map(|c| c.to_bytes())
-        .map_err(|e| ConnectError::new(Code::InvalidArgument, format!("cannot read request body: {e}")))
+/// Reads a whole request body of at most `max` bytes into one buffer sized from its declared
+/// length: each chunk is copied once as it arrives and released, so a 24 MiB append costs
+/// 24 MiB of memory, not its chunks plus their concatenation.
+async fn read_body(mut body: Incoming, max: usize) -> Result<Bytes, ConnectError> {
+    let too_large = || ConnectError::new(Code::InvalidArgument, format!("request body exceeds {max} bytes"));
+    let declared = usize::try_from(http_body::Body::size_hint(&body).lower()).unwrap_or(usize::MAX);
+    if declared > max {
+        return Err(too_large());
+    }
+    let mut out = BytesMut::with_capacity(declared);
+    while let Some(frame) = body.frame().await {
+        let frame =
+            frame.map_err(|e| ConnectError::new(Code::InvalidArgument, format!("cannot read request body: {e}")))?;
+        if let Ok(data) = frame.into_data() {
+            if out.len() + data.len() > max {
+                return Err(too_large());
+            }
+            out.extend_from_slice(&data);
+        }
+    }
+    Ok(out.freeze())
 }
 
 async fn handle_run_sse(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Body>, ConnectError> {
@@ -331,6 +342,21 @@ async fn handle_run_sse(state: Arc<State>, req: Request<Incoming>) -> Result<Res
     Ok(state.stream_response(run, steps, accepts_gzip(&parts.headers)))
 }
 
+/// `aiserver.v1.BidiAppendRequest` as this server reads it: the same fields, with `data` taken
+/// as raw bytes, so prost slices the hex out of the body instead of copying it into a `String`
+/// (the hex decode below rejects anything that is not hex anyway).
+#[derive(Clone, PartialEq, prost::Message)]
+struct AppendRequestView {
+    #[prost(bytes = "bytes", tag = "1")]
+    data: Bytes,
+    #[prost(message, optional, tag = "2")]
+    request_id: Option<BidiRequestId>,
+    #[prost(int64, tag = "3")]
+    append_seqno: i64,
+    #[prost(bytes = "bytes", tag = "4")]
+    data_binary: Bytes,
+}
+
 async fn handle_append(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Body>, ConnectError> {
     let (parts, body) = req.into_parts();
     // Hex doubles the payload; allow for it.
@@ -347,7 +373,7 @@ async fn handle_append(state: Arc<State>, req: Request<Incoming>) -> Result<Resp
             return Err(ConnectError::new(Code::Unimplemented, format!("unsupported content-encoding {other}")));
         }
     }
-    let append = BidiAppendRequest::decode(body)
+    let append = AppendRequestView::decode(body)
         .map_err(|e| ConnectError::new(Code::InvalidArgument, format!("body is not a BidiAppendRequest: {e}")))?;
     let request_id = append.request_id.as_ref().map(|r| r.request_id.clone()).unwrap_or_default();
     if request_id.is_empty() {
@@ -357,7 +383,7 @@ async fn handle_append(state: Arc<State>, req: Request<Incoming>) -> Result<Resp
     if state.scenario.records() {
         let record = AppendRecord {
             seqno: append.append_seqno,
-            data: append.data.clone(),
+            data: String::from_utf8_lossy(&append.data).into_owned(),
             data_binary: !append.data_binary.is_empty(),
             content_encoding: content_encoding.clone(),
             headers: header_map(&parts.headers),
@@ -382,7 +408,7 @@ async fn handle_append(state: Arc<State>, req: Request<Incoming>) -> Result<Resp
     // The sheet's servers prefer hex `data` and fall back to `data_binary`.
     let payload =
         if !append.data.is_empty() {
-            let hex = append.data.as_bytes();
+            let hex = &append.data;
             let mut out = vec![0u8; hex.len() / 2];
             if hex.len() % 2 != 0 || faster_hex::hex_decode(hex, &mut out).is_err() {
                 return Err(ConnectError::new(Code::InvalidArgument, "BidiAppendRequest.data is not hex"));
@@ -391,7 +417,8 @@ async fn handle_append(state: Arc<State>, req: Request<Incoming>) -> Result<Resp
         } else {
             append.data_binary.clone()
         };
-    AgentClientMessage::decode(payload.clone()).map_err(|e| {
+    // Decoded once, here: a payload that is not a message is refused before it is queued.
+    let msg = AgentClientMessage::decode(payload.clone()).map_err(|e| {
         ConnectError::new(Code::InvalidArgument, format!("append payload is not an AgentClientMessage: {e}"))
     })?;
     {
@@ -404,12 +431,12 @@ async fn handle_append(state: Arc<State>, req: Request<Incoming>) -> Result<Resp
                 format!("duplicate append_seqno {} for request {request_id}", append.append_seqno),
             ));
         }
-        reorder.waiting.insert(append.append_seqno, payload);
+        reorder.waiting.insert(append.append_seqno, (payload, msg));
         loop {
             let next = reorder.next;
-            let Some(payload) = reorder.waiting.remove(&next) else { break };
+            let Some((payload, msg)) = reorder.waiting.remove(&next) else { break };
             reorder.next += 1;
-            state.deliver(&run, Some(next), false, &payload)?;
+            state.deliver(&run, Some(next), false, &payload, msg);
         }
     }
     Ok(full(StatusCode::OK, "application/proto", Bytes::new()))
@@ -443,7 +470,9 @@ async fn handle_run(state: Arc<State>, req: Request<Incoming>) -> Result<Respons
                 match decoder.next_frame() {
                     Ok(Some(EnvFrame::Message(payload))) => {
                         let compressed = decoder.last_flags() & connect::FLAG_COMPRESSED != 0;
-                        let _ = reader_state.deliver(&run, None, compressed, &payload);
+                        if let Ok(msg) = AgentClientMessage::decode(payload.clone()) {
+                            reader_state.deliver(&run, None, compressed, &payload, msg);
+                        }
                     }
                     Ok(Some(EnvFrame::End(_))) | Ok(None) => break,
                     Err(e) => {
