@@ -212,17 +212,20 @@ impl AgentClient {
             Some(t) => Some(within_runtime_if_available(|| crate::tools::build(t)).map_err(|e| coded(&env, &e))?),
             None => None,
         };
-        let host: Arc<dyn cursor_acp_core::host::Host> =
-            if options.exec.is_none() && options.interaction.is_none() && options.request_context.is_none() && tools.is_none() {
-                Arc::new(NoHost)
-            } else {
-                Arc::new(JsHost {
-                    exec: options.exec.map(Arc::new),
-                    tools,
-                    interaction: options.interaction.map(Arc::new),
-                    request_context: options.request_context.map(Arc::new),
-                })
-            };
+        let host: Arc<dyn cursor_acp_core::host::Host> = if options.exec.is_none()
+            && options.interaction.is_none()
+            && options.request_context.is_none()
+            && tools.is_none()
+        {
+            Arc::new(NoHost)
+        } else {
+            Arc::new(JsHost {
+                exec: options.exec.map(Arc::new),
+                tools,
+                interaction: options.interaction.map(Arc::new),
+                request_context: options.request_context.map(Arc::new),
+            })
+        };
         let inner = CoreClient::new(config, host, kv).map_err(|e| coded(&env, &e))?;
         Ok(AgentClient { inner })
     }

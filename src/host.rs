@@ -173,8 +173,7 @@ impl Host for JsHost {
             if let Some(exec) = exec {
                 let done = CancellationToken::new();
                 let _guard = done.clone().drop_guard();
-                let js_ctx =
-                    ExecContext { output: ctx.output.clone(), cancel: ctx.cancel.clone(), done, signal: None };
+                let js_ctx = ExecContext { output: ctx.output.clone(), cancel: ctx.cancel.clone(), done, signal: None };
                 let answered = call(&exec, FnArgs::from((request_json(&request), js_ctx))).await?;
                 if answered.is_some() {
                     return Ok(answered);

@@ -54,6 +54,7 @@ impl Session {
         wire_signal(&env, options, &token)?;
         let turn =
             within_runtime_if_available(|| self.inner.prompt_with(blocks, token)).map_err(|e| coded(&env, &e))?;
+        crate::memory::track(&turn);
         Ok(PromptTurn { turn })
     }
 
@@ -65,6 +66,7 @@ impl Session {
         wire_signal(&env, options, &token)?;
         let turn =
             within_runtime_if_available(|| self.inner.action_with(&action, token)).map_err(|e| coded(&env, &e))?;
+        crate::memory::track(&turn);
         Ok(PromptTurn { turn })
     }
 

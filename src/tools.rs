@@ -114,16 +114,20 @@ impl LocalTools {
     /// the server's abort kills the process; without it the request runs to completion.
     /// Resolves `null` for kinds these tools do not implement (the exec callback may return that
     /// as is: `null` means unhandled).
-    #[napi(
-        ts_args_type = "request: ExecRequest, ctx?: ExecContext",
-        ts_return_type = "Promise<ExecResult | null>"
-    )]
-    pub fn run<'env>(&self, env: &'env Env, request: Value, ctx: Option<&ExecContext>) -> Result<PromiseRaw<'env, Option<Value>>> {
+    #[napi(ts_args_type = "request: ExecRequest, ctx?: ExecContext", ts_return_type = "Promise<ExecResult | null>")]
+    pub fn run<'env>(
+        &self,
+        env: &'env Env,
+        request: Value,
+        ctx: Option<&ExecContext>,
+    ) -> Result<PromiseRaw<'env, Option<Value>>> {
         let kind = request.get("kind").and_then(|k| k.as_str()).unwrap_or_default().to_string();
         let args = request.get("args").cloned().unwrap_or(Value::Object(Default::default()));
         let ctx = match ctx {
             Some(c) => c.core(),
-            None => CoreExecContext { cancel: CancellationToken::new(), output: tokio::sync::mpsc::unbounded_channel().0 },
+            None => {
+                CoreExecContext { cancel: CancellationToken::new(), output: tokio::sync::mpsc::unbounded_channel().0 }
+            }
         };
         let tools = self.inner.clone();
         promise(env, async move { tools.run_kind(&kind, &args, &ctx).await }, |_, v| Ok(v))
@@ -132,7 +136,11 @@ impl LocalTools {
     /// Files matching a glob (`{ globPattern, targetDirectory? }`), most recently modified first,
     /// as a `GlobToolResult` (`{ success: { files, totalFiles, clientTruncated } }` or `{ error }`).
     #[napi(ts_return_type = "Promise<GlobToolResult>")]
-    pub fn glob<'env>(&self, env: &'env Env, #[napi(ts_arg_type = "GlobToolArgs")] args: Value) -> Result<PromiseRaw<'env, Value>> {
+    pub fn glob<'env>(
+        &self,
+        env: &'env Env,
+        #[napi(ts_arg_type = "GlobToolArgs")] args: Value,
+    ) -> Result<PromiseRaw<'env, Value>> {
         let tools = self.inner.clone();
         promise(env, async move { tools.glob(&args).await }, |_, v| Ok(v))
     }

@@ -299,9 +299,8 @@ mod tests {
         let (_, _, req) = decode_exec(&exec(pb::exec_server_message::Message::ReadArgs(Default::default()))).unwrap();
         let req = req.unwrap();
         assert_eq!(exec_result_type(&req).unwrap(), "agent.v1.ReadResult");
-        let bytes =
-            exec_result(&req, serde_json::json!({"success": {"path": "/a", "content": "hi", "totalLines": 1}}))
-                .unwrap();
+        let bytes = exec_result(&req, serde_json::json!({"success": {"path": "/a", "content": "hi", "totalLines": 1}}))
+            .unwrap();
         let msg = exec_client_message_of(bytes);
         assert_eq!((msg.id, msg.exec_id.as_str()), (7, "e7"));
         let Some(pb::exec_client_message::Message::ReadResult(r)) = msg.message else { panic!() };

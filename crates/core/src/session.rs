@@ -637,6 +637,16 @@ impl Turn {
         self.shared.dropped.load(Ordering::SeqCst)
     }
 
+    /// Resolves once the turn is over. Unlike [`result`](Self::result) it neither discards
+    /// queued updates nor holds the turn: a watcher that outlives every handle does not keep
+    /// the turn's updates alive or change what readers see.
+    pub fn ended(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let mut result = self.shared.result.clone();
+        async move {
+            let _ = result.wait_for(|r| r.is_some()).await;
+        }
+    }
+
     /// The turn's outcome, once the turn is over: every update it produced has been queued
     /// before this resolves (and stays readable from [`next`](Self::next)). When nobody has
     /// iterated, queued updates are discarded so a full queue cannot hold the turn open.

@@ -140,7 +140,10 @@ async fn read_failures_use_their_branches() {
     let f = Fixture::new();
     std::fs::create_dir(f.dir.path().join("d")).unwrap();
     assert!(f.run("read", json!({ "path": "missing.txt" })).await["fileNotFound"]["path"].is_string());
-    assert!(f.run("read", json!({ "path": "d" })).await["invalidFile"]["reason"].as_str().unwrap().contains("directory"));
+    assert!(f.run("read", json!({ "path": "d" })).await["invalidFile"]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("directory"));
     let r = f.run("read", json!({ "path": "../etc/passwd" })).await;
     assert!(r["rejected"]["reason"].as_str().unwrap().contains("outside the workspace"), "{r}");
     assert!(f.run("read", json!({ "path": "/etc/hostname" })).await["rejected"].is_object());
@@ -235,9 +238,11 @@ async fn ls_lists_the_tree_honouring_gitignore() {
     let r = f.run("ls", json!({ "path": "", "ignore": ["node_modules"] })).await;
     let root = &r["success"]["directoryTreeRoot"];
     assert_eq!(root["absPath"], f.root().display().to_string());
-    let files: Vec<&str> = root["childrenFiles"].as_array().unwrap().iter().map(|f| f["name"].as_str().unwrap()).collect();
+    let files: Vec<&str> =
+        root["childrenFiles"].as_array().unwrap().iter().map(|f| f["name"].as_str().unwrap()).collect();
     assert_eq!(files, [".gitignore", "README.md"]);
-    let dirs: Vec<&str> = root["childrenDirs"].as_array().unwrap().iter().map(|d| d["absPath"].as_str().unwrap()).collect();
+    let dirs: Vec<&str> =
+        root["childrenDirs"].as_array().unwrap().iter().map(|d| d["absPath"].as_str().unwrap()).collect();
     assert_eq!(dirs, [f.root().join("src").display().to_string()]);
     assert_eq!(root["numFiles"], 5);
     assert_eq!(root["fullSubtreeExtensionCounts"][".rs"], 3);
@@ -258,7 +263,10 @@ async fn ls_stops_at_its_entry_cap_and_marks_what_was_not_listed() {
     let a = &root["childrenDirs"][0];
     assert_eq!(a["childrenFiles"].as_array().unwrap().len(), 2);
     assert!(a.get("childrenWereProcessed").is_none());
-    assert!(f.run("ls", json!({ "path": "z.txt" })).await["error"]["error"].as_str().unwrap().contains("not a directory"));
+    assert!(f.run("ls", json!({ "path": "z.txt" })).await["error"]["error"]
+        .as_str()
+        .unwrap()
+        .contains("not a directory"));
     assert!(f.run("ls", json!({ "path": "/" })).await["rejected"].is_object());
 }
 
@@ -372,9 +380,15 @@ async fn grep_caps_set_their_truncation_flags() {
 #[tokio::test]
 async fn grep_errors_are_reported_not_thrown() {
     let f = grep_fixture();
-    assert!(f.run("grep", json!({ "pattern": "(" })).await["error"]["error"].as_str().unwrap().contains("invalid pattern"));
+    assert!(f.run("grep", json!({ "pattern": "(" })).await["error"]["error"]
+        .as_str()
+        .unwrap()
+        .contains("invalid pattern"));
     assert!(f.run("grep", json!({ "pattern": "" })).await["error"].is_object());
-    assert!(f.run("grep", json!({ "pattern": "x", "path": "../" })).await["error"]["error"].as_str().unwrap().contains("outside"));
+    assert!(f.run("grep", json!({ "pattern": "x", "path": "../" })).await["error"]["error"]
+        .as_str()
+        .unwrap()
+        .contains("outside"));
     assert!(f.run("grep", json!({ "pattern": "x", "outputMode": "lines" })).await["error"].is_object());
 }
 
@@ -409,7 +423,8 @@ async fn shell_success_streams_and_returns_output() {
     let started = Instant::now();
     let tools = f.tools.clone();
     let run = tokio::spawn(async move {
-        let args = json!({ "command": "echo $GREETING; pwd; echo oops >&2; sleep 0.5; echo done", "workingDirectory": "sub" });
+        let args =
+            json!({ "command": "echo $GREETING; pwd; echo oops >&2; sleep 0.5; echo done", "workingDirectory": "sub" });
         tools.run_kind("shellStream", &args, &ctx).await.unwrap().unwrap()
     });
     // stdout and stderr are separate pipes: stderr's "oops" may be read first.
@@ -475,7 +490,10 @@ async fn aborting_a_shell_kills_it_and_reports_aborted() {
     let cancel = ctx.cancel.clone();
     let tools = f.tools.clone();
     let command = format!("sleep 30 & echo $! > {}; wait", pidfile.display());
-    let run = tokio::spawn(async move { tools.run_kind("shell", &json!({ "command": command }), &ctx).await.unwrap().unwrap() });
+    let run =
+        tokio::spawn(
+            async move { tools.run_kind("shell", &json!({ "command": command }), &ctx).await.unwrap().unwrap() },
+        );
     let pid: i64 = wait_for_file(&pidfile).await.trim().parse().unwrap();
     assert!(alive(pid));
     let aborted_at = Instant::now();
@@ -506,7 +524,9 @@ async fn dropping_a_running_shell_kills_it() {
 #[tokio::test]
 async fn stdin_is_closed_so_a_reading_command_does_not_hang() {
     let f = Fixture::new();
-    let r = tokio::time::timeout(Duration::from_secs(5), f.run("shell", json!({ "command": "cat; echo after" }))).await.unwrap();
+    let r = tokio::time::timeout(Duration::from_secs(5), f.run("shell", json!({ "command": "cat; echo after" })))
+        .await
+        .unwrap();
     assert_eq!(r["success"]["stdout"], "after\n");
 }
 
@@ -523,7 +543,10 @@ async fn output_beyond_the_cap_keeps_the_tail() {
 async fn background_shells_take_stdin_and_write_their_terminal_file() {
     let f = Fixture::new();
     let r = f
-        .run("backgroundShellSpawn", json!({ "command": "while read l; do echo got:$l; done", "enableWriteShellStdinTool": true }))
+        .run(
+            "backgroundShellSpawn",
+            json!({ "command": "while read l; do echo got:$l; done", "enableWriteShellStdinTool": true }),
+        )
         .await;
     let id = r["success"]["shellId"].as_u64().unwrap();
     let pid = r["success"]["pid"].as_i64().unwrap();
@@ -602,7 +625,9 @@ async fn the_tools_answer_a_real_turn_on_the_wire() {
     };
     let client = AgentClient::new(config, std::sync::Arc::new(f.tools.clone()), None).unwrap();
     let session = client.new_session(SessionOptions { cwd: Some(root.clone()), ..Default::default() }).unwrap();
-    let turn = session.prompt(vec![cursor_acp_core::acp::ContentBlock::Text(cursor_acp_core::acp::TextContent::new("go"))]).unwrap();
+    let turn = session
+        .prompt(vec![cursor_acp_core::acp::ContentBlock::Text(cursor_acp_core::acp::TextContent::new("go"))])
+        .unwrap();
     while tokio::time::timeout(Duration::from_secs(20), turn.next()).await.unwrap().is_some() {}
     turn.result().await.unwrap();
 

@@ -102,8 +102,7 @@ async fn drive(t: &Transport, first: pb::AgentClientMessage) -> Result<Seen, Cor
                     }
                     other => panic!("unexpected exec {other:?}"),
                 };
-                let reply =
-                    pb::ExecClientMessage { id: e.id, exec_id: e.exec_id, message: Some(result), ..Default::default() };
+                let reply = pb::ExecClientMessage { id: e.id, exec_id: e.exec_id, message: Some(result) };
                 send(client(pb::agent_client_message::Message::ExecClientMessage(reply)), &mut seen).await?;
                 send(stream_close(e.id), &mut seen).await?;
             }

@@ -587,7 +587,9 @@ async fn save_and_load_continue_the_conversation_on_a_new_client() {
 async fn slow_consumers_get_coalesced_text_and_result_without_iterating_does_not_hang() {
     // Turn 2 alternates text and thinking, which never merge: more updates than the queue holds.
     let alternating: Vec<Value> = (0..40)
-        .flat_map(|i| [json!({ "type": "text", "text": format!("t{i}") }), json!({ "type": "thinking", "text": format!("r{i}") })])
+        .flat_map(|i| {
+            [json!({ "type": "text", "text": format!("t{i}") }), json!({ "type": "thinking", "text": format!("r{i}") })]
+        })
         .chain([json!({ "type": "turnEnded" })])
         .collect();
     let scenario = json!({ "turns": [[{ "type": "textBurst", "text": "ab", "count": 2000 }, { "type": "turnEnded" }], alternating] });
@@ -664,4 +666,34 @@ async fn a_dropped_turn_never_blocks_the_session() {
         }
     };
     assert_eq!(next.result().await.unwrap().stop_reason, acp::StopReason::EndTurn);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ended_waits_for_the_turn_without_discarding_updates_or_holding_the_turn() {
+    let scenario = json!({ "turns": [
+        [{ "type": "text", "text": "a" }, { "type": "sleep", "ms": 300 }, { "type": "text", "text": "b" }, { "type": "turnEnded" }],
+        [{ "type": "textBurst", "text": "zz", "count": 500 }, { "type": "turnEnded" }]
+    ]});
+    let mut timing = fast_timing();
+    timing.queue = 4;
+    let (_b, client) = setup(scenario, TransportKind::Sse, TestHost::reading(), timing).await;
+    let session = client.new_session(SessionOptions::default()).unwrap();
+
+    // Pending while the turn runs; resolved after; every update still readable afterwards.
+    let turn = session.prompt(text("go")).unwrap();
+    let ended = turn.ended();
+    tokio::pin!(ended);
+    assert!(tokio::time::timeout(Duration::from_millis(100), &mut ended).await.is_err(), "resolved mid-turn");
+    tokio::time::timeout(Duration::from_secs(10), &mut ended).await.expect("resolves when the turn ends");
+    let streamed: String = collect(&turn).await.iter().filter_map(|u| u["content"]["text"].as_str()).collect();
+    assert_eq!(streamed, "ab");
+    assert_eq!(turn.dropped_updates(), 0);
+
+    // A watcher does not hold the turn: with every handle gone, the turn stops waiting for a
+    // reader (its queue of 4 is full) and ends.
+    let turn = session.prompt(text("next")).unwrap();
+    let ended = turn.ended();
+    let _first = turn.next().await;
+    drop(turn);
+    tokio::time::timeout(Duration::from_secs(10), ended).await.expect("the abandoned turn ends");
 }

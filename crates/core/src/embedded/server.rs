@@ -406,17 +406,16 @@ async fn handle_append(state: Arc<State>, req: Request<Incoming>) -> Result<Resp
         }
     }
     // The sheet's servers prefer hex `data` and fall back to `data_binary`.
-    let payload =
-        if !append.data.is_empty() {
-            let hex = &append.data;
-            let mut out = vec![0u8; hex.len() / 2];
-            if hex.len() % 2 != 0 || faster_hex::hex_decode(hex, &mut out).is_err() {
-                return Err(ConnectError::new(Code::InvalidArgument, "BidiAppendRequest.data is not hex"));
-            }
-            Bytes::from(out)
-        } else {
-            append.data_binary.clone()
-        };
+    let payload = if !append.data.is_empty() {
+        let hex = &append.data;
+        let mut out = vec![0u8; hex.len() / 2];
+        if hex.len() % 2 != 0 || faster_hex::hex_decode(hex, &mut out).is_err() {
+            return Err(ConnectError::new(Code::InvalidArgument, "BidiAppendRequest.data is not hex"));
+        }
+        Bytes::from(out)
+    } else {
+        append.data_binary.clone()
+    };
     // Decoded once, here: a payload that is not a message is refused before it is queued.
     let msg = AgentClientMessage::decode(payload.clone()).map_err(|e| {
         ConnectError::new(Code::InvalidArgument, format!("append payload is not an AgentClientMessage: {e}"))

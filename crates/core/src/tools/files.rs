@@ -19,7 +19,11 @@ pub fn read(ws: &Workspace, opts: &ToolOptions, args: &pb::ReadArgs) -> pb::Read
     use pb::read_result::Result as R;
     let path = match ws.resolve(&args.path) {
         Ok(p) => p,
-        Err(e) => return pb::ReadResult { result: Some(R::Rejected(pb::ReadRejected { path: args.path.clone(), reason: e.0 })) },
+        Err(e) => {
+            return pb::ReadResult {
+                result: Some(R::Rejected(pb::ReadRejected { path: args.path.clone(), reason: e.0 })),
+            }
+        }
     };
     let shown = display(&path);
     let result = match read_file(&path, opts, args.offset, args.limit) {
@@ -48,7 +52,12 @@ impl From<io::Error> for ReadFailure {
     }
 }
 
-fn read_file(path: &Path, opts: &ToolOptions, offset: Option<i32>, limit: Option<u32>) -> Result<pb::ReadSuccess, ReadFailure> {
+fn read_file(
+    path: &Path,
+    opts: &ToolOptions,
+    offset: Option<i32>,
+    limit: Option<u32>,
+) -> Result<pb::ReadSuccess, ReadFailure> {
     let meta = fs::metadata(path)?;
     if meta.is_dir() {
         return Err(ReadFailure::Invalid("is a directory; use ls to list it".into()));
@@ -121,11 +130,7 @@ fn read_binary(path: &Path, opts: &ToolOptions, file_size: i64) -> Result<pb::Re
         )));
     }
     let data = fs::read(path)?;
-    Ok(pb::ReadSuccess {
-        file_size,
-        output: Some(pb::read_success::Output::Data(data.into())),
-        ..Default::default()
-    })
+    Ok(pb::ReadSuccess { file_size, output: Some(pb::read_success::Output::Data(data.into())), ..Default::default() })
 }
 
 fn read_fully(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
@@ -171,12 +176,18 @@ pub fn write(ws: &Workspace, args: &pb::WriteArgs) -> pb::WriteResult {
     use pb::write_result::Result as R;
     let path = match ws.resolve(&args.path) {
         Ok(p) => p,
-        Err(e) => return pb::WriteResult { result: Some(R::Rejected(pb::WriteRejected { path: args.path.clone(), reason: e.0 })) },
+        Err(e) => {
+            return pb::WriteResult {
+                result: Some(R::Rejected(pb::WriteRejected { path: args.path.clone(), reason: e.0 })),
+            }
+        }
     };
     let shown = display(&path);
     let bytes: &[u8] = if args.file_bytes.is_empty() { args.file_text.as_bytes() } else { &args.file_bytes };
     if path.is_dir() {
-        return pb::WriteResult { result: Some(R::Error(pb::WriteError { path: shown, error: "is a directory".into() })) };
+        return pb::WriteResult {
+            result: Some(R::Error(pb::WriteError { path: shown, error: "is a directory".into() })),
+        };
     }
     let outcome = path.parent().map_or(Ok(()), fs::create_dir_all).and_then(|()| fs::write(&path, bytes));
     let result = match outcome {
@@ -186,7 +197,9 @@ pub fn write(ws: &Workspace, args: &pb::WriteArgs) -> pb::WriteResult {
                 path: shown,
                 lines_created: text.map_or(0, line_count).min(i32::MAX as usize) as i32,
                 file_size: bytes.len().min(i32::MAX as usize) as i32,
-                file_content_after_write: args.return_file_content_after_write.then(|| text.unwrap_or_default().to_string()),
+                file_content_after_write: args
+                    .return_file_content_after_write
+                    .then(|| text.unwrap_or_default().to_string()),
             })
         }
         Err(e) if e.kind() == io::ErrorKind::PermissionDenied || e.kind() == io::ErrorKind::ReadOnlyFilesystem => {
@@ -209,7 +222,9 @@ pub fn delete(ws: &Workspace, opts: &ToolOptions, args: &pb::DeleteArgs) -> pb::
     let path = match ws.resolve(&args.path) {
         Ok(p) => p,
         Err(e) => {
-            return pb::DeleteResult { result: Some(R::Rejected(pb::DeleteRejected { path: args.path.clone(), reason: e.0 })) }
+            return pb::DeleteResult {
+                result: Some(R::Rejected(pb::DeleteRejected { path: args.path.clone(), reason: e.0 })),
+            }
         }
     };
     let shown = display(&path);
@@ -243,7 +258,12 @@ pub fn delete(ws: &Workspace, opts: &ToolOptions, args: &pb::DeleteArgs) -> pb::
         String::new()
     };
     let result = match fs::remove_file(&path) {
-        Ok(()) => R::Success(pb::DeleteSuccess { path: shown.clone(), deleted_file: shown, file_size: meta.len() as i64, prev_content }),
+        Ok(()) => R::Success(pb::DeleteSuccess {
+            path: shown.clone(),
+            deleted_file: shown,
+            file_size: meta.len() as i64,
+            prev_content,
+        }),
         Err(e) => io_result(e),
     };
     pb::DeleteResult { result: Some(result) }

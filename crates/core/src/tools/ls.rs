@@ -16,7 +16,9 @@ pub fn ls(ws: &Workspace, opts: &ToolOptions, args: &pb::LsArgs) -> pb::LsResult
     use pb::ls_result::Result as R;
     let root = match ws.resolve(&args.path) {
         Ok(p) => p,
-        Err(e) => return pb::LsResult { result: Some(R::Rejected(pb::LsRejected { path: args.path.clone(), reason: e.0 })) },
+        Err(e) => {
+            return pb::LsResult { result: Some(R::Rejected(pb::LsRejected { path: args.path.clone(), reason: e.0 })) }
+        }
     };
     let shown = root.display().to_string();
     match std::fs::metadata(&root) {

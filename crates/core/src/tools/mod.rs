@@ -167,7 +167,10 @@ impl LocalTools {
             "backgroundShellSpawn" => {
                 let args: pb::BackgroundShellSpawnArgs = parse("BackgroundShellSpawnArgs", args)?;
                 let t = &self.inner;
-                to_json("BackgroundShellSpawnResult", &shell::spawn_background(&t.workspace, &t.options, &t.shells, &args))
+                to_json(
+                    "BackgroundShellSpawnResult",
+                    &shell::spawn_background(&t.workspace, &t.options, &t.shells, &args),
+                )
             }
             "writeShellStdin" => {
                 let args: pb::WriteShellStdinArgs = parse("WriteShellStdinArgs", args)?;

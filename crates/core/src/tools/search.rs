@@ -140,7 +140,13 @@ pub fn grep(ws: &Workspace, opts: &ToolOptions, args: &pb::GrepArgs) -> pb::Grep
                 stopped_early = true;
                 break;
             }
-            let mut sink = Collect { mode, max_chars: opts.grep_max_line_chars, budget: &mut budget, matched: 0, lines: Vec::new() };
+            let mut sink = Collect {
+                mode,
+                max_chars: opts.grep_max_line_chars,
+                budget: &mut budget,
+                matched: 0,
+                lines: Vec::new(),
+            };
             // Unreadable files are skipped, as ripgrep does (reported on its stderr, not as a failure).
             if searcher.search_path(&matcher, entry.path(), &mut sink).is_err() {
                 continue;
@@ -283,7 +289,8 @@ fn summarize(
             let mut last: Option<usize> = None;
             for (file_index, line) in flat {
                 if last != Some(file_index) {
-                    matches.push(pb::GrepFileMatch { file: relative(root, &hits[file_index].path), matches: Vec::new() });
+                    matches
+                        .push(pb::GrepFileMatch { file: relative(root, &hits[file_index].path), matches: Vec::new() });
                     last = Some(file_index);
                 }
                 matches.last_mut().expect("pushed above").matches.push(line);

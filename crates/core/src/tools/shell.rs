@@ -112,7 +112,11 @@ fn default_shell() -> PathBuf {
     if cfg!(windows) {
         return PathBuf::from("cmd");
     }
-    ["/bin/bash", "/usr/bin/bash", "/bin/sh"].iter().map(PathBuf::from).find(|p| p.exists()).unwrap_or_else(|| "sh".into())
+    ["/bin/bash", "/usr/bin/bash", "/bin/sh"]
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.exists())
+        .unwrap_or_else(|| "sh".into())
 }
 
 /// Incremental UTF-8 decoding of a pipe: a character split across reads is held until complete.
@@ -206,7 +210,13 @@ fn working_directory(ws: &Workspace, requested: &str) -> Result<PathBuf, (bool, 
     Ok(dir)
 }
 
-pub async fn run(ws: &Workspace, opts: &ToolOptions, shells: &Shells, args: &pb::ShellArgs, ctx: &ExecContext) -> pb::ShellResult {
+pub async fn run(
+    ws: &Workspace,
+    opts: &ToolOptions,
+    shells: &Shells,
+    args: &pb::ShellArgs,
+    ctx: &ExecContext,
+) -> pb::ShellResult {
     use pb::shell_result::Result as R;
     let command = args.command.clone();
     let cwd = match working_directory(ws, &args.working_directory) {
@@ -220,7 +230,11 @@ pub async fn run(ws: &Workspace, opts: &ToolOptions, shells: &Shells, args: &pb:
             }))
         }
         Err((false, error)) => {
-            return result(R::SpawnError(pb::ShellSpawnError { command, working_directory: args.working_directory.clone(), error }))
+            return result(R::SpawnError(pb::ShellSpawnError {
+                command,
+                working_directory: args.working_directory.clone(),
+                error,
+            }))
         }
     };
     let wd = cwd.display().to_string();
@@ -250,7 +264,11 @@ pub async fn run(ws: &Workspace, opts: &ToolOptions, shells: &Shells, args: &pb:
             Some(pb::background_shell_spawn_result::Result::Error(e)) => {
                 result(R::SpawnError(pb::ShellSpawnError { command, working_directory: wd, error: e.error }))
             }
-            _ => result(R::SpawnError(pb::ShellSpawnError { command, working_directory: wd, error: "spawn failed".into() })),
+            _ => result(R::SpawnError(pb::ShellSpawnError {
+                command,
+                working_directory: wd,
+                error: "spawn failed".into(),
+            })),
         };
     }
 
@@ -262,7 +280,9 @@ pub async fn run(ws: &Workspace, opts: &ToolOptions, shells: &Shells, args: &pb:
     let started = Instant::now();
     let mut child = match cmd.spawn() {
         Ok(c) => c,
-        Err(e) => return result(R::SpawnError(pb::ShellSpawnError { command, working_directory: wd, error: e.to_string() })),
+        Err(e) => {
+            return result(R::SpawnError(pb::ShellSpawnError { command, working_directory: wd, error: e.to_string() }))
+        }
     };
     let pid = child.id();
     let mut kill = GroupKill(pid);
@@ -270,8 +290,11 @@ pub async fn run(ws: &Workspace, opts: &ToolOptions, shells: &Shells, args: &pb:
     let mut stdout = child.stdout.take().expect("piped stdout");
     let mut stderr = child.stderr.take().expect("piped stderr");
 
-    let (mut out_text, mut err_text, mut both) =
-        (Captured::new(opts.max_output_bytes), Captured::new(opts.max_output_bytes), Captured::new(opts.max_output_bytes));
+    let (mut out_text, mut err_text, mut both) = (
+        Captured::new(opts.max_output_bytes),
+        Captured::new(opts.max_output_bytes),
+        Captured::new(opts.max_output_bytes),
+    );
     let (mut out_dec, mut err_dec) = (Utf8Stream::default(), Utf8Stream::default());
     let mut emit = |is_err: bool, text: String| {
         if text.is_empty() {
@@ -379,7 +402,11 @@ pub async fn run(ws: &Workspace, opts: &ToolOptions, shells: &Shells, args: &pb:
                 }),
             }
         }
-        Ending::TimedOut => R::Timeout(pb::ShellTimeout { command, working_directory: wd, timeout_ms: timeout_ms.min(i32::MAX as u64) as i32 }),
+        Ending::TimedOut => R::Timeout(pb::ShellTimeout {
+            command,
+            working_directory: wd,
+            timeout_ms: timeout_ms.min(i32::MAX as u64) as i32,
+        }),
         Ending::Aborted => R::Failure(pb::ShellFailure {
             command,
             working_directory: wd,
@@ -394,7 +421,9 @@ pub async fn run(ws: &Workspace, opts: &ToolOptions, shells: &Shells, args: &pb:
             local_execution_time_ms: Some(elapsed),
             output_location: None,
         }),
-        Ending::WaitFailed(e) => R::SpawnError(pb::ShellSpawnError { command, working_directory: wd, error: e.to_string() }),
+        Ending::WaitFailed(e) => {
+            R::SpawnError(pb::ShellSpawnError { command, working_directory: wd, error: e.to_string() })
+        }
     };
     pb::ShellResult { pid, result: Some(outcome), ..Default::default() }
 }
@@ -485,7 +514,11 @@ pub fn spawn_background(
     };
     let wd = cwd.display().to_string();
     let spawn_error = |error: String| pb::BackgroundShellSpawnResult {
-        result: Some(R::Error(pb::BackgroundShellSpawnError { command: command.clone(), working_directory: wd.clone(), error })),
+        result: Some(R::Error(pb::BackgroundShellSpawnError {
+            command: command.clone(),
+            working_directory: wd.clone(),
+            error,
+        })),
     };
     let shell_id = shells.next_id.fetch_add(1, Ordering::Relaxed) + 1;
     if let Err(e) = std::fs::create_dir_all(&opts.terminals_dir) {
@@ -555,7 +588,8 @@ impl AsyncRead for Pipe {
 
 pub async fn write_stdin(shells: &Shells, args: &pb::WriteShellStdinArgs) -> pb::WriteShellStdinResult {
     use pb::write_shell_stdin_result::Result as R;
-    let error = |error: String| pb::WriteShellStdinResult { result: Some(R::Error(pb::WriteShellStdinError { error })) };
+    let error =
+        |error: String| pb::WriteShellStdinResult { result: Some(R::Error(pb::WriteShellStdinError { error })) };
     let (stdin, output_len) = {
         let table = shells.background.lock().expect("shell table");
         match table.get(&args.shell_id) {

@@ -27,7 +27,10 @@ impl Workspace {
             let c = std::fs::canonicalize(root)
                 .map_err(|e| io::Error::new(e.kind(), format!("workspace root {}: {e}", root.display())))?;
             if !c.is_dir() {
-                return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("workspace root {} is not a directory", root.display())));
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("workspace root {} is not a directory", root.display()),
+                ));
             }
             canonical.push(c);
         }
