@@ -8,7 +8,7 @@ use prost_reflect::{DynamicMessage, Kind, MessageDescriptor, ReflectMessage, Ser
 
 use crate::host::{ExecRequest, InteractionRequest};
 use crate::protojson::pool;
-use crate::wire::put_length_delimited;
+use crate::wire::{put_length_delimited, Pieces};
 
 fn descriptor(name: &str) -> MessageDescriptor {
     pool().get_message_by_name(name).unwrap_or_else(|| panic!("{name} is in proto/"))
@@ -132,10 +132,87 @@ pub fn exec_client_message(id: u32, exec_id: &str, field: u32, result: &impl pro
 }
 
 /// Encodes the host's JSON result for `request` as the `AgentClientMessage` that answers it.
-pub fn exec_result(request: &ExecRequest, result: serde_json::Value) -> Result<Bytes, String> {
+/// Large values (a file's content, a command's output) are moved into the encoding, not copied:
+/// a 12 MiB read result goes from the host's JSON to the wire without a second 12 MiB buffer.
+pub fn exec_result(request: &ExecRequest, result: serde_json::Value) -> Result<Pieces, String> {
+    use prost::encoding::{encoded_len_varint, key_len};
     let field = result_field(request);
     let message = from_json(field_type("agent.v1.ExecClientMessage", field)?, result)?;
-    Ok(exec_client_message(request.id, &request.exec_id, field, &message))
+    let result_len = prost::Message::encoded_len(&message);
+    let mut exec_len = key_len(1) + encoded_len_varint(request.id as u64);
+    exec_len += key_len(field) + encoded_len_varint(result_len as u64) + result_len;
+    if !request.exec_id.is_empty() {
+        exec_len += key_len(15) + encoded_len_varint(request.exec_id.len() as u64) + request.exec_id.len();
+    }
+    let mut out = Splicer::default();
+    encode_key(2, WireType::LengthDelimited, &mut out.small);
+    encode_varint(exec_len as u64, &mut out.small);
+    encode_key(1, WireType::Varint, &mut out.small);
+    encode_varint(request.id as u64, &mut out.small);
+    encode_key(field, WireType::LengthDelimited, &mut out.small);
+    encode_varint(result_len as u64, &mut out.small);
+    encode_spliced(message, &mut out);
+    if !request.exec_id.is_empty() {
+        put_length_delimited(&mut out.small, 15, request.exec_id.as_bytes());
+    }
+    Ok(out.finish())
+}
+
+/// String and bytes values at least this large are moved into an encoding rather than copied.
+const SPLICE_MIN: usize = 64 * 1024;
+
+/// Builds [`Pieces`]: small fields are encoded into `small`, large values become pieces of
+/// their own.
+#[derive(Default)]
+struct Splicer {
+    pieces: Pieces,
+    small: BytesMut,
+}
+
+impl Splicer {
+    fn large(&mut self, value: Bytes) {
+        self.pieces.push(self.small.split().freeze());
+        self.pieces.push(value);
+    }
+
+    fn finish(mut self) -> Pieces {
+        self.pieces.push(self.small.split().freeze());
+        self.pieces
+    }
+}
+
+/// Encodes `msg` field by field, in field-number order as prost-reflect does, moving singular
+/// string and bytes values of [`SPLICE_MIN`] bytes or more (also inside nested messages) into
+/// pieces of their own. Every other field is encoded exactly as prost-reflect encodes it.
+fn encode_spliced(mut msg: DynamicMessage, out: &mut Splicer) {
+    let desc = msg.descriptor();
+    let mut fields: Vec<_> = msg.take_fields().collect();
+    fields.sort_by_key(|(field, _)| field.number());
+    for (field, value) in fields {
+        let singular = !field.is_list() && !field.is_map();
+        match value {
+            Value::String(text) if singular && text.len() >= SPLICE_MIN => {
+                encode_key(field.number(), WireType::LengthDelimited, &mut out.small);
+                encode_varint(text.len() as u64, &mut out.small);
+                out.large(Bytes::from(text));
+            }
+            Value::Bytes(bytes) if singular && bytes.len() >= SPLICE_MIN => {
+                encode_key(field.number(), WireType::LengthDelimited, &mut out.small);
+                encode_varint(bytes.len() as u64, &mut out.small);
+                out.large(bytes);
+            }
+            Value::Message(inner) if singular && prost::Message::encoded_len(&inner) >= SPLICE_MIN => {
+                encode_key(field.number(), WireType::LengthDelimited, &mut out.small);
+                encode_varint(prost::Message::encoded_len(&inner) as u64, &mut out.small);
+                encode_spliced(inner, out);
+            }
+            value => {
+                let mut single = DynamicMessage::new(desc.clone());
+                single.set_field(&field, value);
+                prost::Message::encode_raw(&single, &mut out.small);
+            }
+        }
+    }
 }
 
 /// The result type's own error branch (`{error:{error, path?}}`), when it has one whose message
@@ -258,6 +335,39 @@ mod tests {
         assert_eq!(exec_client_message_of(no_id).exec_id, "");
     }
 
+    #[test]
+    fn large_values_are_moved_into_the_reply_and_the_bytes_are_what_prost_encodes() {
+        let (_, _, req) = decode_exec(&exec(pb::exec_server_message::Message::ReadArgs(Default::default()))).unwrap();
+        let req = req.unwrap();
+        let content: String = (0..200_000).map(|i| char::from(b'a' + (i % 26) as u8)).collect();
+        let json =
+            serde_json::json!({"success": {"path": "/big", "content": content, "totalLines": 3, "fileSize": "200000"}});
+        let pieces = exec_result(&req, json.clone()).unwrap();
+        // The content is a piece of its own (moved, not copied into a bigger buffer).
+        assert!(pieces.chunks().iter().any(|c| c.len() == content.len() && c[..] == *content.as_bytes()));
+        // Byte for byte what prost-reflect encodes for the same message in one buffer.
+        let field = result_field(&req);
+        let message = from_json(field_type("agent.v1.ExecClientMessage", field).unwrap(), json).unwrap();
+        let whole = exec_client_message(7, "e7", field, &message);
+        assert_eq!(pieces.len(), whole.len());
+        let bytes = pieces.into_bytes();
+        assert_eq!(bytes, whole);
+        // And it decodes to the message the JSON describes.
+        let msg = exec_client_message_of(bytes);
+        assert_eq!((msg.id, msg.exec_id.as_str()), (7, "e7"));
+        let Some(pb::exec_client_message::Message::ReadResult(pb::ReadResult {
+            result: Some(pb::read_result::Result::Success(success)),
+        })) = msg.message
+        else {
+            panic!("not a read success")
+        };
+        assert_eq!(success.output, Some(pb::read_success::Output::Content(content.clone())));
+        assert_eq!((success.path.as_str(), success.total_lines, success.file_size), ("/big", 3, 200_000));
+        // Small results stay in one piece.
+        let small = exec_result(&req, serde_json::json!({"success": {"path": "/a", "content": "hi"}})).unwrap();
+        assert_eq!(small.chunks().len(), 1);
+    }
+
     fn exec(m: pb::exec_server_message::Message) -> Vec<u8> {
         pb::ExecServerMessage { id: 7, exec_id: "e7".into(), message: Some(m), ..Default::default() }.encode_to_vec()
     }
@@ -300,7 +410,8 @@ mod tests {
         let req = req.unwrap();
         assert_eq!(exec_result_type(&req).unwrap(), "agent.v1.ReadResult");
         let bytes = exec_result(&req, serde_json::json!({"success": {"path": "/a", "content": "hi", "totalLines": 1}}))
-            .unwrap();
+            .unwrap()
+            .into_bytes();
         let msg = exec_client_message_of(bytes);
         assert_eq!((msg.id, msg.exec_id.as_str()), (7, "e7"));
         let Some(pb::exec_client_message::Message::ReadResult(r)) = msg.message else { panic!() };

@@ -1365,7 +1365,7 @@ async fn run_exec(
     match reply {
         Ok(result) => {
             if streaming {
-                let exit = shell_exit(&request, &result);
+                let exit = shell_exit(&request, &result.clone().into_bytes());
                 let _ = sender.send_encoded(shell_event(id, exec_id, pb::shell_stream::Event::Exit(exit))).await;
             }
             let _ = sender.send_encoded(result).await;

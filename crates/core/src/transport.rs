@@ -25,6 +25,7 @@ use crate::connect::{self, ConnectError, Frame, FrameDecoder, Limits};
 use crate::error::{error_chain, CoreError};
 use crate::proto::agent::v1::{AgentClientMessage, AgentServerMessage};
 use crate::proto::aiserver::v1::{BidiAppendRequest, BidiRequestId};
+use crate::wire::Pieces;
 
 pub const RUN_SSE_PATH: &str = "/agent.v1.AgentService/RunSSE";
 pub const RUN_PATH: &str = "/agent.v1.AgentService/Run";
@@ -403,10 +404,15 @@ impl AgentSender {
 
     /// Sends an already-encoded `AgentClientMessage` (the turn loop splices raw checkpoint
     /// bytes into run requests, so it never re-encodes them through prost).
-    pub async fn send_encoded(&self, payload: Bytes) -> Result<(), CoreError> {
+    /// The message may come in pieces (large values moved in rather than copied); appends
+    /// stream them as they are.
+    pub async fn send_encoded(&self, payload: impl Into<Pieces>) -> Result<(), CoreError> {
+        let payload = payload.into();
         match &*self.inner {
             SenderInner::Sse(s) => s.send(payload).await,
             SenderInner::H2 { body, gzip, failure } => {
+                // One frame is one channel item, so frames of concurrent senders never interleave.
+                let payload = payload.into_bytes();
                 if let Some(err) = failure.borrow().clone() {
                     return Err(err);
                 }
@@ -464,7 +470,7 @@ impl AgentSender {
 }
 
 impl SseSender {
-    async fn send(&self, payload: Bytes) -> Result<(), CoreError> {
+    async fn send(&self, payload: Pieces) -> Result<(), CoreError> {
         if let Some(err) = self.failure.borrow().clone() {
             return Err(err);
         }
@@ -539,13 +545,15 @@ const HEX_FRAME_PAYLOAD: usize = 32 * 1024;
 /// thus never exists a second time as a hex string twice its size.
 struct AppendBody {
     head: Bytes,
-    payload: Bytes,
+    payload: std::collections::VecDeque<Bytes>,
+    payload_len: usize,
     hex: bool,
     tail: Bytes,
 }
 
 impl AppendBody {
-    fn new(payload: Bytes, request_id: BidiRequestId, append_seqno: i64, binary: bool) -> Self {
+    fn new(payload: Pieces, request_id: BidiRequestId, append_seqno: i64, binary: bool) -> Self {
+        let payload_len = payload.len();
         use prost::encoding::{encode_key, encode_varint, WireType};
         let rest = BidiAppendRequest {
             data: String::new(),
@@ -557,40 +565,49 @@ impl AppendBody {
         let mut key = Vec::with_capacity(11);
         if binary {
             // data_binary = 4 comes after request_id = 2 and append_seqno = 3.
-            if !payload.is_empty() {
+            if payload_len > 0 {
                 encode_key(4, WireType::LengthDelimited, &mut key);
-                encode_varint(payload.len() as u64, &mut key);
+                encode_varint(payload_len as u64, &mut key);
             }
             let mut head = rest;
             head.extend_from_slice(&key);
-            AppendBody { head: head.into(), payload, hex: false, tail: Bytes::new() }
+            let payload = payload.into_chunks().into();
+            AppendBody { head: head.into(), payload, payload_len, hex: false, tail: Bytes::new() }
         } else {
             // data = 1 comes first.
-            if !payload.is_empty() {
+            if payload_len > 0 {
                 encode_key(1, WireType::LengthDelimited, &mut key);
-                encode_varint(payload.len() as u64 * 2, &mut key);
+                encode_varint(payload_len as u64 * 2, &mut key);
             }
-            AppendBody { head: key.into(), payload, hex: true, tail: rest.into() }
+            let payload = payload.into_chunks().into();
+            AppendBody { head: key.into(), payload, payload_len, hex: true, tail: rest.into() }
         }
     }
 
     /// Bytes still to be produced.
     fn remaining(&self) -> usize {
-        self.head.len() + self.payload.len() * if self.hex { 2 } else { 1 } + self.tail.len()
+        self.head.len() + self.payload_len * if self.hex { 2 } else { 1 } + self.tail.len()
     }
 
     fn next_chunk(&mut self) -> Option<Bytes> {
         if !self.head.is_empty() {
             return Some(std::mem::take(&mut self.head));
         }
-        if !self.payload.is_empty() {
-            if !self.hex {
-                return Some(std::mem::take(&mut self.payload));
+        if let Some(front) = self.payload.front_mut() {
+            let chunk = if self.hex {
+                let slice = front.split_to(front.len().min(HEX_FRAME_PAYLOAD));
+                let mut out = vec![0u8; slice.len() * 2];
+                faster_hex::hex_encode(&slice, &mut out).expect("the buffer is sized for the hex");
+                self.payload_len -= slice.len();
+                Bytes::from(out)
+            } else {
+                self.payload_len -= front.len();
+                std::mem::take(front)
+            };
+            if front.is_empty() {
+                self.payload.pop_front();
             }
-            let slice = self.payload.split_to(self.payload.len().min(HEX_FRAME_PAYLOAD));
-            let mut out = vec![0u8; slice.len() * 2];
-            faster_hex::hex_encode(&slice, &mut out).expect("the buffer is sized for the hex");
-            return Some(out.into());
+            return Some(chunk);
         }
         (!self.tail.is_empty()).then(|| std::mem::take(&mut self.tail))
     }
@@ -786,11 +803,18 @@ mod tests {
                     data_binary: if binary { payload.clone() } else { Bytes::new() },
                 }
                 .encode_to_vec();
-                let body = AppendBody::new(payload.clone(), request_id.clone(), 42, binary);
+                // The payload as one piece and as uneven pieces.
+                let mut split = Pieces::default();
+                let mut rest = payload.clone();
+                for size in [1, 7, HEX_FRAME_PAYLOAD + 3] {
+                    split.push(rest.split_to(size.min(rest.len())));
+                }
+                split.push(rest);
+                let body = AppendBody::new(split, request_id.clone(), 42, binary);
                 assert_eq!(body.size_hint().exact(), Some(expected.len() as u64));
                 assert_eq!(body.into_vec(), expected, "binary {binary}, {} bytes", payload.len());
                 // Streamed frame by frame, the same bytes; large payloads in several frames.
-                let streamed = AppendBody::new(payload.clone(), request_id.clone(), 42, binary);
+                let streamed = AppendBody::new(payload.clone().into(), request_id.clone(), 42, binary);
                 let frames = futures::executor::block_on(async {
                     let mut body = std::pin::pin!(streamed);
                     let mut frames = Vec::new();

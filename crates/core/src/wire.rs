@@ -42,6 +42,63 @@ pub fn put_length_delimited(out: &mut BytesMut, field: u32, payload: &[u8]) {
     out.put_slice(payload);
 }
 
+/// An encoded message as pieces whose concatenation is the message, so that large string and
+/// bytes values can be moved into it rather than copied (see `bridge::exec_result`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Pieces {
+    chunks: Vec<Bytes>,
+    len: usize,
+}
+
+impl Pieces {
+    /// Total length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn chunks(&self) -> &[Bytes] {
+        &self.chunks
+    }
+
+    pub fn into_chunks(self) -> Vec<Bytes> {
+        self.chunks
+    }
+
+    pub fn push(&mut self, chunk: Bytes) {
+        if !chunk.is_empty() {
+            self.len += chunk.len();
+            self.chunks.push(chunk);
+        }
+    }
+
+    /// The message in one buffer: free for a single piece, a copy otherwise.
+    pub fn into_bytes(mut self) -> Bytes {
+        match self.chunks.len() {
+            0 => Bytes::new(),
+            1 => self.chunks.pop().expect("one chunk"),
+            _ => {
+                let mut out = BytesMut::with_capacity(self.len);
+                for chunk in &self.chunks {
+                    out.put_slice(chunk);
+                }
+                out.freeze()
+            }
+        }
+    }
+}
+
+impl From<Bytes> for Pieces {
+    fn from(chunk: Bytes) -> Self {
+        let mut pieces = Pieces::default();
+        pieces.push(chunk);
+        pieces
+    }
+}
+
 /// `payload` wrapped as length-delimited field `field` of a new message.
 pub fn wrap(field: u32, payload: &[u8]) -> Bytes {
     let mut out = BytesMut::with_capacity(payload.len() + 11);
