@@ -33,3 +33,22 @@ test('a running turn keeps the process alive until it ends', () => {
   assert.equal(r.status, 0, r.stderr)
   assert.equal(r.stdout.trim(), 'late end_turn')
 })
+
+test('pending nextBatch and result promises keep the process alive; settled ones let it exit', () => {
+  const started = Date.now()
+  const r = run(`const { AgentClient, startEmbeddedBackend } = require(${JSON.stringify(index)});
+    (async () => {
+      const b = await startEmbeddedBackend({ scenario: { steps: [{ type: 'sleep', ms: 300 }, { type: 'text', text: 'late' }, { type: 'turnEnded' }] } });
+      const turns = Array.from({ length: 50 }, () => new AgentClient({ baseUrl: b.url }).newSession().prompt('x'));
+      const texts = await Promise.all(turns.map(async (turn) => {
+        let text = '';
+        for (let batch; (batch = await turn.nextBatch(16)).length;) for (const u of batch) text += u.content.text;
+        return text + ' ' + (await turn.result).stopReason;
+      }));
+      console.log(new Set(texts).size, texts[0], texts.length);
+      // The backend is left open on purpose: it lives on the runtime, not the event loop.
+    })()`)
+  assert.equal(r.status, 0, r.stderr)
+  assert.equal(r.stdout.trim(), '1 late end_turn 50')
+  assert.ok(Date.now() - started < 8000, 'the process exits once every promise is settled')
+})

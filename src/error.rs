@@ -32,14 +32,11 @@ pub fn coded(env: &Env, err: &CoreError) -> napi::Error {
 pub fn promise<'env, T, V, F, M>(env: &'env Env, fut: F, map: M) -> Result<PromiseRaw<'env, V>>
 where
     T: Send + 'static,
-    V: ToNapiValue + 'env,
+    V: ToNapiValue + 'static,
     F: Future<Output = std::result::Result<T, CoreError>> + Send + 'static,
-    M: FnOnce(&Env, T) -> Result<V> + 'static,
+    M: FnOnce(&Env, T) -> Result<V> + Send + 'static,
 {
-    env.spawn_future_with_callback(async move { Ok(fut.await) }, move |env, outcome| match outcome {
-        Ok(value) => map(env, value),
-        Err(e) => Err(coded(env, &e)),
-    })
+    crate::settle::promise(env, fut, map, coded)
 }
 
 /// The message of an error thrown or rejected by a JS callback.

@@ -15,5 +15,6 @@ mod error;
 mod host;
 mod memory;
 mod session;
+mod settle;
 mod tools;
 mod turn;

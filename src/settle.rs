@@ -1,0 +1,190 @@
+//! The binding's promises, settled through one threadsafe function per JavaScript thread.
+//!
+//! napi-rs settles each future-backed promise through a threadsafe function of its own, i.e. a
+//! libuv async handle created and closed per promise. libuv checks every async handle on each
+//! wake-up, so the JS thread's cost per wake-up grows with the number of pending promises: with
+//! 1,000 turns each waiting in `nextBatch`, that scan was 19% of the JS thread's samples. Here
+//! every promise is queued to one handle, which is referenced (keeps Node alive) exactly while
+//! some promise is pending, as a pending napi-rs promise did.
+
+use std::cell::RefCell;
+use std::ffi::c_void;
+use std::future::Future;
+use std::ptr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use napi::bindgen_prelude::*;
+use napi::{check_status, sys, Env, JsError};
+
+type Settle = Box<dyn FnOnce(sys::napi_env) -> Result<sys::napi_value> + Send>;
+
+/// A settled outcome on its way to the JS thread.
+struct Job {
+    deferred: sys::napi_deferred,
+    settle: Settle,
+}
+
+/// The shared handle of one JS thread. `alive` turns false when its environment is torn down,
+/// so tasks finishing later drop their outcome instead of calling a freed handle.
+#[derive(Clone)]
+struct Handle {
+    tsfn: sys::napi_threadsafe_function,
+    alive: Arc<AtomicBool>,
+}
+
+// SAFETY: a threadsafe function may be called from any thread (that is its purpose); the
+// deferred inside a `Job` is only used on the JS thread, in `call_js`.
+unsafe impl Send for Handle {}
+unsafe impl Send for Job {}
+
+struct Settler {
+    handle: Handle,
+    pending: usize,
+}
+
+thread_local! {
+    static SETTLER: RefCell<Option<Settler>> = const { RefCell::new(None) };
+}
+
+/// Runs `fut` on the runtime and settles the returned promise: `Ok` through `map` (on the JS
+/// thread), `Err` rejects with the error `map_err` builds.
+pub fn promise<'env, T, V, F, M, E>(env: &'env Env, fut: F, map: M, map_err: E) -> Result<PromiseRaw<'env, V>>
+where
+    T: Send + 'static,
+    V: ToNapiValue + 'static,
+    F: Future<Output = std::result::Result<T, cursor_acp_core::CoreError>> + Send + 'static,
+    M: FnOnce(&Env, T) -> Result<V> + Send + 'static,
+    E: FnOnce(&Env, &cursor_acp_core::CoreError) -> napi::Error + Send + 'static,
+{
+    let raw_env = env.raw();
+    let mut deferred = ptr::null_mut();
+    let mut promise = ptr::null_mut();
+    check_status!(unsafe { sys::napi_create_promise(raw_env, &mut deferred, &mut promise) })?;
+    let handle = acquire(raw_env)?;
+    let job_deferred = SendDeferred(deferred);
+    napi::bindgen_prelude::spawn(async move {
+        // Moved whole (a field-wise capture would take the raw pointer, which is not Send).
+        let handle = handle;
+        let outcome = fut.await;
+        let settle: Settle = Box::new(move |raw_env| {
+            let env = Env::from_raw(raw_env);
+            match outcome {
+                Ok(value) => unsafe { V::to_napi_value(raw_env, map(&env, value)?) },
+                Err(e) => Err(map_err(&env, &e)),
+            }
+        });
+        let job = Box::into_raw(Box::new(Job { deferred: job_deferred.into_inner(), settle }));
+        let status = if handle.alive.load(Ordering::SeqCst) {
+            unsafe {
+                sys::napi_call_threadsafe_function(
+                    handle.tsfn,
+                    job.cast(),
+                    sys::ThreadsafeFunctionCallMode::nonblocking,
+                )
+            }
+        } else {
+            sys::Status::napi_closing
+        };
+        if status != sys::Status::napi_ok {
+            // The environment is going away: nobody is left to settle for.
+            drop(unsafe { Box::from_raw(job) });
+        }
+    });
+    Ok(PromiseRaw::new(raw_env, promise))
+}
+
+struct SendDeferred(sys::napi_deferred);
+// SAFETY: carried to the JS thread untouched (see `Job`).
+unsafe impl Send for SendDeferred {}
+
+impl SendDeferred {
+    fn into_inner(self) -> sys::napi_deferred {
+        self.0
+    }
+}
+
+/// This thread's handle (created on first use), counted as in use by one more pending promise.
+fn acquire(env: sys::napi_env) -> Result<Handle> {
+    SETTLER.with(|cell| {
+        let mut settler = cell.borrow_mut();
+        if settler.is_none() {
+            *settler = Some(Settler { handle: create(env)?, pending: 0 });
+        }
+        let s = settler.as_mut().expect("created above");
+        if s.pending == 0 {
+            check_status!(unsafe { sys::napi_ref_threadsafe_function(env, s.handle.tsfn) })?;
+        }
+        s.pending += 1;
+        Ok(s.handle.clone())
+    })
+}
+
+fn create(env: sys::napi_env) -> Result<Handle> {
+    let mut name = ptr::null_mut();
+    let label = "cursor-acp-native promise";
+    check_status!(unsafe {
+        sys::napi_create_string_utf8(env, label.as_ptr().cast(), label.len() as isize, &mut name)
+    })?;
+    let mut tsfn = ptr::null_mut();
+    check_status!(unsafe {
+        sys::napi_create_threadsafe_function(
+            env,
+            ptr::null_mut(),
+            ptr::null_mut(),
+            name,
+            0,
+            1,
+            ptr::null_mut(),
+            None,
+            ptr::null_mut(),
+            Some(call_js),
+            &mut tsfn,
+        )
+    })?;
+    // Unreferenced while no promise is pending: an idle client never keeps Node alive.
+    check_status!(unsafe { sys::napi_unref_threadsafe_function(env, tsfn) })?;
+    let alive = Arc::new(AtomicBool::new(true));
+    let hook_data = Box::into_raw(Box::new(alive.clone()));
+    check_status!(unsafe { sys::napi_add_env_cleanup_hook(env, Some(on_env_cleanup), hook_data.cast()) })?;
+    Ok(Handle { tsfn, alive })
+}
+
+/// The environment is being torn down: later outcomes are dropped, and a new environment on
+/// this thread (none in Node, but cheap to allow) starts afresh.
+unsafe extern "C" fn on_env_cleanup(data: *mut c_void) {
+    let alive = unsafe { Box::from_raw(data.cast::<Arc<AtomicBool>>()) };
+    alive.store(false, Ordering::SeqCst);
+    let _ = SETTLER.try_with(|cell| cell.borrow_mut().take());
+}
+
+/// On the JS thread: settles one promise. `env` is null when Node drains the queue during
+/// teardown; the job is then only freed.
+unsafe extern "C" fn call_js(
+    env: sys::napi_env,
+    _js_callback: sys::napi_value,
+    _context: *mut c_void,
+    data: *mut c_void,
+) {
+    let job = unsafe { Box::from_raw(data.cast::<Job>()) };
+    if env.is_null() {
+        return;
+    }
+    match (job.settle)(env) {
+        Ok(value) => unsafe {
+            sys::napi_resolve_deferred(env, job.deferred, value);
+        },
+        Err(err) => unsafe {
+            let reason = JsError::from(err).into_value(env);
+            sys::napi_reject_deferred(env, job.deferred, reason);
+        },
+    }
+    SETTLER.with(|cell| {
+        if let Some(s) = cell.borrow_mut().as_mut() {
+            s.pending -= 1;
+            if s.pending == 0 {
+                unsafe { sys::napi_unref_threadsafe_function(env, s.handle.tsfn) };
+            }
+        }
+    });
+}
