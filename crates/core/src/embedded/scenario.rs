@@ -122,7 +122,13 @@ pub enum Step {
     /// `interaction_query`: `query` is the oneof branch in proto JSON; waits for the response.
     Interaction { id: u32, query: serde_json::Value },
     /// `conversation_checkpoint_update`: `state` is a `ConversationStateStructure` in proto JSON.
-    Checkpoint { state: serde_json::Value },
+    /// Encoded once when the scenario is loaded (`message` is the whole `AgentServerMessage`),
+    /// so playing it costs no conversion and no copy of a large state.
+    Checkpoint {
+        state: serde_json::Value,
+        #[serde(skip)]
+        message: bytes::Bytes,
+    },
     /// One `interaction_update.heartbeat`.
     Heartbeat,
     /// `interaction_update.turn_ended` with token counts.
@@ -203,9 +209,11 @@ impl Scenario {
         if s.turns.is_empty() {
             return Err(CoreError::InvalidInput("invalid scenario: no turns".into()));
         }
-        for (t, turn) in s.turns.iter().enumerate() {
-            for (i, step) in turn.iter().enumerate() {
+        for (t, turn) in s.turns.iter_mut().enumerate() {
+            for (i, step) in turn.iter_mut().enumerate() {
                 super::script::check(step)
+                    .map_err(|e| CoreError::InvalidInput(format!("invalid scenario: turn {t} step {i}: {e}")))?;
+                super::script::prepare(step)
                     .map_err(|e| CoreError::InvalidInput(format!("invalid scenario: turn {t} step {i}: {e}")))?;
                 if matches!(step, Step::HttpError { .. }) && i != 0 {
                     return Err(CoreError::InvalidInput(format!(

@@ -104,6 +104,19 @@ impl TurnContext {
         self.write(connect::encode_message(msg, self.gzip, 0)).await
     }
 
+    /// Sends an encoded `AgentServerMessage`: without gzip, the envelope header and the
+    /// message go out as two body chunks, so the message is not copied.
+    async fn send_encoded(&self, message: Bytes) -> Result<(), String> {
+        if self.gzip {
+            return self.write(connect::encode_frame(connect::FLAG_COMPRESSED, &connect::gzip(&message))).await;
+        }
+        let len = u32::try_from(message.len()).map_err(|_| "message over 4 GiB".to_string())?;
+        let mut header = [0u8; connect::HEADER_LEN];
+        header[1..].copy_from_slice(&len.to_be_bytes());
+        self.write(Bytes::copy_from_slice(&header)).await?;
+        self.write(message).await
+    }
+
     async fn end(&self, error: Option<&ConnectError>) -> String {
         let _ = self.write(connect::encode_end_stream(error)).await;
         match error {
@@ -316,10 +329,7 @@ async fn run_step(step: Step, ctx: &mut TurnContext, paused: &AtomicBool) -> Res
                 return Ok(flow);
             }
         }
-        Step::Checkpoint { state } => {
-            let state: pb::ConversationStateStructure = from_json("ConversationStateStructure", &state)?;
-            ctx.send(&server_msg(S::ConversationCheckpointUpdate(state))).await?
-        }
+        Step::Checkpoint { message, .. } => ctx.send_encoded(message).await?,
         Step::Heartbeat => ctx.send(&update(U::Heartbeat(Default::default()))).await?,
         Step::TurnEnded { input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens } => {
             let t = pb::TurnEndedUpdate {
@@ -446,6 +456,18 @@ pub(crate) fn build_error(
 
 /// Checks a step's embedded proto JSON and names, so a bad scenario fails when it is loaded
 /// rather than mid-stream.
+/// Does once, at load, the work a step would otherwise repeat on every play: encodes
+/// checkpoints (and drops their JSON, which every turn would clone otherwise).
+pub(crate) fn prepare(step: &mut Step) -> Result<(), String> {
+    if let Step::Checkpoint { state, message } = step {
+        let parsed: pb::ConversationStateStructure = from_json("ConversationStateStructure", state)?;
+        *message =
+            server_msg(pb::agent_server_message::Message::ConversationCheckpointUpdate(parsed)).encode_to_vec().into();
+        *state = serde_json::Value::Null;
+    }
+    Ok(())
+}
+
 pub(crate) fn check(step: &Step) -> Result<(), String> {
     match step {
         Step::ToolCallStarted { tool_call, .. } | Step::ToolCallCompleted { tool_call, .. } => {
@@ -467,7 +489,7 @@ pub(crate) fn check(step: &Step) -> Result<(), String> {
             }
             Ok(())
         }
-        Step::Checkpoint { state } => {
+        Step::Checkpoint { state, .. } => {
             from_json::<pb::ConversationStateStructure>("ConversationStateStructure", state).map(drop)
         }
         Step::KvGet { blob_id, .. } => hex::decode(blob_id).map(drop).map_err(|e| format!("kvGet blobId: {e}")),
