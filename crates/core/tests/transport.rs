@@ -589,27 +589,47 @@ async fn embedded_backend_refuses_bad_appends_with_clear_errors() {
         }
     };
     let heartbeat_hex = hex::encode(heartbeat().encode_to_vec());
-    let over_limit = vec![0u8; 32 * 1024 * 1024 + 2048];
     let cases: Vec<(reqwest::Body, &str)> = vec![
         (vec![0xff, 0xff, 0xff].into(), "not a BidiAppendRequest"),
         (append("zz".into(), "r-1", 0).into(), "not hex"),
         (append("abc".into(), "r-1", 0).into(), "not hex"),
         (append(hex::encode([0x0a, 0x05]), "r-1", 0).into(), "not an AgentClientMessage"),
         (append(heartbeat_hex.clone(), "", 0).into(), "request_id is empty"),
-        // Declared too long: refused from the length alone.
-        (over_limit.clone().into(), "exceeds"),
-        // Too long without a declared length (chunked): refused once the limit is passed.
-        (
-            reqwest::Body::wrap_stream(futures::stream::iter(
-                over_limit.chunks(1 << 20).map(|c| Ok::<_, std::io::Error>(c.to_vec())).collect::<Vec<_>>(),
-            )),
-            "exceeds",
-        ),
     ];
     for (body, needle) in cases {
         let (status, code, message) = post(body).await;
         assert_eq!((status, code.as_str()), (400, "invalid_argument"), "{needle}: {message}");
         assert!(message.contains(needle), "expected {needle:?} in {message}");
+    }
+    // Declared too long: refused from the length alone, before any of the body is sent.
+    {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let host = b.url().trim_start_matches("http://").to_string();
+        let mut socket = tokio::net::TcpStream::connect(&host).await.unwrap();
+        let head = format!(
+            "POST {BIDI_APPEND_PATH} HTTP/1.1\r\nhost: {host}\r\ncontent-type: application/proto\r\ncontent-length: {}\r\n\r\n",
+            33 * 1024 * 1024
+        );
+        socket.write_all(head.as_bytes()).await.unwrap();
+        let mut response = Vec::new();
+        tokio::time::timeout(BOUND, socket.read_to_end(&mut response)).await.unwrap().unwrap();
+        let response = String::from_utf8_lossy(&response);
+        assert!(response.starts_with("HTTP/1.1 400"), "{response}");
+        assert!(response.contains("invalid_argument") && response.contains("exceeds"), "{response}");
+    }
+    // Too long without a declared length (chunked): refused once the limit is passed. The server
+    // stops reading there, so the client sees the 400 or, when it is still writing, a reset.
+    let over_limit = vec![0u8; 32 * 1024 * 1024 + 2048];
+    let chunked = reqwest::Body::wrap_stream(futures::stream::iter(
+        over_limit.chunks(1 << 20).map(|c| Ok::<_, std::io::Error>(c.to_vec())).collect::<Vec<_>>(),
+    ));
+    match http.post(&url).body(chunked).send().await {
+        Ok(response) => {
+            assert_eq!(response.status().as_u16(), 400);
+            let body = response.bytes().await.unwrap_or_default();
+            assert!(String::from_utf8_lossy(&body).contains("exceeds"), "{body:?}");
+        }
+        Err(e) => assert!(e.is_request() || e.is_body(), "{e:?}"),
     }
     // A good append is still accepted afterwards, and its seqno cannot be replayed.
     let ok = http.post(&url).body(append(heartbeat_hex.clone(), "r-2", 0)).send().await.unwrap();
