@@ -361,7 +361,7 @@ test('injectContext and continueGoal reach the server', async () => {
 })
 
 test('blobDir keeps KV blobs on disk across clients', async () => {
-  const { mkdtempSync, readdirSync, readFileSync } = await import('node:fs')
+  const { mkdtempSync, readdirSync, readFileSync, rmSync } = await import('node:fs')
   const { tmpdir } = await import('node:os')
   const dir = mkdtempSync(`${tmpdir()}/acp-blobs-`)
   const scenario = { turns: [[{ type: 'kvSet', id: 1, blobId: 'beef', data: 'kept' }, { type: 'turnEnded' }], [{ type: 'kvGet', id: 2, blobId: 'beef' }, { type: 'turnEnded' }]] }
@@ -380,6 +380,7 @@ test('blobDir keeps KV blobs on disk across clients', async () => {
     assert.equal(Buffer.from(reply.getBlobResult.blobData, 'base64').toString(), 'kept')
   } finally {
     close()
+    rmSync(dir, { recursive: true, force: true })
   }
 })
 
