@@ -109,53 +109,48 @@ fn from_json(desc: MessageDescriptor, json: serde_json::Value) -> Result<Dynamic
 /// encoded straight into one buffer of the exact size: the result is written once, not encoded
 /// and then copied into each enclosing message.
 pub fn exec_client_message(id: u32, exec_id: &str, field: u32, result: &impl prost::Message) -> Bytes {
-    use prost::encoding::{encoded_len_varint, key_len};
     let result_len = result.encoded_len();
-    let mut exec_len = key_len(1) + encoded_len_varint(id as u64);
-    exec_len += key_len(field) + encoded_len_varint(result_len as u64) + result_len;
-    if !exec_id.is_empty() {
-        exec_len += key_len(15) + encoded_len_varint(exec_id.len() as u64) + exec_id.len();
-    }
-    let mut out = BytesMut::with_capacity(key_len(2) + encoded_len_varint(exec_len as u64) + exec_len);
-    encode_key(2, WireType::LengthDelimited, &mut out);
-    encode_varint(exec_len as u64, &mut out);
-    // Fields in the order prost writes them (by number): id, the result, exec_id.
-    encode_key(1, WireType::Varint, &mut out);
-    encode_varint(id as u64, &mut out);
-    encode_key(field, WireType::LengthDelimited, &mut out);
-    encode_varint(result_len as u64, &mut out);
-    result.encode_raw(&mut out);
-    if !exec_id.is_empty() {
-        put_length_delimited(&mut out, 15, exec_id.as_bytes());
-    }
-    out.freeze()
+    exec_reply(id, exec_id, field, result_len, result_len, |out| result.encode_raw(&mut out.small)).into_bytes()
 }
 
 /// Encodes the host's JSON result for `request` as the `AgentClientMessage` that answers it.
 /// Large values (a file's content, a command's output) are moved into the encoding, not copied:
 /// a 12 MiB read result goes from the host's JSON to the wire without a second 12 MiB buffer.
 pub fn exec_result(request: &ExecRequest, result: serde_json::Value) -> Result<Pieces, String> {
-    use prost::encoding::{encoded_len_varint, key_len};
     let field = result_field(request);
     let message = from_json(field_type("agent.v1.ExecClientMessage", field)?, result)?;
     let result_len = prost::Message::encoded_len(&message);
-    let mut exec_len = key_len(1) + encoded_len_varint(request.id as u64);
+    Ok(exec_reply(request.id, &request.exec_id, field, result_len, 0, |out| encode_spliced(message, out)))
+}
+
+/// The exec reply envelope around a result of `result_len` bytes that `write_result` produces;
+/// `inline` is how much of it lands in the small buffer (sized up front).
+fn exec_reply(
+    id: u32,
+    exec_id: &str,
+    field: u32,
+    result_len: usize,
+    inline: usize,
+    write_result: impl FnOnce(&mut Splicer),
+) -> Pieces {
+    use prost::encoding::{encoded_len_varint, key_len};
+    let mut exec_len = key_len(1) + encoded_len_varint(id as u64);
     exec_len += key_len(field) + encoded_len_varint(result_len as u64) + result_len;
-    if !request.exec_id.is_empty() {
-        exec_len += key_len(15) + encoded_len_varint(request.exec_id.len() as u64) + request.exec_id.len();
+    if !exec_id.is_empty() {
+        exec_len += key_len(15) + encoded_len_varint(exec_id.len() as u64) + exec_id.len();
     }
-    let mut out = Splicer::default();
-    encode_key(2, WireType::LengthDelimited, &mut out.small);
-    encode_varint(exec_len as u64, &mut out.small);
+    let envelope = key_len(2) + encoded_len_varint(exec_len as u64) + exec_len - result_len;
+    let mut out = Splicer { pieces: Pieces::default(), small: BytesMut::with_capacity(envelope + inline) };
+    out.field_header(2, exec_len);
+    // Fields in the order prost writes them (by number): id, the result, exec_id.
     encode_key(1, WireType::Varint, &mut out.small);
-    encode_varint(request.id as u64, &mut out.small);
-    encode_key(field, WireType::LengthDelimited, &mut out.small);
-    encode_varint(result_len as u64, &mut out.small);
-    encode_spliced(message, &mut out);
-    if !request.exec_id.is_empty() {
-        put_length_delimited(&mut out.small, 15, request.exec_id.as_bytes());
+    encode_varint(id as u64, &mut out.small);
+    out.field_header(field, result_len);
+    write_result(&mut out);
+    if !exec_id.is_empty() {
+        put_length_delimited(&mut out.small, 15, exec_id.as_bytes());
     }
-    Ok(out.finish())
+    out.finish()
 }
 
 /// String and bytes values at least this large are moved into an encoding rather than copied.
@@ -163,13 +158,18 @@ const SPLICE_MIN: usize = 64 * 1024;
 
 /// Builds [`Pieces`]: small fields are encoded into `small`, large values become pieces of
 /// their own.
-#[derive(Default)]
 struct Splicer {
     pieces: Pieces,
     small: BytesMut,
 }
 
 impl Splicer {
+    /// Key and length of length-delimited field `number`.
+    fn field_header(&mut self, number: u32, len: usize) {
+        encode_key(number, WireType::LengthDelimited, &mut self.small);
+        encode_varint(len as u64, &mut self.small);
+    }
+
     fn large(&mut self, value: Bytes) {
         self.pieces.push(self.small.split().freeze());
         self.pieces.push(value);
@@ -192,18 +192,15 @@ fn encode_spliced(mut msg: DynamicMessage, out: &mut Splicer) {
         let singular = !field.is_list() && !field.is_map();
         match value {
             Value::String(text) if singular && text.len() >= SPLICE_MIN => {
-                encode_key(field.number(), WireType::LengthDelimited, &mut out.small);
-                encode_varint(text.len() as u64, &mut out.small);
+                out.field_header(field.number(), text.len());
                 out.large(Bytes::from(text));
             }
             Value::Bytes(bytes) if singular && bytes.len() >= SPLICE_MIN => {
-                encode_key(field.number(), WireType::LengthDelimited, &mut out.small);
-                encode_varint(bytes.len() as u64, &mut out.small);
+                out.field_header(field.number(), bytes.len());
                 out.large(bytes);
             }
             Value::Message(inner) if singular && prost::Message::encoded_len(&inner) >= SPLICE_MIN => {
-                encode_key(field.number(), WireType::LengthDelimited, &mut out.small);
-                encode_varint(prost::Message::encoded_len(&inner) as u64, &mut out.small);
+                out.field_header(field.number(), prost::Message::encoded_len(&inner));
                 encode_spliced(inner, out);
             }
             value => {

@@ -471,11 +471,17 @@ impl FrameDecoder {
     }
 }
 
+/// The 5-byte envelope header: flags, then the payload length big-endian.
+pub fn frame_header(flags: u8, len: u32) -> [u8; HEADER_LEN] {
+    let mut header = [flags, 0, 0, 0, 0];
+    header[1..].copy_from_slice(&len.to_be_bytes());
+    header
+}
+
 /// Encodes one envelope with the given flags around `payload`.
 pub fn encode_frame(flags: u8, payload: &[u8]) -> Bytes {
     let mut out = BytesMut::with_capacity(HEADER_LEN + payload.len());
-    out.extend_from_slice(&[flags]);
-    out.extend_from_slice(&(payload.len() as u32).to_be_bytes());
+    out.extend_from_slice(&frame_header(flags, payload.len() as u32));
     out.extend_from_slice(payload);
     out.freeze()
 }

@@ -553,8 +553,9 @@ struct AppendBody {
 
 impl AppendBody {
     fn new(payload: Pieces, request_id: BidiRequestId, append_seqno: i64, binary: bool) -> Self {
-        let payload_len = payload.len();
         use prost::encoding::{encode_key, encode_varint, WireType};
+        let payload_len = payload.len();
+        let chunks = payload.into_chunks().into();
         let rest = BidiAppendRequest {
             data: String::new(),
             request_id: Some(request_id),
@@ -571,16 +572,14 @@ impl AppendBody {
             }
             let mut head = rest;
             head.extend_from_slice(&key);
-            let payload = payload.into_chunks().into();
-            AppendBody { head: head.into(), payload, payload_len, hex: false, tail: Bytes::new() }
+            AppendBody { head: head.into(), payload: chunks, payload_len, hex: false, tail: Bytes::new() }
         } else {
             // data = 1 comes first.
             if payload_len > 0 {
                 encode_key(1, WireType::LengthDelimited, &mut key);
                 encode_varint(payload_len as u64 * 2, &mut key);
             }
-            let payload = payload.into_chunks().into();
-            AppendBody { head: key.into(), payload, payload_len, hex: true, tail: rest.into() }
+            AppendBody { head: key.into(), payload: chunks, payload_len, hex: true, tail: rest.into() }
         }
     }
 

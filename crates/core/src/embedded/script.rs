@@ -111,9 +111,7 @@ impl TurnContext {
             return self.write(connect::encode_frame(connect::FLAG_COMPRESSED, &connect::gzip(&message))).await;
         }
         let len = u32::try_from(message.len()).map_err(|_| "message over 4 GiB".to_string())?;
-        let mut header = [0u8; connect::HEADER_LEN];
-        header[1..].copy_from_slice(&len.to_be_bytes());
-        self.write(Bytes::copy_from_slice(&header)).await?;
+        self.write(Bytes::copy_from_slice(&connect::frame_header(0, len))).await?;
         self.write(message).await
     }
 
@@ -363,8 +361,7 @@ async fn run_step(step: Step, ctx: &mut TurnContext, paused: &AtomicBool) -> Res
             ctx.write(connect::encode_frame(0, &[0x08, 0xff, 0xff, 0xff])).await?;
         }
         Step::Oversize { length } => {
-            let mut bytes = vec![0u8];
-            bytes.extend_from_slice(&length.to_be_bytes());
+            let mut bytes = connect::frame_header(0, length).to_vec();
             bytes.extend_from_slice(&[0u8; 1024]);
             ctx.write(Bytes::from(bytes)).await?;
             return Ok(Flow::Stop("oversize".into()));
