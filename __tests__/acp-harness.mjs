@@ -3,17 +3,15 @@
 // tests can check that nothing but JSON-RPC lines ever appears there.
 import { spawn } from 'node:child_process'
 import fs from 'node:fs'
-import os from 'node:os'
 import path from 'node:path'
 import { Writable } from 'node:stream'
 import { fileURLToPath } from 'node:url'
 import { client, ndJsonStream } from '@agentclientprotocol/sdk'
+import { tempDir } from './tmp.mjs'
 
 export const CLI = fileURLToPath(new URL('../bin/cursor-acp-native.mjs', import.meta.url))
 
-export function tempDir(prefix = 'acp-cli-') {
-  return fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), prefix)))
-}
+export { tempDir }
 
 /**
  * @param {object} o

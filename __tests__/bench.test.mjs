@@ -5,16 +5,16 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
 import fs from 'node:fs'
-import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { tempDir } from './tmp.mjs'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 
 test('bench smoke run: every scenario measured for both clients, and they produce the same updates', () => {
   const gen = spawnSync('npm', ['run', '--silent', 'bench:gen'], { cwd: root, encoding: 'utf8' })
   assert.equal(gen.status, 0, gen.stderr)
-  const out = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'bench-smoke-')), 'results.json')
+  const out = path.join(tempDir('bench-smoke-'), 'results.json')
   const run = spawnSync(process.execPath, ['bench/run.mjs', '--smoke', '--out', out], { cwd: root, encoding: 'utf8', timeout: 300_000 })
   assert.equal(run.status, 0, run.stderr)
   const results = JSON.parse(fs.readFileSync(out, 'utf8'))

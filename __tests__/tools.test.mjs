@@ -4,14 +4,14 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import fs from 'node:fs'
-import os from 'node:os'
 import path from 'node:path'
 import { addon, setup, drain, recordsWhen, within } from './helpers.mjs'
+import { tempDir } from './tmp.mjs'
 
 const { LocalTools } = addon
 
 function workspace() {
-  const dir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'acp-tools-')))
+  const dir = tempDir('acp-tools-')
   fs.writeFileSync(path.join(dir, 'a.txt'), 'one\ntwo\nthree\n')
   return dir
 }
