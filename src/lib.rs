@@ -18,3 +18,9 @@ mod session;
 mod settle;
 mod tools;
 mod turn;
+
+/// Large buffers (exec results, checkpoints) are backed by huge pages where the OS allows:
+/// first-touching fresh 4 KiB pages was most of a large upload's time (see the core's
+/// `hugepages` module).
+#[global_allocator]
+static ALLOCATOR: cursor_acp_core::hugepages::HugePageAllocator = cursor_acp_core::hugepages::HugePageAllocator;

@@ -8,6 +8,7 @@ pub mod connect;
 pub mod embedded;
 pub mod error;
 pub mod host;
+pub mod hugepages;
 pub mod prompt;
 pub mod proto;
 pub mod protojson;
