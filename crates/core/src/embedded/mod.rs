@@ -3,6 +3,7 @@
 //!
 //! It is the offline default for the README demo, the test suites and the benchmarks.
 
+mod append;
 mod record;
 mod scenario;
 mod script;

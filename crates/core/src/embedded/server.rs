@@ -17,6 +17,7 @@ use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::append::{Append, AppendError, AppendReader};
 use super::record::{header_map, AppendRecord, MessageRecord, RunRecord};
 use super::scenario::{Scenario, Step};
 use super::script::{self, BodyItem, Inbox, TurnContext};
@@ -342,40 +343,46 @@ async fn handle_run_sse(state: Arc<State>, req: Request<Incoming>) -> Result<Res
     Ok(state.stream_response(run, steps, accepts_gzip(&parts.headers)))
 }
 
-/// `aiserver.v1.BidiAppendRequest` as this server reads it: the same fields, with `data` taken
-/// as raw bytes, so prost slices the hex out of the body instead of copying it into a `String`
-/// (the hex decode below rejects anything that is not hex anyway).
-#[derive(Clone, PartialEq, prost::Message)]
-struct AppendRequestView {
-    #[prost(bytes = "bytes", tag = "1")]
-    data: Bytes,
-    #[prost(message, optional, tag = "2")]
-    request_id: Option<BidiRequestId>,
-    #[prost(int64, tag = "3")]
-    append_seqno: i64,
-    #[prost(bytes = "bytes", tag = "4")]
-    data_binary: Bytes,
+/// Reads an append body as it arrives (hex `data` decoded on the way, see [`AppendReader`]).
+async fn read_append(mut body: Incoming, max: usize, keep_hex: bool) -> Result<Append, ConnectError> {
+    let declared = usize::try_from(http_body::Body::size_hint(&body).lower()).unwrap_or(usize::MAX);
+    let mut reader = AppendReader::new(max, keep_hex);
+    if declared > max {
+        return Err(invalid_append(AppendError::TooLarge(max)));
+    }
+    while let Some(frame) = body.frame().await {
+        let frame =
+            frame.map_err(|e| ConnectError::new(Code::InvalidArgument, format!("cannot read request body: {e}")))?;
+        if let Ok(data) = frame.into_data() {
+            reader.push(&data).map_err(invalid_append)?;
+        }
+    }
+    reader.finish().map_err(invalid_append)
+}
+
+fn invalid_append(err: AppendError) -> ConnectError {
+    ConnectError::new(Code::InvalidArgument, err.to_string())
 }
 
 async fn handle_append(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Body>, ConnectError> {
     let (parts, body) = req.into_parts();
     // Hex doubles the payload; allow for it.
-    let mut body = read_body(body, state.limits.max_frame * 2 + 1024).await?;
+    let max = state.limits.max_frame * 2 + 1024;
+    let keep_hex = state.scenario.records();
     let content_encoding = parts.headers.get("content-encoding").and_then(|v| v.to_str().ok()).map(str::to_string);
-    match content_encoding.as_deref() {
-        None | Some("identity") => {}
+    let append = match content_encoding.as_deref() {
+        None | Some("identity") => read_append(body, max, keep_hex).await?,
         Some("gzip") => {
-            body = connect::gunzip_capped(&body, state.limits.max_frame * 2 + 1024)
-                .map(Bytes::from)
+            let body = connect::gunzip_capped(&read_body(body, max).await?, max)
                 .map_err(|e| ConnectError::new(Code::InvalidArgument, format!("BidiAppend body: {e}")))?;
+            let mut reader = AppendReader::new(max, keep_hex);
+            reader.push(&body).and_then(|()| reader.finish()).map_err(invalid_append)?
         }
         Some(other) => {
             return Err(ConnectError::new(Code::Unimplemented, format!("unsupported content-encoding {other}")));
         }
-    }
-    let append = AppendRequestView::decode(body)
-        .map_err(|e| ConnectError::new(Code::InvalidArgument, format!("body is not a BidiAppendRequest: {e}")))?;
-    let request_id = append.request_id.as_ref().map(|r| r.request_id.clone()).unwrap_or_default();
+    };
+    let request_id = append.request_id.clone();
     if request_id.is_empty() {
         return Err(ConnectError::new(Code::InvalidArgument, "BidiAppendRequest.request_id is empty"));
     }
@@ -383,7 +390,7 @@ async fn handle_append(state: Arc<State>, req: Request<Incoming>) -> Result<Resp
     if state.scenario.records() {
         let record = AppendRecord {
             seqno: append.append_seqno,
-            data: String::from_utf8_lossy(&append.data).into_owned(),
+            data: append.data_hex.clone().unwrap_or_default(),
             data_binary: !append.data_binary.is_empty(),
             content_encoding: content_encoding.clone(),
             headers: header_map(&parts.headers),
@@ -406,16 +413,7 @@ async fn handle_append(state: Arc<State>, req: Request<Incoming>) -> Result<Resp
         }
     }
     // The sheet's servers prefer hex `data` and fall back to `data_binary`.
-    let payload = if !append.data.is_empty() {
-        let hex = &append.data;
-        let mut out = vec![0u8; hex.len() / 2];
-        if hex.len() % 2 != 0 || faster_hex::hex_decode(hex, &mut out).is_err() {
-            return Err(ConnectError::new(Code::InvalidArgument, "BidiAppendRequest.data is not hex"));
-        }
-        Bytes::from(out)
-    } else {
-        append.data_binary.clone()
-    };
+    let payload = if append.data.is_empty() { append.data_binary } else { append.data };
     // Decoded once, here: a payload that is not a message is refused before it is queued.
     let msg = AgentClientMessage::decode(payload.clone()).map_err(|e| {
         ConnectError::new(Code::InvalidArgument, format!("append payload is not an AgentClientMessage: {e}"))
