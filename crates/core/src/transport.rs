@@ -127,9 +127,13 @@ impl Default for TransportConfig {
 
 /// A decoded server message together with the exact bytes it arrived as (the turn loop keeps
 /// checkpoints as raw bytes; re-encoding through prost would drop unknown fields).
+///
+/// The message is boxed: `AgentServerMessage` is over 1 KiB inline (its largest oneof branches),
+/// and the turn loop hands frames along by value several times each (merging runs of deltas).
+/// Those moves were half of the client's time on a stream of small deltas.
 #[derive(Debug, Clone)]
 pub struct ServerFrame {
-    pub message: AgentServerMessage,
+    pub message: Box<AgentServerMessage>,
     pub raw: Bytes,
 }
 
@@ -702,10 +706,14 @@ impl AgentReceiver {
         }
         match self.decoder.next_frame() {
             Err(e) => Some(self.fail(e.into())),
-            Ok(Some(Frame::Message(raw))) => Some(match AgentServerMessage::decode(raw.clone()) {
-                Ok(message) => Ok(Some(ServerFrame { message, raw })),
-                Err(e) => self.fail(CoreError::Protocol(format!("frame is not an AgentServerMessage: {e}"))),
-            }),
+            Ok(Some(Frame::Message(raw))) => {
+                // Decoded in place on the heap, never moved whole (see `ServerFrame`).
+                let mut message = Box::<AgentServerMessage>::default();
+                Some(match message.merge(raw.clone()) {
+                    Ok(()) => Ok(Some(ServerFrame { message, raw })),
+                    Err(e) => self.fail(CoreError::Protocol(format!("frame is not an AgentServerMessage: {e}"))),
+                })
+            }
             Ok(Some(Frame::End(end))) => {
                 self.trailers = end.metadata;
                 Some(match end.error {
