@@ -114,7 +114,7 @@ impl AppendReader {
                         }
                         self.out.data = Bytes::from(std::mem::take(&mut self.data));
                         if self.keep_hex {
-                            // Hex that decoded is ASCII.
+                            // Hex that decoded is ASCII, so this never replaces anything.
                             self.out.data_hex = Some(String::from_utf8_lossy(&self.hex).into_owned());
                         }
                         self.state = State::Key;

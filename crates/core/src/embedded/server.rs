@@ -346,10 +346,10 @@ async fn handle_run_sse(state: Arc<State>, req: Request<Incoming>) -> Result<Res
 /// Reads an append body as it arrives (hex `data` decoded on the way, see [`AppendReader`]).
 async fn read_append(mut body: Incoming, max: usize, keep_hex: bool) -> Result<Append, ConnectError> {
     let declared = usize::try_from(http_body::Body::size_hint(&body).lower()).unwrap_or(usize::MAX);
-    let mut reader = AppendReader::new(max, keep_hex);
     if declared > max {
         return Err(invalid_append(AppendError::TooLarge(max)));
     }
+    let mut reader = AppendReader::new(max, keep_hex);
     while let Some(frame) = body.frame().await {
         let frame =
             frame.map_err(|e| ConnectError::new(Code::InvalidArgument, format!("cannot read request body: {e}")))?;
