@@ -187,7 +187,10 @@ impl AppendReader {
                 State::Key
             }
             State::Length { field } => {
-                let len = usize::try_from(value).ok().filter(|&len| len <= self.max).ok_or(AppendError::TooLarge(self.max))?;
+                let len = usize::try_from(value)
+                    .ok()
+                    .filter(|&len| len <= self.max)
+                    .ok_or(AppendError::TooLarge(self.max))?;
                 match field {
                     _ if len == 0 => {
                         self.empty_field(field);

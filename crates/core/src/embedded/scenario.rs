@@ -233,3 +233,19 @@ impl Scenario {
         self.record.unwrap_or(true)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{Scenario, Step};
+
+    #[test]
+    fn checkpoints_are_encoded_at_load_and_a_bad_one_is_refused_naming_its_step() {
+        let bad = serde_json::json!({ "steps": [{ "type": "text", "text": "hi" }, { "type": "checkpoint", "state": { "noSuchField": 1 } }] });
+        let err = Scenario::from_json(&bad).expect_err("refused").to_string();
+        assert!(err.contains("turn 0 step 1") && err.contains("noSuchField"), "{err}");
+        let good = serde_json::json!({ "steps": [{ "type": "checkpoint", "state": { "turns": ["AQI="] } }] });
+        let scenario = Scenario::from_json(&good).expect("a valid checkpoint");
+        let Step::Checkpoint { message, .. } = &scenario.turn(0)[0] else { panic!("a checkpoint step") };
+        assert!(!message.is_empty(), "encoded when loaded");
+    }
+}

@@ -451,10 +451,9 @@ pub(crate) fn build_error(
     Ok(err)
 }
 
-/// Checks a step's embedded proto JSON and names, so a bad scenario fails when it is loaded
-/// rather than mid-stream.
 /// Does once, at load, the work a step would otherwise repeat on every play: encodes
-/// checkpoints (and drops their JSON, which every turn would clone otherwise).
+/// checkpoints (and drops their JSON, which every turn would clone otherwise). A checkpoint
+/// whose JSON is not a `ConversationStateStructure` fails here.
 pub(crate) fn prepare(step: &mut Step) -> Result<(), String> {
     if let Step::Checkpoint { state, message } = step {
         let parsed: pb::ConversationStateStructure = from_json("ConversationStateStructure", state)?;
@@ -465,6 +464,8 @@ pub(crate) fn prepare(step: &mut Step) -> Result<(), String> {
     Ok(())
 }
 
+/// Checks a step's embedded proto JSON and names, so a bad scenario fails when it is loaded
+/// rather than mid-stream. (Checkpoints are checked by [`prepare`], which converts them anyway.)
 pub(crate) fn check(step: &Step) -> Result<(), String> {
     match step {
         Step::ToolCallStarted { tool_call, .. } | Step::ToolCallCompleted { tool_call, .. } => {
@@ -485,9 +486,6 @@ pub(crate) fn check(step: &Step) -> Result<(), String> {
                 return Err("interaction query must name one InteractionQuery branch".into());
             }
             Ok(())
-        }
-        Step::Checkpoint { state, .. } => {
-            from_json::<pb::ConversationStateStructure>("ConversationStateStructure", state).map(drop)
         }
         Step::KvGet { blob_id, .. } => hex::decode(blob_id).map(drop).map_err(|e| format!("kvGet blobId: {e}")),
         Step::KvSet { blob_id, data, data_base64, .. } => {
