@@ -34,6 +34,11 @@ pub const BIDI_APPEND_PATH: &str = "/aiserver.v1.BidiService/BidiAppend";
 pub const DEFAULT_CLIENT_VERSION: &str = "cli-2026.08.11-e8db854";
 /// The official client allows this many BidiAppend calls in flight.
 pub const DEFAULT_MAX_APPENDS_IN_FLIGHT: usize = 16;
+/// BidiAppend calls one client makes at once, across all its turns. Appends past this wait their
+/// turn (first come, first served) so that they reuse kept-alive connections: without a cap,
+/// N turns starting together open N new connections for their first appends (N TLS handshakes
+/// against a real backend), and connection setup was most of the cost of 1,000 parallel turns.
+pub const DEFAULT_MAX_APPEND_CONNECTIONS: usize = 32;
 /// Messages smaller than this are sent uncompressed even with gzip on (gzip would grow them).
 pub const MIN_COMPRESS_BYTES: usize = 1024;
 
@@ -100,6 +105,8 @@ pub struct TransportConfig {
     pub append_encoding: AppendEncoding,
     pub limits: Limits,
     pub max_appends_in_flight: usize,
+    /// BidiAppend calls in flight across every stream of this transport.
+    pub max_append_connections: usize,
     /// Base of the per-append deadline; the payload size adds 1 s per 128 KiB.
     pub append_deadline: Duration,
     pub connect_timeout: Duration,
@@ -119,6 +126,7 @@ impl Default for TransportConfig {
             append_encoding: AppendEncoding::Hex,
             limits: Limits::default(),
             max_appends_in_flight: DEFAULT_MAX_APPENDS_IN_FLIGHT,
+            max_append_connections: DEFAULT_MAX_APPEND_CONNECTIONS,
             append_deadline: Duration::from_secs(60),
             connect_timeout: Duration::from_secs(30),
         }
@@ -144,6 +152,8 @@ pub struct Transport {
     base: String,
     client: reqwest::Client,
     fixed_headers: HeaderMap,
+    /// Shared by every SSE sender of this transport (see [`DEFAULT_MAX_APPEND_CONNECTIONS`]).
+    append_connections: Arc<Semaphore>,
 }
 
 impl fmt::Debug for Transport {
@@ -168,6 +178,9 @@ impl Transport {
         if config.max_appends_in_flight == 0 {
             return Err(CoreError::InvalidInput("maxAppendsInFlight must be at least 1".into()));
         }
+        if config.max_append_connections == 0 {
+            return Err(CoreError::InvalidInput("maxAppendConnections must be at least 1".into()));
+        }
         let loopback = match url.host() {
             Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
             Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
@@ -178,9 +191,10 @@ impl Transport {
             .user_agent(concat!("cursor-acp-native/", env!("CARGO_PKG_VERSION")))
             .connect_timeout(config.connect_timeout)
             .tcp_nodelay(true)
-            // A turn keeps at most a stream and 16 appends busy; more idle sockets than that only
-            // hold buffers (with many sessions, most of their idle memory).
-            .pool_max_idle_per_host(IDLE_CONNECTIONS_PER_HOST);
+            // Room for every append connection and as many streams' connections, for the next
+            // turns to reuse; more idle sockets than that only hold buffers (with many sessions,
+            // most of their idle memory).
+            .pool_max_idle_per_host(config.max_append_connections + IDLE_STREAM_CONNECTIONS);
         builder = match config.kind {
             TransportKind::Sse => builder.http1_only(),
             TransportKind::H2 => builder
@@ -196,7 +210,8 @@ impl Transport {
         let client = builder.build().map_err(|e| CoreError::InvalidInput(error_chain(&e)))?;
         let fixed_headers = protocol_headers(&config)?;
         let base = config.base_url.trim_end_matches('/').to_string();
-        Ok(Transport { config: Arc::new(config), base, client, fixed_headers })
+        let append_connections = Arc::new(Semaphore::new(config.max_append_connections));
+        Ok(Transport { config: Arc::new(config), base, client, fixed_headers, append_connections })
     }
 
     pub fn config(&self) -> &TransportConfig {
@@ -252,6 +267,7 @@ impl Transport {
             config: self.config.clone(),
             next_seqno: Mutex::new(0),
             in_flight: Arc::new(Semaphore::new(self.config.max_appends_in_flight)),
+            connections: self.append_connections.clone(),
             failure: fail_tx,
         };
         AgentStream {
@@ -384,6 +400,7 @@ struct SseSender {
     config: Arc<TransportConfig>,
     next_seqno: Mutex<i64>,
     in_flight: Arc<Semaphore>,
+    connections: Arc<Semaphore>,
     failure: Arc<watch::Sender<Option<CoreError>>>,
 }
 
@@ -509,8 +526,13 @@ impl SseSender {
         let deadline =
             self.config.append_deadline + Duration::from_millis((wire_bytes as u64 * 1000).div_ceil(131_072));
         let failure = self.failure.clone();
+        let connections = self.connections.clone();
         tokio::spawn(async move {
+            // The deadline covers the wait for a connection too: an append is late either way.
             let result = tokio::time::timeout(deadline, async {
+                // Held until the response body is read, when the connection is free again.
+                let _connection =
+                    connections.acquire_owned().await.map_err(|_| CoreError::Closed("transport closed".into()))?;
                 let response = builder.body(body).send().await.map_err(CoreError::from)?;
                 let status = response.status();
                 let body = read_capped(response, 64 * 1024).await;
@@ -536,8 +558,8 @@ impl SseSender {
     }
 }
 
-/// Idle keep-alive connections kept per host.
-const IDLE_CONNECTIONS_PER_HOST: usize = 32;
+/// Idle keep-alive connections kept per host for streams, beyond those for appends.
+const IDLE_STREAM_CONNECTIONS: usize = 32;
 
 /// How much of the payload one hex body frame carries: small enough that its buffer is
 /// recycled by the allocator from one frame to the next (no fresh pages per frame).

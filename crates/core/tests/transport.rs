@@ -383,6 +383,49 @@ async fn at_most_16_appends_in_flight_and_append_zero_does_not_wait_for_runsse()
     sender.flush().await.unwrap();
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn appends_of_all_streams_share_a_few_kept_alive_connections() {
+    // 4 streams × 5 appends, each held 100 ms by the server, through at most 2 connections:
+    // ten rounds, so the last append is acknowledged no sooner than 1 s after the first left.
+    let b = backend(json!({
+        "appendFault": { "delayMs": 100 },
+        "steps": [{ "type": "sleep", "ms": 50 }, { "type": "turnEnded" }]
+    }))
+    .await;
+    let t = transport(&b, TransportKind::Sse, |c| c.max_append_connections = 2);
+    let started = Instant::now();
+    let streams: Vec<_> = (0..4).map(|i| t.open(&format!("shared-{i}"), None)).collect();
+    for AgentStream { sender, .. } in &streams {
+        sender.send(&run_request("go")).await.unwrap();
+        for _ in 0..4 {
+            sender.send(&heartbeat()).await.unwrap();
+        }
+    }
+    for AgentStream { sender, .. } in &streams {
+        tokio::time::timeout(BOUND, sender.flush()).await.unwrap().unwrap();
+    }
+    let all_acknowledged = started.elapsed();
+    assert!(all_acknowledged >= Duration::from_millis(950), "two appends at a time ({all_acknowledged:?})");
+    for AgentStream { mut receiver, .. } in streams {
+        while tokio::time::timeout(BOUND, receiver.next()).await.unwrap().unwrap().is_some() {}
+    }
+    for r in b.records() {
+        assert_eq!(r.messages.len(), 5, "every append of {} delivered", r.request_id);
+    }
+    // One connection per stream, and the appends' connections reused: 20 appends, 2 at a time.
+    // (A few more than 2 may open when an append starts just before a finished one's
+    // connection is back in the pool.)
+    let connections = b.connections_accepted();
+    assert!(connections < 4 + 10, "{connections} connections for 4 streams and 20 appends");
+}
+
+#[test]
+fn zero_append_connections_is_refused() {
+    let config = TransportConfig { max_append_connections: 0, ..Default::default() };
+    let err = Transport::new(config).expect_err("refused");
+    assert!(err.to_string().contains("maxAppendConnections"), "{err}");
+}
+
 async fn expect_error(kind: TransportKind, scenario: serde_json::Value) -> CoreError {
     let b = backend(scenario).await;
     let t = transport(&b, kind, |c| c.limits = cursor_acp_core::connect::Limits::uniform(1 << 20));

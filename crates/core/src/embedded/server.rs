@@ -42,6 +42,7 @@ struct State {
     runs: Mutex<HashMap<String, Arc<Run>>>,
     records: Mutex<Vec<RunRecord>>,
     turns_started: AtomicUsize,
+    connections_accepted: AtomicUsize,
     limits: Limits,
 }
 
@@ -77,6 +78,7 @@ impl EmbeddedBackend {
             runs: Mutex::new(HashMap::new()),
             records: Mutex::new(Vec::new()),
             turns_started: AtomicUsize::new(0),
+            connections_accepted: AtomicUsize::new(0),
             limits: Limits::default(),
         });
         let shutdown = CancellationToken::new();
@@ -96,6 +98,11 @@ impl EmbeddedBackend {
     /// Everything recorded so far, one entry per request id, in first-contact order.
     pub fn records(&self) -> Vec<RunRecord> {
         self.state.records.lock().expect("records lock").clone()
+    }
+
+    /// TCP connections accepted so far (clients are expected to reuse them).
+    pub fn connections_accepted(&self) -> usize {
+        self.state.connections_accepted.load(Ordering::Relaxed)
     }
 
     /// Stops accepting and cuts every open connection.
@@ -123,6 +130,7 @@ async fn accept_loop(listener: TcpListener, state: Arc<State>, shutdown: Cancell
             },
         };
         let _ = stream.set_nodelay(true);
+        state.connections_accepted.fetch_add(1, Ordering::Relaxed);
         let state = state.clone();
         let shutdown = shutdown.clone();
         tokio::spawn(async move {
