@@ -383,6 +383,8 @@ pub struct AgentSender {
     inner: Arc<SenderInner>,
 }
 
+// One per stream, behind an Arc: the variants' sizes do not matter.
+#[allow(clippy::large_enum_variant)]
 enum SenderInner {
     Sse(SseSender),
     H2 {
