@@ -528,13 +528,18 @@ impl SseSender {
         let deadline =
             self.config.append_deadline + Duration::from_millis((wire_bytes as u64 * 1000).div_ceil(131_072));
         let failure = self.failure.clone();
-        let connections = self.connections.clone();
+        // A large body does not queue for (or hold) one of the shared connections: its transfer
+        // outweighs a new connection, and it must not keep small appends, heartbeats among
+        // them, waiting behind it.
+        let connections = (wire_bytes < QUEUED_APPEND_MAX_BYTES).then(|| self.connections.clone());
         tokio::spawn(async move {
             // The deadline covers the wait for a connection too: an append is late either way.
             let result = tokio::time::timeout(deadline, async {
                 // Held until the response body is read, when the connection is free again.
-                let _connection =
-                    connections.acquire_owned().await.map_err(|_| CoreError::Closed("transport closed".into()))?;
+                let _connection = match connections {
+                    Some(c) => Some(c.acquire_owned().await.map_err(|_| CoreError::Closed("transport closed".into()))?),
+                    None => None,
+                };
                 let response = builder.body(body).send().await.map_err(CoreError::from)?;
                 let status = response.status();
                 let body = read_capped(response, 64 * 1024).await;
@@ -559,6 +564,9 @@ impl SseSender {
         Ok(())
     }
 }
+
+/// Appends with a body this large or larger bypass the shared-connection queue.
+const QUEUED_APPEND_MAX_BYTES: usize = 256 * 1024;
 
 /// Idle keep-alive connections kept per host for streams, beyond those for appends.
 const IDLE_STREAM_CONNECTIONS: usize = 32;

@@ -419,6 +419,27 @@ async fn appends_of_all_streams_share_a_few_kept_alive_connections() {
     assert!(connections < 4 + 10, "{connections} connections for 4 streams and 20 appends");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_append_does_not_hold_up_small_ones() {
+    // One shared connection, every append held 300 ms. Stream A sends a 512 KiB message (1 MiB
+    // of hex); stream B's heartbeat must not wait behind it.
+    let b = backend(json!({
+        "appendFault": { "delayMs": 300 },
+        "steps": [{ "type": "turnEnded" }]
+    }))
+    .await;
+    let t = transport(&b, TransportKind::Sse, |c| c.max_append_connections = 1);
+    let a = t.open("large", None);
+    let small = t.open("small", None);
+    a.sender.send(&run_request(&"x".repeat(512 * 1024))).await.unwrap();
+    let started = Instant::now();
+    small.sender.send(&run_request("go")).await.unwrap();
+    small.sender.flush().await.unwrap();
+    let waited = started.elapsed();
+    assert!(waited < Duration::from_millis(550), "the small append waited {waited:?}");
+    a.sender.flush().await.unwrap();
+}
+
 #[test]
 fn zero_append_connections_is_refused() {
     let config = TransportConfig { max_append_connections: 0, ..Default::default() };
