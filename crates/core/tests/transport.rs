@@ -627,6 +627,38 @@ fn bad_scenarios_are_rejected_with_the_step_named() {
 /// What the embedded backend answers to BidiAppend bodies a client should never send: a clear
 /// `invalid_argument` naming the problem, over HTTP, and the server stays up.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn embedded_backend_delivers_appends_in_seqno_order_and_refuses_repeats() {
+    use cursor_acp_core::proto::aiserver::v1::{BidiAppendRequest, BidiRequestId};
+    let b = backend(json!({ "steps": [{ "type": "turnEnded" }] })).await;
+    let url = format!("{}{BIDI_APPEND_PATH}", b.url());
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let http = reqwest::Client::new();
+    let post = |msg: pb::AgentClientMessage, seqno: i64| {
+        let body = BidiAppendRequest {
+            data: hex::encode(msg.encode_to_vec()),
+            request_id: Some(BidiRequestId { request_id: "ordered".into() }),
+            append_seqno: seqno,
+            ..Default::default()
+        }
+        .encode_to_vec();
+        let request = http.post(&url).header("content-type", "application/proto").body(body);
+        async move { request.send().await.expect("the server answers").status().as_u16() }
+    };
+    // 2 and 1 wait for 0; 0 releases all three; 3 is in order and goes straight through.
+    assert_eq!(post(heartbeat(), 2).await, 200);
+    assert_eq!(post(stream_close(7), 1).await, 200);
+    assert!(b.records()[0].messages.is_empty(), "nothing delivered before seqno 0");
+    assert_eq!(post(run_request("go"), 0).await, 200);
+    assert_eq!(post(heartbeat(), 3).await, 200);
+    for seqno in [1, 3] {
+        assert_eq!(post(heartbeat(), seqno).await, 400, "seqno {seqno} again");
+    }
+    let delivered: Vec<_> = b.records()[0].messages.iter().map(|m| (m.seqno, m.kind.clone())).collect();
+    let expected = [(0, "runRequest"), (1, "execClientControlMessage"), (2, "clientHeartbeat"), (3, "clientHeartbeat")];
+    assert_eq!(delivered, expected.map(|(n, k)| (Some(n), k.to_string())));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn embedded_backend_refuses_bad_appends_with_clear_errors() {
     use cursor_acp_core::proto::aiserver::v1::{BidiAppendRequest, BidiRequestId};
     let b = backend(json!({ "steps": [{ "type": "turnEnded" }] })).await;

@@ -21,23 +21,24 @@ use crate::protojson;
 
 pub(crate) type BodyItem = Result<Frame<Bytes>, std::io::Error>;
 
+/// A client message as queued for a run: boxed, because the message is over 1 KiB inline and a
+/// channel or map of them allocates room for dozens at a time.
+pub(crate) type Queued = Box<pb::AgentClientMessage>;
+
 /// Client messages for one run, in order.
 pub(crate) struct Inbox {
-    rx: mpsc::UnboundedReceiver<pb::AgentClientMessage>,
+    rx: mpsc::UnboundedReceiver<Queued>,
     /// Arrived while waiting for something else; looked at by later waits.
-    pending: VecDeque<pb::AgentClientMessage>,
+    pending: VecDeque<Queued>,
 }
 
 impl Inbox {
-    pub(crate) fn new(rx: mpsc::UnboundedReceiver<pb::AgentClientMessage>) -> Self {
+    pub(crate) fn new(rx: mpsc::UnboundedReceiver<Queued>) -> Self {
         Inbox { rx, pending: VecDeque::new() }
     }
 
-    async fn wait(
-        &mut self,
-        mut matches: impl FnMut(&pb::AgentClientMessage) -> bool,
-    ) -> Option<pb::AgentClientMessage> {
-        if let Some(pos) = self.pending.iter().position(&mut matches) {
+    async fn wait(&mut self, mut matches: impl FnMut(&pb::AgentClientMessage) -> bool) -> Option<Queued> {
+        if let Some(pos) = self.pending.iter().position(|m| matches(m)) {
             return self.pending.remove(pos);
         }
         while let Some(msg) = self.rx.recv().await {
@@ -134,7 +135,7 @@ impl TurnContext {
         let out = self.out.clone();
         tokio::select! {
             r = tokio::time::timeout(timeout, self.inbox.wait(matches)) => match r {
-                Ok(Some(m)) => Ok(m),
+                Ok(Some(m)) => Ok(*m),
                 Ok(None) => Err(Flow::Stop("client gone".into())),
                 Err(_) => {
                     let err = ConnectError::new(

@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 use super::append::{Append, AppendError, AppendReader};
 use super::record::{header_map, AppendRecord, MessageRecord, RunRecord};
 use super::scenario::{Scenario, Step};
-use super::script::{self, BodyItem, Inbox, TurnContext};
+use super::script::{self, BodyItem, Inbox, Queued, TurnContext};
 use crate::connect::{self, Code, ConnectError, Frame as EnvFrame, FrameDecoder, Limits};
 use crate::error::CoreError;
 use crate::proto::agent::v1::AgentClientMessage;
@@ -50,15 +50,15 @@ struct State {
 struct Run {
     record: usize,
     reorder: Mutex<Reorder>,
-    inbox_tx: mpsc::UnboundedSender<AgentClientMessage>,
-    inbox_rx: Mutex<Option<mpsc::UnboundedReceiver<AgentClientMessage>>>,
+    inbox_tx: mpsc::UnboundedSender<Queued>,
+    inbox_rx: Mutex<Option<mpsc::UnboundedReceiver<Queued>>>,
 }
 
 /// Appends may arrive out of order (16 in flight); messages are delivered by seqno.
 #[derive(Default)]
 struct Reorder {
     next: i64,
-    waiting: BTreeMap<i64, (Bytes, AgentClientMessage)>,
+    waiting: BTreeMap<i64, (Bytes, Queued)>,
 }
 
 impl EmbeddedBackend {
@@ -227,7 +227,7 @@ impl State {
     }
 
     /// Records (when enabled) and delivers one client message (`msg` is `payload` decoded).
-    fn deliver(&self, run: &Run, seqno: Option<i64>, compressed: bool, payload: &[u8], msg: AgentClientMessage) {
+    fn deliver(&self, run: &Run, seqno: Option<i64>, compressed: bool, payload: &[u8], msg: Queued) {
         if self.scenario.records() {
             let json = protojson::to_json("agent.v1.AgentClientMessage", payload).unwrap_or(serde_json::Value::Null);
             let kind = script::client_kind(&msg).to_string();
@@ -240,12 +240,10 @@ impl State {
     fn start_turn(&self, run: &Run, transport: &str, headers: &HeaderMap) -> (usize, Vec<Step>) {
         let index = self.turns_started.fetch_add(1, Ordering::SeqCst);
         let steps = self.scenario.turn(index).to_vec();
-        let transport = transport.to_string();
-        let headers = header_map(headers);
         self.with_record(run, |r| {
-            r.transport = transport;
+            r.transport = transport.to_string();
             r.turn_index = Some(index);
-            r.headers = headers;
+            r.headers = header_map(headers);
         });
         (index, steps)
     }
@@ -423,7 +421,7 @@ async fn handle_append(state: Arc<State>, req: Request<Incoming>) -> Result<Resp
     // The sheet's servers prefer hex `data` and fall back to `data_binary`.
     let payload = if append.data.is_empty() { append.data_binary } else { append.data };
     // Decoded once, here: a payload that is not a message is refused before it is queued.
-    let msg = AgentClientMessage::decode(payload.clone()).map_err(|e| {
+    let msg = AgentClientMessage::decode(payload.clone()).map(Box::new).map_err(|e| {
         ConnectError::new(Code::InvalidArgument, format!("append payload is not an AgentClientMessage: {e}"))
     })?;
     {
@@ -436,7 +434,13 @@ async fn handle_append(state: Arc<State>, req: Request<Incoming>) -> Result<Resp
                 format!("duplicate append_seqno {} for request {request_id}", append.append_seqno),
             ));
         }
-        reorder.waiting.insert(append.append_seqno, (payload, msg));
+        if append.append_seqno == reorder.next {
+            // In order, as most are: delivered without a stop in the map.
+            reorder.next += 1;
+            state.deliver(&run, Some(append.append_seqno), false, &payload, msg);
+        } else {
+            reorder.waiting.insert(append.append_seqno, (payload, msg));
+        }
         loop {
             let next = reorder.next;
             let Some((payload, msg)) = reorder.waiting.remove(&next) else { break };
@@ -475,7 +479,7 @@ async fn handle_run(state: Arc<State>, req: Request<Incoming>) -> Result<Respons
                 match decoder.next_frame() {
                     Ok(Some(EnvFrame::Message(payload))) => {
                         let compressed = decoder.last_flags() & connect::FLAG_COMPRESSED != 0;
-                        if let Ok(msg) = AgentClientMessage::decode(payload.clone()) {
+                        if let Ok(msg) = AgentClientMessage::decode(payload.clone()).map(Box::new) {
                             reader_state.deliver(&run, None, compressed, &payload, msg);
                         }
                     }
