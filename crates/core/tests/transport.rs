@@ -624,23 +624,26 @@ fn bad_scenarios_are_rejected_with_the_step_named() {
     }
 }
 
-/// What the embedded backend answers to BidiAppend bodies a client should never send: a clear
-/// `invalid_argument` naming the problem, over HTTP, and the server stays up.
+/// A BidiAppend body as a client would send it, for tests that post appends by hand.
+fn append_body(data: String, request_id: &str, seqno: i64) -> Vec<u8> {
+    use cursor_acp_core::proto::aiserver::v1::{BidiAppendRequest, BidiRequestId};
+    BidiAppendRequest {
+        data,
+        request_id: Some(BidiRequestId { request_id: request_id.into() }),
+        append_seqno: seqno,
+        ..Default::default()
+    }
+    .encode_to_vec()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn embedded_backend_delivers_appends_in_seqno_order_and_refuses_repeats() {
-    use cursor_acp_core::proto::aiserver::v1::{BidiAppendRequest, BidiRequestId};
     let b = backend(json!({ "steps": [{ "type": "turnEnded" }] })).await;
     let url = format!("{}{BIDI_APPEND_PATH}", b.url());
     let _ = rustls::crypto::ring::default_provider().install_default();
     let http = reqwest::Client::new();
     let post = |msg: pb::AgentClientMessage, seqno: i64| {
-        let body = BidiAppendRequest {
-            data: hex::encode(msg.encode_to_vec()),
-            request_id: Some(BidiRequestId { request_id: "ordered".into() }),
-            append_seqno: seqno,
-            ..Default::default()
-        }
-        .encode_to_vec();
+        let body = append_body(hex::encode(msg.encode_to_vec()), "ordered", seqno);
         let request = http.post(&url).header("content-type", "application/proto").body(body);
         async move { request.send().await.expect("the server answers").status().as_u16() }
     };
@@ -658,22 +661,14 @@ async fn embedded_backend_delivers_appends_in_seqno_order_and_refuses_repeats() 
     assert_eq!(delivered, expected.map(|(n, k)| (Some(n), k.to_string())));
 }
 
+/// What the embedded backend answers to BidiAppend bodies a client should never send: a clear
+/// `invalid_argument` naming the problem, over HTTP, and the server stays up.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn embedded_backend_refuses_bad_appends_with_clear_errors() {
-    use cursor_acp_core::proto::aiserver::v1::{BidiAppendRequest, BidiRequestId};
     let b = backend(json!({ "steps": [{ "type": "turnEnded" }] })).await;
     let url = format!("{}{BIDI_APPEND_PATH}", b.url());
     let _ = rustls::crypto::ring::default_provider().install_default();
     let http = reqwest::Client::new();
-    let append = |data: String, request_id: &str, seqno: i64| {
-        BidiAppendRequest {
-            data,
-            request_id: Some(BidiRequestId { request_id: request_id.into() }),
-            append_seqno: seqno,
-            ..Default::default()
-        }
-        .encode_to_vec()
-    };
     let post = |body: reqwest::Body| {
         let request = http.post(&url).header("content-type", "application/proto").body(body);
         async move {
@@ -687,10 +682,10 @@ async fn embedded_backend_refuses_bad_appends_with_clear_errors() {
     let heartbeat_hex = hex::encode(heartbeat().encode_to_vec());
     let cases: Vec<(reqwest::Body, &str)> = vec![
         (vec![0xff, 0xff, 0xff].into(), "not a BidiAppendRequest"),
-        (append("zz".into(), "r-1", 0).into(), "not hex"),
-        (append("abc".into(), "r-1", 0).into(), "not hex"),
-        (append(hex::encode([0x0a, 0x05]), "r-1", 0).into(), "not an AgentClientMessage"),
-        (append(heartbeat_hex.clone(), "", 0).into(), "request_id is empty"),
+        (append_body("zz".into(), "r-1", 0).into(), "not hex"),
+        (append_body("abc".into(), "r-1", 0).into(), "not hex"),
+        (append_body(hex::encode([0x0a, 0x05]), "r-1", 0).into(), "not an AgentClientMessage"),
+        (append_body(heartbeat_hex.clone(), "", 0).into(), "request_id is empty"),
     ];
     for (body, needle) in cases {
         let (status, code, message) = post(body).await;
@@ -728,9 +723,9 @@ async fn embedded_backend_refuses_bad_appends_with_clear_errors() {
         Err(e) => assert!(e.is_request() || e.is_body(), "{e:?}"),
     }
     // A good append is still accepted afterwards, and its seqno cannot be replayed.
-    let ok = http.post(&url).body(append(heartbeat_hex.clone(), "r-2", 0)).send().await.unwrap();
+    let ok = http.post(&url).body(append_body(heartbeat_hex.clone(), "r-2", 0)).send().await.unwrap();
     assert_eq!(ok.status().as_u16(), 200);
-    let (status, _, message) = post(append(heartbeat_hex, "r-2", 0).into()).await;
+    let (status, _, message) = post(append_body(heartbeat_hex, "r-2", 0).into()).await;
     assert_eq!(status, 400);
     assert!(message.contains("duplicate append_seqno 0"), "{message}");
 }
