@@ -34,10 +34,11 @@ pub const BIDI_APPEND_PATH: &str = "/aiserver.v1.BidiService/BidiAppend";
 pub const DEFAULT_CLIENT_VERSION: &str = "cli-2026.08.11-e8db854";
 /// The official client allows this many BidiAppend calls in flight.
 pub const DEFAULT_MAX_APPENDS_IN_FLIGHT: usize = 16;
-/// BidiAppend calls one client makes at once, across all its turns. Appends past this wait their
-/// turn (first come, first served) so that they reuse kept-alive connections: without a cap,
-/// N turns starting together open N new connections for their first appends (N TLS handshakes
-/// against a real backend), and connection setup was most of the cost of 1,000 parallel turns.
+/// BidiAppend calls one client makes at once, across all its turns (large ones aside, see
+/// `QUEUED_APPEND_MAX_BYTES`). Appends past this wait their turn, first come first served, so
+/// that they reuse kept-alive connections: without a cap, N turns starting together open N new
+/// connections for their first appends (N TLS handshakes against a real backend); for 1,000
+/// parallel turns on loopback the cap cut the client's CPU by a quarter (bench/README.md, many).
 pub const DEFAULT_MAX_APPEND_CONNECTIONS: usize = 32;
 /// Messages smaller than this are sent uncompressed even with gzip on (gzip would grow them).
 pub const MIN_COMPRESS_BYTES: usize = 1024;
