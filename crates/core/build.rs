@@ -3,7 +3,10 @@
 use std::path::PathBuf;
 
 fn main() {
-    let proto_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../proto");
+    // Read when the script runs, not baked in when it is compiled: a build script binary may be
+    // reused from another checkout sharing the target directory.
+    let manifest_dir = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
+    let proto_dir = PathBuf::from(manifest_dir).join("../../proto");
     let files = [proto_dir.join("agent_v1.proto"), proto_dir.join("aiserver_v1.proto")];
     for f in &files {
         println!("cargo:rerun-if-changed={}", f.display());
