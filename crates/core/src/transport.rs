@@ -150,8 +150,10 @@ pub struct ServerFrame {
 #[derive(Clone)]
 pub struct Transport {
     config: Arc<TransportConfig>,
-    base: String,
-    /// Parsed once: with many turns, parsing the URL of every request showed in profiles.
+    /// Endpoint URLs, parsed once: with many turns, parsing one for every request showed in
+    /// profiles.
+    run_sse_url: reqwest::Url,
+    run_url: reqwest::Url,
     append_url: reqwest::Url,
     client: reqwest::Client,
     fixed_headers: HeaderMap,
@@ -161,7 +163,7 @@ pub struct Transport {
 
 impl fmt::Debug for Transport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Transport").field("base", &self.base).field("kind", &self.config.kind).finish()
+        f.debug_struct("Transport").field("base", &self.config.base_url).field("kind", &self.config.kind).finish()
     }
 }
 
@@ -212,11 +214,23 @@ impl Transport {
         }
         let client = builder.build().map_err(|e| CoreError::InvalidInput(error_chain(&e)))?;
         let fixed_headers = protocol_headers(&config)?;
-        let base = config.base_url.trim_end_matches('/').to_string();
+        let base = config.base_url.trim_end_matches('/');
+        let endpoint = |path: &str| {
+            reqwest::Url::parse(&format!("{base}{path}"))
+                .map_err(|e| CoreError::InvalidInput(format!("baseUrl {:?} is not a URL: {e}", config.base_url)))
+        };
+        let (run_sse_url, run_url, append_url) =
+            (endpoint(RUN_SSE_PATH)?, endpoint(RUN_PATH)?, endpoint(BIDI_APPEND_PATH)?);
         let append_connections = Arc::new(Semaphore::new(config.max_append_connections));
-        let append_url = reqwest::Url::parse(&format!("{base}{BIDI_APPEND_PATH}"))
-            .map_err(|e| CoreError::InvalidInput(format!("baseUrl {:?} is not a URL: {e}", config.base_url)))?;
-        Ok(Transport { config: Arc::new(config), base, append_url, client, fixed_headers, append_connections })
+        Ok(Transport {
+            config: Arc::new(config),
+            run_sse_url,
+            run_url,
+            append_url,
+            client,
+            fixed_headers,
+            append_connections,
+        })
     }
 
     pub fn config(&self) -> &TransportConfig {
@@ -258,8 +272,7 @@ impl Transport {
             stream_headers.insert("connect-content-encoding", HeaderValue::from_static("gzip"));
         }
         let body = connect::encode_message(&BidiRequestId { request_id: request_id.to_string() }, gzip, 0);
-        let response =
-            spawn_request(self.client.post(format!("{}{RUN_SSE_PATH}", self.base)).headers(stream_headers).body(body));
+        let response = spawn_request(self.client.post(self.run_sse_url.clone()).headers(stream_headers).body(body));
 
         let mut append_headers = headers;
         append_headers.insert("content-type", HeaderValue::from_static("application/proto"));
@@ -296,11 +309,8 @@ impl Transport {
         }
         let (body_tx, mut body_rx) = mpsc::channel::<Bytes>(64);
         let body_stream = futures::stream::poll_fn(move |cx| body_rx.poll_recv(cx)).map(Ok::<_, std::io::Error>);
-        let request = self
-            .client
-            .post(format!("{}{RUN_PATH}", self.base))
-            .headers(headers)
-            .body(reqwest::Body::wrap_stream(body_stream));
+        let request =
+            self.client.post(self.run_url.clone()).headers(headers).body(reqwest::Body::wrap_stream(body_stream));
         let response = spawn_request(request);
         AgentStream {
             sender: AgentSender {
