@@ -92,6 +92,62 @@ pub fn result_field(request: &ExecRequest) -> u32 {
     }
 }
 
+/// How a streaming shell ended, read from the `AgentClientMessage` carrying its final
+/// `ShellResult`: `(exit_code, aborted)` for a success or a failure, `None` for any other
+/// outcome. Decoded in place through views of the few fields needed, so the captured output
+/// (possibly megabytes, already streamed) is skipped rather than joined and copied.
+pub fn shell_stream_outcome(client_message: &Pieces) -> Option<(i32, bool)> {
+    let message = <shell_view::ClientMessage as prost::Message>::decode(client_message.reader()).ok()?;
+    match message.exec?.shell_result?.outcome? {
+        shell_view::Outcome::Success(s) => Some((s.exit_code, false)),
+        shell_view::Outcome::Failure(f) => Some((f.exit_code, f.aborted)),
+    }
+}
+
+/// Partial views of `AgentClientMessage` → `ExecClientMessage.shell_result` (`SHELL_RESULT`)
+/// → `ShellResult.{success, failure}`: same numbers as `proto/`, every other field skipped.
+mod shell_view {
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct ClientMessage {
+        #[prost(message, optional, tag = "2")]
+        pub exec: Option<ExecClientMessage>,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct ExecClientMessage {
+        #[prost(message, optional, tag = "2")]
+        pub shell_result: Option<ShellResult>,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct ShellResult {
+        #[prost(oneof = "Outcome", tags = "1, 2")]
+        pub outcome: Option<Outcome>,
+    }
+
+    #[derive(Clone, PartialEq, prost::Oneof)]
+    pub enum Outcome {
+        #[prost(message, tag = "1")]
+        Success(Success),
+        #[prost(message, tag = "2")]
+        Failure(Failure),
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Success {
+        #[prost(int32, tag = "3")]
+        pub exit_code: i32,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Failure {
+        #[prost(int32, tag = "3")]
+        pub exit_code: i32,
+        #[prost(bool, tag = "11")]
+        pub aborted: bool,
+    }
+}
+
 /// Name of the result message that answers `request` (e.g. `agent.v1.ReadResult`).
 pub fn exec_result_type(request: &ExecRequest) -> Result<String, String> {
     Ok(field_type("agent.v1.ExecClientMessage", result_field(request))?.full_name().to_string())
@@ -367,6 +423,48 @@ mod tests {
 
     fn exec(m: pb::exec_server_message::Message) -> Vec<u8> {
         pb::ExecServerMessage { id: 7, exec_id: "e7".into(), message: Some(m), ..Default::default() }.encode_to_vec()
+    }
+
+    #[test]
+    fn a_streaming_shells_exit_is_read_from_its_result_without_the_output() {
+        let (_, _, req) = decode_exec(&exec(pb::exec_server_message::Message::ShellStreamArgs(pb::ShellArgs {
+            command: "make".into(),
+            ..Default::default()
+        })))
+        .unwrap();
+        let req = req.unwrap();
+        let stdout = "log line\n".repeat(100_000);
+        let outcome = |json: serde_json::Value| shell_stream_outcome(&exec_result(&req, json).unwrap());
+        // The output is a piece of its own, and the exit code sits in another.
+        let pieces =
+            exec_result(&req, serde_json::json!({"success": {"exitCode": 3, "stdout": stdout, "stderr": "w"}}))
+                .unwrap();
+        assert!(pieces.chunks().len() > 1);
+        assert_eq!(shell_stream_outcome(&pieces), Some((3, false)));
+        assert_eq!(outcome(serde_json::json!({"success": {"stdout": stdout}})), Some((0, false)));
+        assert_eq!(
+            outcome(serde_json::json!({"failure": {"exitCode": 130, "aborted": true, "stdout": stdout}})),
+            Some((130, true))
+        );
+        assert_eq!(outcome(serde_json::json!({"failure": {"exitCode": -1}})), Some((-1, false)));
+        assert_eq!(outcome(serde_json::json!({"timeout": {"command": "make"}})), None);
+        // What the old full decode saw is what the views see.
+        let full = pb::AgentClientMessage::decode(pieces.clone().into_bytes()).unwrap();
+        let Some(pb::agent_client_message::Message::ExecClientMessage(pb::ExecClientMessage {
+            message:
+                Some(pb::exec_client_message::Message::ShellResult(pb::ShellResult {
+                    result: Some(pb::shell_result::Result::Success(s)),
+                    ..
+                })),
+            ..
+        })) = full.message
+        else {
+            panic!("not a shell success")
+        };
+        assert_eq!((s.exit_code, s.stdout.len()), (3, stdout.len()));
+        // Not a shell result, or not protobuf at all: no outcome, no panic.
+        assert_eq!(shell_stream_outcome(&Pieces::from(Bytes::from_static(&[0x12, 0x05, 0x00]))), None);
+        assert_eq!(shell_stream_outcome(&Pieces::default()), None);
     }
 
     #[test]

@@ -1365,7 +1365,7 @@ async fn run_exec(
     match reply {
         Ok(result) => {
             if streaming {
-                let exit = shell_exit(&request, &result.clone().into_bytes());
+                let exit = shell_exit(&request, &result);
                 let _ = sender.send_encoded(shell_event(id, exec_id, pb::shell_stream::Event::Exit(exit))).await;
             }
             let _ = sender.send_encoded(result).await;
@@ -1408,19 +1408,8 @@ async fn run_exec(
 
 /// The `exit` event for a streaming shell, from the `AgentClientMessage` carrying its final
 /// `ShellResult`.
-fn shell_exit(request: &ExecRequest, client_message: &Bytes) -> pb::ShellStreamExit {
-    let raw = wire::length_delimited_field(client_message, 2)
-        .and_then(|exec| wire::length_delimited_field(&exec, bridge::result_field(request)))
-        .unwrap_or_default();
-    let result = pb::ShellResult::decode(raw).unwrap_or_default();
+fn shell_exit(request: &ExecRequest, client_message: &wire::Pieces) -> pb::ShellStreamExit {
     let cwd = request.args.get("workingDirectory").and_then(|c| c.as_str()).unwrap_or_default().to_string();
-    match result.result {
-        Some(pb::shell_result::Result::Success(s)) => {
-            pb::ShellStreamExit { code: s.exit_code as u32, cwd, ..Default::default() }
-        }
-        Some(pb::shell_result::Result::Failure(f)) => {
-            pb::ShellStreamExit { code: f.exit_code as u32, cwd, aborted: f.aborted, ..Default::default() }
-        }
-        _ => pb::ShellStreamExit { code: 1, cwd, ..Default::default() },
-    }
+    let (code, aborted) = bridge::shell_stream_outcome(client_message).unwrap_or((1, false));
+    pb::ShellStreamExit { code: code as u32, cwd, aborted, ..Default::default() }
 }

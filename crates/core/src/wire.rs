@@ -2,7 +2,7 @@
 //! the checkpoint is kept as the exact bytes the server sent (prost would drop unknown fields),
 //! and it is spliced back into the next run request unchanged.
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::{Buf, BufMut, Bytes, BytesMut};
 use prost::encoding::{decode_key, decode_varint, encode_key, encode_varint, WireType};
 
 /// The payload of the last occurrence of length-delimited field `field` in `message`, sliced
@@ -75,6 +75,11 @@ impl Pieces {
         }
     }
 
+    /// Reads the message in place, piece after piece (for decoding without joining them).
+    pub fn reader(&self) -> PiecesReader<'_> {
+        PiecesReader { chunks: &self.chunks, offset: 0, remaining: self.len }
+    }
+
     /// The message in one buffer: free for a single piece, a copy otherwise.
     pub fn into_bytes(mut self) -> Bytes {
         match self.chunks.len() {
@@ -96,6 +101,40 @@ impl From<Bytes> for Pieces {
         let mut pieces = Pieces::default();
         pieces.push(chunk);
         pieces
+    }
+}
+
+/// A [`Buf`] over [`Pieces`]: prost can decode straight from it, and it skips the fields it
+/// does not want (a shell's captured output, say) by advancing past them instead of copying.
+pub struct PiecesReader<'a> {
+    chunks: &'a [Bytes],
+    /// Read position inside `chunks[0]`.
+    offset: usize,
+    remaining: usize,
+}
+
+impl Buf for PiecesReader<'_> {
+    fn remaining(&self) -> usize {
+        self.remaining
+    }
+
+    fn chunk(&self) -> &[u8] {
+        self.chunks.first().map_or(&[], |c| &c[self.offset..])
+    }
+
+    fn advance(&mut self, mut cnt: usize) {
+        assert!(cnt <= self.remaining, "advance past the end of the pieces");
+        self.remaining -= cnt;
+        while let Some(first) = self.chunks.first() {
+            let left = first.len() - self.offset;
+            if cnt < left {
+                self.offset += cnt;
+                return;
+            }
+            cnt -= left;
+            self.chunks = &self.chunks[1..];
+            self.offset = 0;
+        }
     }
 }
 
@@ -124,6 +163,38 @@ mod tests {
         // Decoding still works and the unknown field survives only in the raw bytes.
         let decoded = pb::AgentServerMessage::decode(msg.clone()).unwrap();
         assert!(matches!(decoded.message, Some(pb::agent_server_message::Message::ConversationCheckpointUpdate(_))));
+    }
+
+    #[test]
+    fn pieces_read_in_place_like_the_joined_message() {
+        let message = pb::ShellResult {
+            result: Some(pb::shell_result::Result::Failure(pb::ShellFailure {
+                command: "make".into(),
+                exit_code: 2,
+                stdout: "x".repeat(1000),
+                aborted: true,
+                ..Default::default()
+            })),
+            ..Default::default()
+        }
+        .encode_to_vec();
+        // Every split point, including empty pieces (dropped) and one-byte pieces.
+        for cut in 0..=message.len() {
+            let mut pieces = Pieces::default();
+            pieces.push(Bytes::copy_from_slice(&message[..cut]));
+            pieces.push(Bytes::new());
+            for byte in &message[cut..] {
+                pieces.push(Bytes::copy_from_slice(&[*byte]));
+            }
+            let mut reader = pieces.reader();
+            assert_eq!(reader.remaining(), message.len());
+            assert_eq!(
+                pb::ShellResult::decode(pieces.reader()).unwrap(),
+                pb::ShellResult::decode(&message[..]).unwrap()
+            );
+            assert_eq!(reader.copy_to_bytes(message.len()), Bytes::from(message.clone()));
+            assert_eq!((reader.remaining(), reader.chunk()), (0, &[][..]));
+        }
     }
 
     #[test]
