@@ -535,8 +535,13 @@ struct TurnShared {
     dropped: AtomicU64,
 }
 
+/// An update in the turn's queue. Boxed because tokio's channel stores its slots inline, 32 to a
+/// block allocated up front: 32 × 496 bytes (16 KiB) for every turn, most of it never used, and
+/// new memory to fault in for each of a thousand turns starting together.
+type QueuedUpdate = Box<acp::SessionUpdate>;
+
 struct UpdateReceiver {
-    rx: mpsc::Receiver<acp::SessionUpdate>,
+    rx: mpsc::Receiver<QueuedUpdate>,
     peeked: Option<acp::SessionUpdate>,
     done: bool,
 }
@@ -570,9 +575,9 @@ impl UpdateReceiver {
     async fn next(&mut self) -> Option<acp::SessionUpdate> {
         let mut first = match self.peeked.take() {
             Some(u) => u,
-            None => self.rx.recv().await?,
+            None => *self.rx.recv().await?,
         };
-        while let Ok(next) = self.rx.try_recv() {
+        while let Ok(next) = self.rx.try_recv().map(|next| *next) {
             if mergeable(&first, &next) {
                 append_text(&mut first, next);
             } else {
@@ -608,7 +613,7 @@ impl Turn {
         while out.len() < max.max(1) {
             if rx.peeked.is_none() {
                 match rx.rx.try_recv() {
-                    Ok(u) => rx.peeked = Some(u),
+                    Ok(u) => rx.peeked = Some(*u),
                     Err(_) => break,
                 }
             }
@@ -678,7 +683,7 @@ enum AttemptEnd {
 struct TurnLoop {
     session: Session,
     shared: Arc<TurnShared>,
-    tx: mpsc::Sender<acp::SessionUpdate>,
+    tx: mpsc::Sender<QueuedUpdate>,
     translator: Translator,
     usage: Option<TurnUsage>,
     cancel_deadline: Option<Instant>,
@@ -689,12 +694,7 @@ struct TurnLoop {
 }
 
 impl TurnLoop {
-    fn new(
-        session: Session,
-        shared: Arc<TurnShared>,
-        tx: mpsc::Sender<acp::SessionUpdate>,
-        translator: Translator,
-    ) -> Self {
+    fn new(session: Session, shared: Arc<TurnShared>, tx: mpsc::Sender<QueuedUpdate>, translator: Translator) -> Self {
         TurnLoop {
             session,
             shared,
@@ -715,7 +715,7 @@ impl TurnLoop {
     /// Queues an update: waits for room (back-pressure) unless nobody will read it, or the
     /// cancel deadline has passed.
     async fn emit(&mut self, update: acp::SessionUpdate) {
-        let update = match self.tx.try_send(update) {
+        let update = match self.tx.try_send(Box::new(update)) {
             Ok(()) => return,
             Err(mpsc::error::TrySendError::Closed(_)) => return,
             Err(mpsc::error::TrySendError::Full(u)) => u,
