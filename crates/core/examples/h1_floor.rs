@@ -2,8 +2,9 @@
 //! the floor under the bench's `many` setup. Per turn, a stream request on a new connection
 //! whose response starts once the turn's append (one of 32 kept-alive connections) has arrived.
 //!
-//! `h1_floor server` prints its port and serves; `h1_floor reqwest|hyper PORT [N]` runs the
-//! turns through reqwest (as the addon does) or through hyper's connection API directly, and
+//! `h1_floor server` prints its port and serves; `h1_floor reqwest|legacy|hyper PORT [N]` runs
+//! the turns through reqwest (as the addon does), through the hyper-util pooled client reqwest
+//! wraps, or through hyper's connection API directly, and
 //! prints the wall time and the p50/p99 time to the first byte of each stream. Pointed at by
 //! the core (`many_turns http://127.0.0.1:PORT N --first-only`), the server stands in for a
 //! gateway: it pairs a RunSSE with its BidiAppend by `x-request-id` and answers with one
@@ -177,18 +178,43 @@ async fn turn_with_reqwest(
     stream.await?
 }
 
+/// hyper-util's pooled client: what reqwest wraps, without reqwest's own layers.
+type Legacy = hyper_util::client::legacy::Client<hyper_util::client::legacy::connect::HttpConnector, Full<Bytes>>;
+
+async fn turn_with_legacy(client: Legacy, appends: Arc<Semaphore>, port: u16, id: usize) -> Result<(), Error> {
+    let stream_client = client.clone();
+    let stream = tokio::spawn(async move {
+        stream_client.request(post(port, "/stream", id)?).await?.into_body().collect().await?;
+        Ok::<_, Error>(())
+    });
+    {
+        let _permit = appends.acquire().await?;
+        client.request(post(port, "/append", id)?).await?.into_body().collect().await?;
+    }
+    stream.await?
+}
+
 async fn run(mode: &str, port: u16, n: usize) -> Result<(), Error> {
     let pool = Arc::new(AppendPool { idle: Mutex::new(Vec::new()), in_use: Semaphore::new(APPEND_CONNECTIONS) });
     let client = reqwest::Client::builder().pool_max_idle_per_host(2 * APPEND_CONNECTIONS).build()?;
+    let legacy = {
+        let mut connector = hyper_util::client::legacy::connect::HttpConnector::new();
+        connector.set_nodelay(true);
+        hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+            .pool_max_idle_per_host(2 * APPEND_CONNECTIONS)
+            .build(connector)
+    };
     let appends = Arc::new(Semaphore::new(APPEND_CONNECTIONS));
     let t0 = Instant::now();
     let turns: Vec<_> = (0..n)
         .map(|id| {
-            let (mode, pool, client, appends) = (mode.to_string(), pool.clone(), client.clone(), appends.clone());
+            let (mode, pool, client, legacy, appends) =
+                (mode.to_string(), pool.clone(), client.clone(), legacy.clone(), appends.clone());
             tokio::spawn(async move {
                 let start = Instant::now();
                 match mode.as_str() {
                     "hyper" => turn_with_hyper(pool, port, id).await?,
+                    "legacy" => turn_with_legacy(legacy, appends, port, id).await?,
                     _ => turn_with_reqwest(client, appends, port, id).await?,
                 }
                 Ok::<_, Error>(start.elapsed().as_secs_f64() * 1000.0)
@@ -212,11 +238,11 @@ fn main() -> Result<(), Error> {
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     match args.first().map(String::as_str) {
         Some("server") => runtime.block_on(server()),
-        Some(mode @ ("hyper" | "reqwest")) => {
+        Some(mode @ ("hyper" | "legacy" | "reqwest")) => {
             let port = args.get(1).ok_or("PORT missing")?.parse()?;
             let n = args.get(2).map_or(Ok(1000), |v| v.parse())?;
             runtime.block_on(run(mode, port, n))
         }
-        _ => Err("usage: h1_floor server | h1_floor hyper|reqwest PORT [N]".into()),
+        _ => Err("usage: h1_floor server | h1_floor hyper|legacy|reqwest PORT [N]".into()),
     }
 }
