@@ -156,7 +156,9 @@ pub struct Transport {
     run_url: reqwest::Url,
     append_url: reqwest::Url,
     client: reqwest::Client,
-    fixed_headers: HeaderMap,
+    /// Every header a request of each kind carries except the request ids, built once: with
+    /// many turns, building them per request (names parsed, maps merged) showed in profiles.
+    headers: RequestHeaders,
     /// Shared by every SSE sender of this transport (see [`DEFAULT_MAX_APPEND_CONNECTIONS`]).
     append_connections: Arc<Semaphore>,
 }
@@ -201,7 +203,10 @@ impl Transport {
             // most of their idle memory).
             .pool_max_idle_per_host(config.max_append_connections + IDLE_STREAM_CONNECTIONS);
         builder = match config.kind {
-            TransportKind::Sse => builder.http1_only(),
+            // Appends are never retried (module docs); reqwest's retries are for h2's refused
+            // streams anyway, and turning them off spares a copy of every request it keeps
+            // in case one is needed.
+            TransportKind::Sse => builder.http1_only().retry(reqwest::retry::never().max_retries_per_request(0)),
             TransportKind::H2 => builder
                 .http2_prior_knowledge()
                 .http2_keep_alive_interval(Duration::from_secs(10))
@@ -213,7 +218,7 @@ impl Transport {
             builder = builder.no_proxy();
         }
         let client = builder.build().map_err(|e| CoreError::InvalidInput(error_chain(&e)))?;
-        let fixed_headers = protocol_headers(&config)?;
+        let headers = RequestHeaders::new(protocol_headers(&config)?, config.compression);
         let base = config.base_url.trim_end_matches('/');
         let endpoint = |path: &str| {
             reqwest::Url::parse(&format!("{base}{path}"))
@@ -228,7 +233,7 @@ impl Transport {
             run_url,
             append_url,
             client,
-            fixed_headers,
+            headers,
             append_connections,
         })
     }
@@ -241,46 +246,31 @@ impl Transport {
     /// `BidiRequestId`); `original_request_id`, when set, stays stable across resume attempts.
     /// Must be called inside a tokio runtime: the request starts at once, in the background.
     pub fn open(&self, request_id: &str, original_request_id: Option<&str>) -> AgentStream {
-        let mut headers = self.fixed_headers.clone();
-        if let Ok(v) = HeaderValue::from_str(request_id) {
-            headers.insert("x-request-id", v);
-        }
-        if let Some(Ok(v)) = original_request_id.map(HeaderValue::from_str) {
-            headers.insert("x-original-request-id", v);
-        }
+        let ids = RequestIds::new(request_id, original_request_id);
         let (fail_tx, fail_rx) = watch::channel(None);
         let fail_tx = Arc::new(fail_tx);
         match self.config.kind {
-            TransportKind::Sse => self.open_sse(request_id, headers, fail_tx, fail_rx),
-            TransportKind::H2 => self.open_h2(headers, fail_tx, fail_rx),
+            TransportKind::Sse => self.open_sse(request_id, &ids, fail_tx, fail_rx),
+            TransportKind::H2 => self.open_h2(&ids, fail_tx, fail_rx),
         }
     }
 
     fn open_sse(
         &self,
         request_id: &str,
-        mut headers: HeaderMap,
+        ids: &RequestIds,
         fail_tx: Arc<watch::Sender<Option<CoreError>>>,
         fail_rx: watch::Receiver<Option<CoreError>>,
     ) -> AgentStream {
-        headers.insert("x-cursor-streaming", HeaderValue::from_static("true"));
         let gzip = self.config.compression == Compression::Gzip;
-        let mut stream_headers = headers.clone();
-        stream_headers.insert("content-type", HeaderValue::from_static("application/connect+proto"));
-        stream_headers.insert("connect-accept-encoding", HeaderValue::from_static("gzip"));
-        if gzip {
-            stream_headers.insert("connect-content-encoding", HeaderValue::from_static("gzip"));
-        }
         let body = connect::encode_message(&BidiRequestId { request_id: request_id.to_string() }, gzip, 0);
-        let response = spawn_request(self.client.post(self.run_sse_url.clone()).headers(stream_headers).body(body));
-
-        let mut append_headers = headers;
-        append_headers.insert("content-type", HeaderValue::from_static("application/proto"));
-        append_headers.insert("accept-encoding", HeaderValue::from_static("gzip"));
+        let stream_request =
+            post(self.run_sse_url.clone(), ids.apply(&self.headers.sse_stream), reqwest::Body::from(body));
+        let response = spawn_request(&self.client, stream_request);
         let sender = SseSender {
             client: self.client.clone(),
             url: self.append_url.clone(),
-            headers: append_headers,
+            headers: ids.apply(&self.headers.sse_append),
             request_id: request_id.to_string(),
             config: self.config.clone(),
             next_seqno: Mutex::new(0),
@@ -296,22 +286,16 @@ impl Transport {
 
     fn open_h2(
         &self,
-        mut headers: HeaderMap,
+        ids: &RequestIds,
         fail_tx: Arc<watch::Sender<Option<CoreError>>>,
         fail_rx: watch::Receiver<Option<CoreError>>,
     ) -> AgentStream {
         let gzip = self.config.compression == Compression::Gzip;
-        headers.insert("content-type", HeaderValue::from_static("application/connect+proto"));
-        headers.insert("connect-accept-encoding", HeaderValue::from_static("gzip"));
-        headers.insert("te", HeaderValue::from_static("trailers"));
-        if gzip {
-            headers.insert("connect-content-encoding", HeaderValue::from_static("gzip"));
-        }
         let (body_tx, mut body_rx) = mpsc::channel::<Bytes>(64);
         let body_stream = futures::stream::poll_fn(move |cx| body_rx.poll_recv(cx)).map(Ok::<_, std::io::Error>);
         let request =
-            self.client.post(self.run_url.clone()).headers(headers).body(reqwest::Body::wrap_stream(body_stream));
-        let response = spawn_request(request);
+            post(self.run_url.clone(), ids.apply(&self.headers.h2_run), reqwest::Body::wrap_stream(body_stream));
+        let response = spawn_request(&self.client, request);
         AgentStream {
             sender: AgentSender {
                 inner: Arc::new(SenderInner::H2 { body: std::sync::Mutex::new(Some(body_tx)), gzip, failure: fail_tx }),
@@ -352,12 +336,84 @@ fn protocol_headers(config: &TransportConfig) -> Result<HeaderMap, CoreError> {
     Ok(h)
 }
 
+const X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+const X_ORIGINAL_REQUEST_ID: HeaderName = HeaderName::from_static("x-original-request-id");
+
+/// The headers of each kind of request, apart from the request ids.
+#[derive(Clone)]
+struct RequestHeaders {
+    sse_stream: HeaderMap,
+    sse_append: HeaderMap,
+    h2_run: HeaderMap,
+}
+
+impl RequestHeaders {
+    fn new(protocol: HeaderMap, compression: Compression) -> Self {
+        let with = |base: &HeaderMap, extra: &[(&'static str, &'static str)]| {
+            let mut h = base.clone();
+            for &(name, value) in extra {
+                h.insert(HeaderName::from_static(name), HeaderValue::from_static(value));
+            }
+            h
+        };
+        let mut connect_stream =
+            with(&protocol, &[("content-type", "application/connect+proto"), ("connect-accept-encoding", "gzip")]);
+        if compression == Compression::Gzip {
+            connect_stream = with(&connect_stream, &[("connect-content-encoding", "gzip")]);
+        }
+        RequestHeaders {
+            sse_stream: with(&connect_stream, &[("x-cursor-streaming", "true")]),
+            sse_append: with(
+                &protocol,
+                &[("x-cursor-streaming", "true"), ("content-type", "application/proto"), ("accept-encoding", "gzip")],
+            ),
+            h2_run: with(&connect_stream, &[("te", "trailers")]),
+        }
+    }
+}
+
+/// `x-request-id` and `x-original-request-id` of one stream, as header values.
+struct RequestIds {
+    request_id: Option<HeaderValue>,
+    original: Option<HeaderValue>,
+}
+
+impl RequestIds {
+    fn new(request_id: &str, original: Option<&str>) -> Self {
+        RequestIds {
+            request_id: HeaderValue::from_str(request_id).ok(),
+            original: original.and_then(|v| HeaderValue::from_str(v).ok()),
+        }
+    }
+
+    /// `headers` with the ids added.
+    fn apply(&self, headers: &HeaderMap) -> HeaderMap {
+        let mut out = headers.clone();
+        if let Some(v) = &self.request_id {
+            out.insert(X_REQUEST_ID, v.clone());
+        }
+        if let Some(v) = &self.original {
+            out.insert(X_ORIGINAL_REQUEST_ID, v.clone());
+        }
+        out
+    }
+}
+
+/// A POST with exactly these headers (the client adds only its defaults, `user-agent`).
+fn post(url: reqwest::Url, headers: HeaderMap, body: reqwest::Body) -> reqwest::Request {
+    let mut request = reqwest::Request::new(reqwest::Method::POST, url);
+    *request.headers_mut() = headers;
+    *request.body_mut() = Some(body);
+    request
+}
+
 type ResponseTask = JoinHandle<Result<reqwest::Response, CoreError>>;
 
 /// Starts the request now, so the stream opens even before anyone reads from it.
-fn spawn_request(request: reqwest::RequestBuilder) -> ResponseTask {
+fn spawn_request(client: &reqwest::Client, request: reqwest::Request) -> ResponseTask {
+    let response = client.execute(request);
     tokio::spawn(async move {
-        let response = request.send().await.map_err(CoreError::from)?;
+        let response = response.await.map_err(CoreError::from)?;
         let status = response.status();
         if !status.is_success() {
             let body = read_capped(response, 64 * 1024).await;
@@ -533,16 +589,18 @@ impl SseSender {
         let wire_bytes = if binary { payload.len() } else { payload.len() * 2 };
         let request_id = BidiRequestId { request_id: self.request_id.clone() };
         let body = AppendBody::new(payload, request_id, seqno, binary);
-        let mut builder = self.client.post(self.url.clone()).headers(self.headers.clone());
+        let mut headers = self.headers.clone();
         let body = if self.config.compression == Compression::Gzip && body.remaining() >= MIN_COMPRESS_BYTES {
-            builder = builder.header("content-encoding", "gzip");
+            headers.insert(reqwest::header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
             reqwest::Body::from(connect::gzip(&body.into_vec()))
         } else {
             reqwest::Body::wrap(body)
         };
+        let request = post(self.url.clone(), headers, body);
         let deadline =
             self.config.append_deadline + Duration::from_millis((wire_bytes as u64 * 1000).div_ceil(131_072));
         let failure = self.failure.clone();
+        let client = self.client.clone();
         // A large body does not queue for (or hold) one of the shared connections: its transfer
         // outweighs a new connection, and it must not keep small appends, heartbeats among
         // them, waiting behind it.
@@ -555,7 +613,7 @@ impl SseSender {
                     Some(c) => Some(c.acquire_owned().await.map_err(|_| CoreError::Closed("transport closed".into()))?),
                     None => None,
                 };
-                let response = builder.body(body).send().await.map_err(CoreError::from)?;
+                let response = client.execute(request).await.map_err(CoreError::from)?;
                 let status = response.status();
                 let body = read_capped(response, 64 * 1024).await;
                 if !status.is_success() {

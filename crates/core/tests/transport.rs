@@ -224,6 +224,8 @@ async fn scripted_turn_end_to_end_on_both_transports() {
                     assert!(a.data.chars().all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c)), "lower-case hex");
                     assert!(!a.data_binary);
                     assert_eq!(a.headers["content-type"], "application/proto");
+                    assert_eq!(a.headers["accept-encoding"], "gzip");
+                    assert_eq!(a.headers["x-cursor-streaming"], "true");
                     assert_eq!(a.headers["x-request-id"], r.request_id);
                     assert_eq!(a.headers["authorization"], "Bearer tok-abc");
                 }
