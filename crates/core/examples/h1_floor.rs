@@ -4,11 +4,10 @@
 //!
 //! `h1_floor server` prints its port and serves; `h1_floor reqwest|legacy|hyper PORT [N]` runs
 //! the turns through reqwest (as the addon does), through the hyper-util pooled client reqwest
-//! wraps, or through hyper's connection API directly, and
-//! prints the wall time and the p50/p99 time to the first byte of each stream. Pointed at by
-//! the core (`many_turns http://127.0.0.1:PORT N --first-only`), the server stands in for a
-//! gateway: it pairs a RunSSE with its BidiAppend by `x-request-id` and answers with one
-//! text-delta frame.
+//! wraps, or through hyper's connection API directly, and prints the wall time and the p50/p99
+//! time to the first byte of each stream. Pointed at by the core
+//! (`many_turns http://127.0.0.1:PORT N --first-only`), the server stands in for a gateway: it
+//! pairs a RunSSE with its BidiAppend by `x-request-id` and answers with one text-delta frame.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
