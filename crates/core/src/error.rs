@@ -16,6 +16,9 @@ pub enum CoreError {
     /// Could not reach the server, or the connection broke.
     #[error("network error: {0}")]
     Network(String),
+    /// The server's TLS certificate was not accepted: retrying cannot help.
+    #[error("network error: {0}")]
+    Untrusted(String),
     /// The response body ended without the Connect end-of-stream frame.
     #[error("network error: the server closed the stream before its end-of-stream frame")]
     StreamClosed,
@@ -51,7 +54,7 @@ impl CoreError {
         match self {
             CoreError::Auth(_) => "E_AUTH",
             CoreError::Server(_) => "E_SERVER",
-            CoreError::Network(_) | CoreError::StreamClosed => "E_NETWORK",
+            CoreError::Network(_) | CoreError::Untrusted(_) | CoreError::StreamClosed => "E_NETWORK",
             CoreError::Frame(_) | CoreError::Protocol(_) => "E_PROTOCOL",
             CoreError::Timeout(_) => "E_TIMEOUT",
             CoreError::Callback(_) => "E_CALLBACK",
@@ -102,10 +105,43 @@ impl From<reqwest::Error> for CoreError {
         // reqwest's Display carries the URL but never headers, so no token can leak here.
         if e.is_timeout() {
             CoreError::Timeout(error_chain(&e))
+        } else if rejected_certificate(&e) {
+            CoreError::Untrusted(error_chain(&e))
         } else {
             CoreError::Network(error_chain(&e))
         }
     }
+}
+
+/// Whether TLS failed on the certificates (theirs unverifiable, or ours wanted): the same
+/// server will fail the same way, so a resume would only delay the error.
+fn rejected_certificate(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut source = Some(e);
+    while let Some(err) = source {
+        if let Some(tls) = unwrapped(err).downcast_ref::<rustls::Error>() {
+            return matches!(
+                tls,
+                rustls::Error::InvalidCertificate(_)
+                    | rustls::Error::NoCertificatesPresented
+                    | rustls::Error::AlertReceived(
+                        rustls::AlertDescription::BadCertificate
+                            | rustls::AlertDescription::CertificateRequired
+                            | rustls::AlertDescription::UnknownCA
+                    )
+            );
+        }
+        source = err.source();
+    }
+    false
+}
+
+/// The error inside `io::Error`s that carry one, whose `source` skips it: tokio-rustls reports
+/// rustls' errors that way, and hyper-rustls wraps that in one more.
+fn unwrapped<'a>(mut err: &'a (dyn std::error::Error + 'static)) -> &'a (dyn std::error::Error + 'static) {
+    while let Some(inner) = err.downcast_ref::<std::io::Error>().and_then(|io| io.get_ref()) {
+        err = inner;
+    }
+    err
 }
 
 /// `a: b: c` from an error and its sources, for messages that say what actually failed.

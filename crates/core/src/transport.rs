@@ -11,7 +11,7 @@
 
 use std::fmt;
 use std::pin::Pin;
-use std::sync::{Arc, Once};
+use std::sync::{Arc, Once, OnceLock};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -171,6 +171,41 @@ impl fmt::Debug for Transport {
 
 static CRYPTO_PROVIDER: Once = Once::new();
 
+/// The TLS setup of a client of `kind` for an `https` base URL or a plain one.
+///
+/// Left to itself, reqwest makes a certificate verifier for every client, and the platform
+/// verifier reads and parses the system's certificate store as it is made: milliseconds on the
+/// caller's thread, the JS thread for `new AgentClient()`, every time. It is made once per
+/// process instead. Where the system has no certificates it cannot be made at all; a client of
+/// a plain `http` URL (the embedded backend, a local gateway) then still works, with TLS that
+/// trusts nobody, and an `https` one fails to build, saying why.
+fn tls_config(kind: TransportKind, https: bool) -> Result<rustls::ClientConfig, CoreError> {
+    type Shared = Result<Arc<rustls_platform_verifier::Verifier>, String>;
+    static VERIFIER: OnceLock<Shared> = OnceLock::new();
+    let provider = rustls::crypto::CryptoProvider::get_default()
+        .cloned()
+        .unwrap_or_else(|| Arc::new(rustls::crypto::ring::default_provider()));
+    let verifier = VERIFIER.get_or_init(|| {
+        rustls_platform_verifier::Verifier::new(provider.clone()).map(Arc::new).map_err(|e| e.to_string())
+    });
+    let builder = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| CoreError::InvalidInput(format!("TLS setup: {e}")))?;
+    let mut config = match verifier {
+        Ok(verifier) => builder.dangerous().with_custom_certificate_verifier(verifier.clone()).with_no_client_auth(),
+        Err(why) if https => {
+            return Err(CoreError::InvalidInput(format!("cannot verify TLS servers on this system: {why}")))
+        }
+        Err(_) => builder.with_root_certificates(rustls::RootCertStore::empty()).with_no_client_auth(),
+    };
+    // What reqwest would offer: HTTP/1.1 only for RunSSE, h2 only for Run.
+    config.alpn_protocols = vec![match kind {
+        TransportKind::Sse => b"http/1.1".to_vec(),
+        TransportKind::H2 => b"h2".to_vec(),
+    }];
+    Ok(config)
+}
+
 impl Transport {
     pub fn new(config: TransportConfig) -> Result<Self, CoreError> {
         CRYPTO_PROVIDER.call_once(|| {
@@ -217,6 +252,7 @@ impl Transport {
             // A local gateway is never reached through a proxy; HTTPS_PROXY/NO_PROXY apply otherwise.
             builder = builder.no_proxy();
         }
+        builder = builder.tls_backend_preconfigured(tls_config(config.kind, url.scheme() == "https")?);
         let client = builder.build().map_err(|e| CoreError::InvalidInput(error_chain(&e)))?;
         let headers = RequestHeaders::new(protocol_headers(&config)?, config.compression);
         let base = config.base_url.trim_end_matches('/');
