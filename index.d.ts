@@ -92,6 +92,8 @@ export interface Scenario {
   waitTimeoutMs?: number
   record?: boolean
   appendFault?: { seqno?: number; status?: number; delayMs?: number }
+  /** HTTP/2 streams one connection may carry at once (default 200). */
+  h2MaxConcurrentStreams?: number
 }
 
 /** One stream as the embedded backend saw it. */

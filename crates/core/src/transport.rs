@@ -4,13 +4,15 @@
 //! * [`TransportKind::Sse`]: `RunSSE` (server stream over HTTP/1.1, body = one `BidiRequestId`
 //!   envelope) plus one unary `BidiAppend` per outbound message, `append_seqno` from 0 on one
 //!   counter, at most 16 in flight, each with a deadline, never retried.
-//! * [`TransportKind::H2`]: `Run`, one bidirectional HTTP/2 Connect stream (h2c for `http://`).
+//! * [`TransportKind::H2`]: `Run`, one bidirectional HTTP/2 Connect stream (h2c for `http://`),
+//!   spread over as many connections as the streams in flight need (see [`H2Connections`]).
 //!
 //! Headers follow client-behaviour §2.4. The token lives in [`Secret`] and is only ever written
 //! into the `authorization` header; no error, log or `Debug` output contains it.
 
 use std::fmt;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Once, OnceLock};
 use std::time::Duration;
 
@@ -40,6 +42,11 @@ pub const DEFAULT_MAX_APPENDS_IN_FLIGHT: usize = 16;
 /// connections for their first appends (N TLS handshakes against a real backend); for 1,000
 /// parallel turns on loopback the cap cut the client's CPU by a quarter (bench/README.md, many).
 pub const DEFAULT_MAX_APPEND_CONNECTIONS: usize = 32;
+/// `Run` streams one HTTP/2 connection carries before the next stream gets a connection of its
+/// own. A server caps the streams of one connection (`SETTINGS_MAX_CONCURRENT_STREAMS`), and
+/// RFC 9113 §6.5.2 recommends a cap of no less than 100, so 100 fits under every cap a server is
+/// likely to set (hyper's default is 200, nginx's 128).
+pub const DEFAULT_H2_STREAMS_PER_CONNECTION: usize = 100;
 /// Messages smaller than this are sent uncompressed even with gzip on (gzip would grow them).
 pub const MIN_COMPRESS_BYTES: usize = 1024;
 
@@ -108,6 +115,8 @@ pub struct TransportConfig {
     pub max_appends_in_flight: usize,
     /// BidiAppend calls in flight across every stream of this transport.
     pub max_append_connections: usize,
+    /// HTTP/2 `Run` streams per connection (see [`DEFAULT_H2_STREAMS_PER_CONNECTION`]).
+    pub h2_streams_per_connection: usize,
     /// Base of the per-append deadline; the payload size adds 1 s per 128 KiB.
     pub append_deadline: Duration,
     pub connect_timeout: Duration,
@@ -128,6 +137,7 @@ impl Default for TransportConfig {
             limits: Limits::default(),
             max_appends_in_flight: DEFAULT_MAX_APPENDS_IN_FLIGHT,
             max_append_connections: DEFAULT_MAX_APPEND_CONNECTIONS,
+            h2_streams_per_connection: DEFAULT_H2_STREAMS_PER_CONNECTION,
             append_deadline: Duration::from_secs(60),
             connect_timeout: Duration::from_secs(30),
         }
@@ -155,7 +165,10 @@ pub struct Transport {
     run_sse_url: reqwest::Url,
     run_url: reqwest::Url,
     append_url: reqwest::Url,
+    /// Every request of the SSE transport; the first connection of the H2 one.
     client: reqwest::Client,
+    /// The H2 transport's connections.
+    h2: Option<Arc<H2Connections>>,
     /// Every header a request of each kind carries except the request ids, built once: with
     /// many turns, building them per request (names parsed, maps merged) showed in profiles.
     headers: RequestHeaders,
@@ -206,6 +219,41 @@ fn tls_config(kind: TransportKind, https: bool) -> Result<rustls::ClientConfig, 
     Ok(config)
 }
 
+/// A reqwest client for `config`'s transport at `url` (its base URL, parsed).
+fn http_client(config: &TransportConfig, url: &reqwest::Url) -> Result<reqwest::Client, CoreError> {
+    let loopback = match url.host() {
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+        None => false,
+    };
+    let mut builder = reqwest::Client::builder()
+        .user_agent(concat!("cursor-acp-native/", env!("CARGO_PKG_VERSION")))
+        .connect_timeout(config.connect_timeout)
+        .tcp_nodelay(true)
+        // Room for every append connection and as many streams' connections, for the next
+        // turns to reuse; more idle sockets than that only hold buffers (with many sessions,
+        // most of their idle memory).
+        .pool_max_idle_per_host(config.max_append_connections + IDLE_STREAM_CONNECTIONS);
+    builder = match config.kind {
+        // Appends are never retried (module docs); reqwest's retries are for h2's refused
+        // streams anyway, and turning them off spares a copy of every request it keeps
+        // in case one is needed.
+        TransportKind::Sse => builder.http1_only().retry(reqwest::retry::never().max_retries_per_request(0)),
+        TransportKind::H2 => builder
+            .http2_prior_knowledge()
+            .http2_keep_alive_interval(Duration::from_secs(10))
+            .http2_keep_alive_timeout(Duration::from_secs(20))
+            .http2_keep_alive_while_idle(true),
+    };
+    if loopback {
+        // A local gateway is never reached through a proxy; HTTPS_PROXY/NO_PROXY apply otherwise.
+        builder = builder.no_proxy();
+    }
+    builder = builder.tls_backend_preconfigured(tls_config(config.kind, url.scheme() == "https")?);
+    builder.build().map_err(|e| CoreError::InvalidInput(error_chain(&e)))
+}
+
 impl Transport {
     pub fn new(config: TransportConfig) -> Result<Self, CoreError> {
         CRYPTO_PROVIDER.call_once(|| {
@@ -223,37 +271,13 @@ impl Transport {
         if config.max_append_connections == 0 {
             return Err(CoreError::InvalidInput("maxAppendConnections must be at least 1".into()));
         }
-        let loopback = match url.host() {
-            Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-            Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-            Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
-            None => false,
-        };
-        let mut builder = reqwest::Client::builder()
-            .user_agent(concat!("cursor-acp-native/", env!("CARGO_PKG_VERSION")))
-            .connect_timeout(config.connect_timeout)
-            .tcp_nodelay(true)
-            // Room for every append connection and as many streams' connections, for the next
-            // turns to reuse; more idle sockets than that only hold buffers (with many sessions,
-            // most of their idle memory).
-            .pool_max_idle_per_host(config.max_append_connections + IDLE_STREAM_CONNECTIONS);
-        builder = match config.kind {
-            // Appends are never retried (module docs); reqwest's retries are for h2's refused
-            // streams anyway, and turning them off spares a copy of every request it keeps
-            // in case one is needed.
-            TransportKind::Sse => builder.http1_only().retry(reqwest::retry::never().max_retries_per_request(0)),
-            TransportKind::H2 => builder
-                .http2_prior_knowledge()
-                .http2_keep_alive_interval(Duration::from_secs(10))
-                .http2_keep_alive_timeout(Duration::from_secs(20))
-                .http2_keep_alive_while_idle(true),
-        };
-        if loopback {
-            // A local gateway is never reached through a proxy; HTTPS_PROXY/NO_PROXY apply otherwise.
-            builder = builder.no_proxy();
+        if config.h2_streams_per_connection == 0 {
+            return Err(CoreError::InvalidInput("h2StreamsPerConnection must be at least 1".into()));
         }
-        builder = builder.tls_backend_preconfigured(tls_config(config.kind, url.scheme() == "https")?);
-        let client = builder.build().map_err(|e| CoreError::InvalidInput(error_chain(&e)))?;
+        let config = Arc::new(config);
+        let client = http_client(&config, &url)?;
+        let h2 = (config.kind == TransportKind::H2)
+            .then(|| Arc::new(H2Connections::new(config.clone(), url.clone(), client.clone())));
         let headers = RequestHeaders::new(protocol_headers(&config)?, config.compression);
         let base = config.base_url.trim_end_matches('/');
         let endpoint = |path: &str| {
@@ -263,15 +287,7 @@ impl Transport {
         let (run_sse_url, run_url, append_url) =
             (endpoint(RUN_SSE_PATH)?, endpoint(RUN_PATH)?, endpoint(BIDI_APPEND_PATH)?);
         let append_connections = Arc::new(Semaphore::new(config.max_append_connections));
-        Ok(Transport {
-            config: Arc::new(config),
-            run_sse_url,
-            run_url,
-            append_url,
-            client,
-            headers,
-            append_connections,
-        })
+        Ok(Transport { config, run_sse_url, run_url, append_url, client, h2, headers, append_connections })
     }
 
     pub fn config(&self) -> &TransportConfig {
@@ -331,12 +347,21 @@ impl Transport {
         let body_stream = futures::stream::poll_fn(move |cx| body_rx.poll_recv(cx)).map(Ok::<_, std::io::Error>);
         let request =
             post(self.run_url.clone(), ids.apply(&self.headers.h2_run), reqwest::Body::wrap_stream(body_stream));
-        let response = spawn_request(&self.client, request);
+        let (client, slot) = match &self.h2 {
+            Some(connections) => {
+                let (client, slot) = connections.checkout();
+                (client, Some(slot))
+            }
+            None => (self.client.clone(), None),
+        };
+        let response = spawn_request(&client, request);
+        let mut receiver = AgentReceiver::new(response, self.config.limits, fail_rx);
+        receiver.slot = slot;
         AgentStream {
             sender: AgentSender {
                 inner: Arc::new(SenderInner::H2 { body: std::sync::Mutex::new(Some(body_tx)), gzip, failure: fail_tx }),
             },
-            receiver: AgentReceiver::new(response, self.config.limits, fail_rx),
+            receiver,
         }
     }
 }
@@ -405,6 +430,69 @@ impl RequestHeaders {
             ),
             h2_run: with(&connect_stream, &[("te", "trailers")]),
         }
+    }
+}
+
+/// The H2 transport's connections: a stream goes to the first connection carrying fewer than
+/// `per_connection` streams, or else to a new connection.
+///
+/// A `Run` stream lasts its whole turn, and reqwest keeps one HTTP/2 connection per host: past
+/// the server's cap on the streams of one connection, a turn would wait, without an update,
+/// until some other turn ended (with hyper's cap of 200, turn 201 of 250 did). Each connection
+/// here is a reqwest client of its own, as public h2 clients of the backend keep a pool of
+/// sessions. Connections are kept for the next streams; reqwest closes them when idle.
+struct H2Connections {
+    config: Arc<TransportConfig>,
+    url: reqwest::Url,
+    per_connection: usize,
+    connections: std::sync::Mutex<Vec<H2Connection>>,
+}
+
+#[derive(Clone)]
+struct H2Connection {
+    client: reqwest::Client,
+    streams: Arc<AtomicUsize>,
+}
+
+/// A stream's place on an [`H2Connection`], given back when dropped.
+struct StreamSlot(Arc<AtomicUsize>);
+
+impl Drop for StreamSlot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl H2Connections {
+    fn new(config: Arc<TransportConfig>, url: reqwest::Url, first: reqwest::Client) -> Self {
+        let per_connection = config.h2_streams_per_connection;
+        let first = H2Connection { client: first, streams: Arc::default() };
+        H2Connections { config, url, per_connection, connections: std::sync::Mutex::new(vec![first]) }
+    }
+
+    /// The client for one more stream, and the stream's slot on its connection.
+    fn checkout(&self) -> (reqwest::Client, StreamSlot) {
+        let mut connections = self.connections.lock().expect("h2 connections lock");
+        let free = connections.iter().find(|c| c.streams.load(Ordering::Relaxed) < self.per_connection).cloned();
+        let connection = match free {
+            Some(connection) => connection,
+            // The first client was built from the same config, so this fails only if the system
+            // does (out of sockets or memory); the stream then queues on the least busy one.
+            None => match http_client(&self.config, &self.url) {
+                Ok(client) => {
+                    let connection = H2Connection { client, streams: Arc::default() };
+                    connections.push(connection.clone());
+                    connection
+                }
+                Err(_) => connections
+                    .iter()
+                    .min_by_key(|c| c.streams.load(Ordering::Relaxed))
+                    .cloned()
+                    .expect("there is always a first connection"),
+            },
+        };
+        connection.streams.fetch_add(1, Ordering::Relaxed);
+        (connection.client, StreamSlot(connection.streams))
     }
 }
 
@@ -802,6 +890,8 @@ pub struct AgentReceiver {
     failure: watch::Receiver<Option<CoreError>>,
     trailers: std::collections::BTreeMap<String, Vec<String>>,
     response_headers: HeaderMap,
+    /// The stream's place on an HTTP/2 connection, held as long as the stream can be read.
+    slot: Option<StreamSlot>,
 }
 
 impl Drop for AgentReceiver {
@@ -820,6 +910,7 @@ impl AgentReceiver {
             failure,
             trailers: Default::default(),
             response_headers: HeaderMap::new(),
+            slot: None,
         }
     }
 

@@ -731,3 +731,34 @@ async fn embedded_backend_refuses_bad_appends_with_clear_errors() {
     assert_eq!(status, 400);
     assert!(message.contains("duplicate append_seqno 0"), "{message}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn h2_streams_past_a_connections_cap_get_a_connection_of_their_own() {
+    // The server lets one connection carry 3 streams; every turn stays open (the exec waits
+    // for its stream_close). Streams 4 to 8 must not wait for earlier turns to end.
+    let b = backend(json!({
+        "h2MaxConcurrentStreams": 3,
+        "steps": [
+            { "type": "text", "text": "hi" },
+            { "type": "exec", "id": 1, "args": { "readArgs": { "path": "/a" } } },
+            { "type": "turnEnded" }
+        ]
+    }))
+    .await;
+    let t = transport(&b, TransportKind::H2, |c| c.h2_streams_per_connection = 3);
+    let first_update = |mut stream: AgentStream| async move {
+        stream.sender.send(&run_request("go")).await.unwrap();
+        let frame = tokio::time::timeout(Duration::from_secs(3), stream.receiver.next()).await;
+        let frame = frame.expect("the stream's first update arrives while the other turns run").unwrap().unwrap();
+        assert!(matches!(frame.message.message, Some(pb::agent_server_message::Message::InteractionUpdate(_))));
+        stream
+    };
+    let streams = futures::future::join_all((0..8).map(|i| first_update(t.open(&format!("capped-{i}"), None)))).await;
+    assert_eq!(b.connections_accepted(), 3, "8 streams, 3 per connection");
+
+    // Finished streams give their places back: the next ones reuse the connections.
+    drop(streams);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    futures::future::join_all((0..8).map(|i| first_update(t.open(&format!("again-{i}"), None)))).await;
+    assert_eq!(b.connections_accepted(), 3, "no new connection while the old ones have room");
+}

@@ -31,6 +31,10 @@ pub struct Scenario {
     /// Fail or delay one BidiAppend (by seqno, in every run).
     #[serde(default)]
     pub append_fault: Option<AppendFault>,
+    /// HTTP/2 streams one connection may carry at once (`SETTINGS_MAX_CONCURRENT_STREAMS`);
+    /// hyper's default, 200, when absent.
+    #[serde(default)]
+    pub h2_max_concurrent_streams: Option<u32>,
     /// The turns; see the module docs.
     #[serde(default)]
     pub turns: Vec<Vec<Step>>,

@@ -134,9 +134,12 @@ async fn accept_loop(listener: TcpListener, state: Arc<State>, shutdown: Cancell
         let state = state.clone();
         let shutdown = shutdown.clone();
         tokio::spawn(async move {
-            let service = hyper::service::service_fn(move |req| handle(state.clone(), req));
             // HTTP/1.1 and h2c (prior knowledge) on the same port.
-            let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+            let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+            if let Some(max) = state.scenario.h2_max_concurrent_streams {
+                builder.http2().max_concurrent_streams(max);
+            }
+            let service = hyper::service::service_fn(move |req| handle(state.clone(), req));
             let conn = builder.serve_connection(TokioIo::new(stream), service);
             tokio::select! {
                 _ = conn => {}
