@@ -1,4 +1,4 @@
-// Event-loop behaviour: callbacks never keep Node alive; a running turn does.
+// Event-loop and thread behaviour: callbacks never keep Node alive; a running turn does; worker threads work.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
@@ -51,4 +51,50 @@ test('pending nextBatch and result promises keep the process alive; settled ones
   assert.equal(r.status, 0, r.stderr)
   assert.equal(r.stdout.trim(), '1 late end_turn 50')
   assert.ok(Date.now() - started < 8000, 'the process exits once every promise is settled')
+})
+
+test('worker threads: turns run in workers and the main thread at once; a worker ended mid-turn harms nothing', () => {
+  // Each thread answers execs with its own callback; a worker terminated while its exec callback
+  // is still pending must leave the process and the other threads' clients working, and the
+  // process must still exit on its own.
+  const r = run(`const { Worker } = require('node:worker_threads');
+    const { AgentClient, startEmbeddedBackend } = require(${JSON.stringify(index)});
+    const inWorker = (url, hang) => new Worker(\`
+      const { parentPort } = require('node:worker_threads');
+      const { AgentClient } = require(${JSON.stringify(index)});
+      let execs = 0;
+      const client = new AgentClient({ baseUrl: '\${url}', exec: (req) => {
+        execs++;
+        parentPort.postMessage({ exec: true });
+        return \${hang} ? new Promise(() => {}) : { success: { path: req.args.path, content: 'worker' } };
+      } });
+      (async () => {
+        const turn = client.newSession().prompt('x');
+        for await (const u of turn) {}
+        parentPort.postMessage({ stop: (await turn.result).stopReason, execs });
+      })();\`, { eval: true });
+    const finished = (w) => new Promise((resolve, reject) => {
+      w.on('message', (m) => { if (m.stop) { resolve(m.stop + '/' + m.execs); w.terminate() } });
+      w.on('error', reject);
+    });
+    (async () => {
+      const b = await startEmbeddedBackend({ scenario: { steps: [
+        { type: 'text', text: 'hi' }, { type: 'exec', id: 1, args: { readArgs: { path: '/x' } } }, { type: 'turnEnded' }] } });
+      let mainExecs = 0;
+      const client = new AgentClient({ baseUrl: b.url, exec: (req) => { mainExecs++; return { success: { path: req.args.path, content: 'main' } } } });
+      const mainTurn = async () => {
+        const turn = client.newSession().prompt('x');
+        for await (const u of turn) {}
+        return (await turn.result).stopReason;
+      };
+      const together = await Promise.all([finished(inWorker(b.url, false)), finished(inWorker(b.url, false)), mainTurn()]);
+      console.log(together.join(' '), mainExecs);
+      const hanging = inWorker(b.url, true);
+      await new Promise((resolve) => hanging.on('message', (m) => m.exec && resolve()));
+      console.log('terminated', await hanging.terminate());
+      console.log('after', await mainTurn(), mainExecs);
+      b.close();
+    })()`)
+  assert.equal(r.status, 0, r.stderr)
+  assert.deepEqual(r.stdout.trim().split('\n'), ['end_turn/1 end_turn/1 end_turn 1', 'terminated 1', 'after end_turn 2'])
 })
