@@ -12,8 +12,7 @@
 
 use std::fmt;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Once, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -28,6 +27,9 @@ use crate::error::{error_chain, CoreError};
 use crate::proto::agent::v1::{AgentClientMessage, AgentServerMessage};
 use crate::proto::aiserver::v1::{BidiAppendRequest, BidiRequestId};
 use crate::wire::Pieces;
+
+mod clients;
+use clients::{http_client, H2Connections, StreamSlot};
 
 pub const RUN_SSE_PATH: &str = "/agent.v1.AgentService/RunSSE";
 pub const RUN_PATH: &str = "/agent.v1.AgentService/Run";
@@ -182,84 +184,8 @@ impl fmt::Debug for Transport {
     }
 }
 
-static CRYPTO_PROVIDER: Once = Once::new();
-
-/// The TLS setup of a client of `kind` for an `https` base URL or a plain one.
-///
-/// Left to itself, reqwest makes a certificate verifier for every client, and the platform
-/// verifier reads and parses the system's certificate store as it is made: milliseconds on the
-/// caller's thread, the JS thread for `new AgentClient()`, every time. It is made once per
-/// process instead. Where the system has no certificates it cannot be made at all; a client of
-/// a plain `http` URL (the embedded backend, a local gateway) then still works, with TLS that
-/// trusts nobody, and an `https` one fails to build, saying why.
-fn tls_config(kind: TransportKind, https: bool) -> Result<rustls::ClientConfig, CoreError> {
-    type Shared = Result<Arc<rustls_platform_verifier::Verifier>, String>;
-    static VERIFIER: OnceLock<Shared> = OnceLock::new();
-    let provider = rustls::crypto::CryptoProvider::get_default()
-        .cloned()
-        .unwrap_or_else(|| Arc::new(rustls::crypto::ring::default_provider()));
-    let verifier = VERIFIER.get_or_init(|| {
-        rustls_platform_verifier::Verifier::new(provider.clone()).map(Arc::new).map_err(|e| e.to_string())
-    });
-    let builder = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| CoreError::InvalidInput(format!("TLS setup: {e}")))?;
-    let mut config = match verifier {
-        Ok(verifier) => builder.dangerous().with_custom_certificate_verifier(verifier.clone()).with_no_client_auth(),
-        Err(why) if https => {
-            return Err(CoreError::InvalidInput(format!("cannot verify TLS servers on this system: {why}")))
-        }
-        Err(_) => builder.with_root_certificates(rustls::RootCertStore::empty()).with_no_client_auth(),
-    };
-    // What reqwest would offer: HTTP/1.1 only for RunSSE, h2 only for Run.
-    config.alpn_protocols = vec![match kind {
-        TransportKind::Sse => b"http/1.1".to_vec(),
-        TransportKind::H2 => b"h2".to_vec(),
-    }];
-    Ok(config)
-}
-
-/// A reqwest client for `config`'s transport at `url` (its base URL, parsed).
-fn http_client(config: &TransportConfig, url: &reqwest::Url) -> Result<reqwest::Client, CoreError> {
-    let loopback = match url.host() {
-        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
-        None => false,
-    };
-    let mut builder = reqwest::Client::builder()
-        .user_agent(concat!("cursor-acp-native/", env!("CARGO_PKG_VERSION")))
-        .connect_timeout(config.connect_timeout)
-        .tcp_nodelay(true)
-        // Room for every append connection and as many streams' connections, for the next
-        // turns to reuse; more idle sockets than that only hold buffers (with many sessions,
-        // most of their idle memory).
-        .pool_max_idle_per_host(config.max_append_connections + IDLE_STREAM_CONNECTIONS);
-    builder = match config.kind {
-        // Appends are never retried (module docs); reqwest's retries are for h2's refused
-        // streams anyway, and turning them off spares a copy of every request it keeps
-        // in case one is needed.
-        TransportKind::Sse => builder.http1_only().retry(reqwest::retry::never().max_retries_per_request(0)),
-        TransportKind::H2 => builder
-            .http2_prior_knowledge()
-            .http2_keep_alive_interval(Duration::from_secs(10))
-            .http2_keep_alive_timeout(Duration::from_secs(20))
-            .http2_keep_alive_while_idle(true),
-    };
-    if loopback {
-        // A local gateway is never reached through a proxy; HTTPS_PROXY/NO_PROXY apply otherwise.
-        builder = builder.no_proxy();
-    }
-    builder = builder.tls_backend_preconfigured(tls_config(config.kind, url.scheme() == "https")?);
-    builder.build().map_err(|e| CoreError::InvalidInput(error_chain(&e)))
-}
-
 impl Transport {
     pub fn new(config: TransportConfig) -> Result<Self, CoreError> {
-        CRYPTO_PROVIDER.call_once(|| {
-            // Another library in the process may have installed one already; that is fine.
-            let _ = rustls::crypto::ring::default_provider().install_default();
-        });
         let url = reqwest::Url::parse(&config.base_url)
             .map_err(|e| CoreError::InvalidInput(format!("baseUrl {:?} is not a URL: {e}", config.base_url)))?;
         if url.scheme() != "http" && url.scheme() != "https" {
@@ -430,69 +356,6 @@ impl RequestHeaders {
             ),
             h2_run: with(&connect_stream, &[("te", "trailers")]),
         }
-    }
-}
-
-/// The H2 transport's connections: a stream goes to the first connection carrying fewer than
-/// `per_connection` streams, or else to a new connection.
-///
-/// A `Run` stream lasts its whole turn, and reqwest keeps one HTTP/2 connection per host: past
-/// the server's cap on the streams of one connection, a turn would wait, without an update,
-/// until some other turn ended (with hyper's cap of 200, turn 201 of 250 did). Each connection
-/// here is a reqwest client of its own, as public h2 clients of the backend keep a pool of
-/// sessions. Connections are kept for the next streams; reqwest closes them when idle.
-struct H2Connections {
-    config: Arc<TransportConfig>,
-    url: reqwest::Url,
-    per_connection: usize,
-    connections: std::sync::Mutex<Vec<H2Connection>>,
-}
-
-#[derive(Clone)]
-struct H2Connection {
-    client: reqwest::Client,
-    streams: Arc<AtomicUsize>,
-}
-
-/// A stream's place on an [`H2Connection`], given back when dropped.
-struct StreamSlot(Arc<AtomicUsize>);
-
-impl Drop for StreamSlot {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::Relaxed);
-    }
-}
-
-impl H2Connections {
-    fn new(config: Arc<TransportConfig>, url: reqwest::Url, first: reqwest::Client) -> Self {
-        let per_connection = config.h2_streams_per_connection;
-        let first = H2Connection { client: first, streams: Arc::default() };
-        H2Connections { config, url, per_connection, connections: std::sync::Mutex::new(vec![first]) }
-    }
-
-    /// The client for one more stream, and the stream's slot on its connection.
-    fn checkout(&self) -> (reqwest::Client, StreamSlot) {
-        let mut connections = self.connections.lock().expect("h2 connections lock");
-        let free = connections.iter().find(|c| c.streams.load(Ordering::Relaxed) < self.per_connection).cloned();
-        let connection = match free {
-            Some(connection) => connection,
-            // The first client was built from the same config, so this fails only if the system
-            // does (out of sockets or memory); the stream then queues on the least busy one.
-            None => match http_client(&self.config, &self.url) {
-                Ok(client) => {
-                    let connection = H2Connection { client, streams: Arc::default() };
-                    connections.push(connection.clone());
-                    connection
-                }
-                Err(_) => connections
-                    .iter()
-                    .min_by_key(|c| c.streams.load(Ordering::Relaxed))
-                    .cloned()
-                    .expect("there is always a first connection"),
-            },
-        };
-        connection.streams.fetch_add(1, Ordering::Relaxed);
-        (connection.client, StreamSlot(connection.streams))
     }
 }
 
@@ -764,9 +627,6 @@ impl SseSender {
 
 /// Appends with a body this large or larger bypass the shared-connection queue.
 const QUEUED_APPEND_MAX_BYTES: usize = 256 * 1024;
-
-/// Idle keep-alive connections kept per host for streams, beyond those for appends.
-const IDLE_STREAM_CONNECTIONS: usize = 32;
 
 /// How much of the payload one hex body frame carries: small enough that its buffer is
 /// recycled by the allocator from one frame to the next (no fresh pages per frame).
