@@ -290,7 +290,9 @@ export interface AgentClientOptions {
   appendEncoding?: 'hex' | 'binary'
   /**
    * Runs the server's exec requests. Return the result message for `request.kind` in proto3
-   * JSON (e.g. `{ success: { path, content, totalLines } }` for `read`), or `undefined` if
+   * JSON (e.g. `{ success: { path, content, totalLines } }` for `read`; a `bytes` field also
+   * takes a `Uint8Array` or `Buffer`, and a `string` field UTF-8 bytes, such as a file read with
+   * `fs.readFile`), or `undefined` if
    * this host does not handle that kind (the built-in `tools` then answer it if configured, else
    * the server gets throw + close). A throw or
    * rejection becomes the result's `error` branch.

@@ -52,7 +52,9 @@ pub struct AgentClientOptions {
     #[napi(ts_type = "'hex' | 'binary'")]
     pub append_encoding: Option<String>,
     /// Runs the server's exec requests. Return the result message for `request.kind` in proto3
-    /// JSON (e.g. `{ success: { path, content, totalLines } }` for `read`), or `undefined` if
+    /// JSON (e.g. `{ success: { path, content, totalLines } }` for `read`; a `bytes` field also
+    /// takes a `Uint8Array` or `Buffer`, and a `string` field UTF-8 bytes, such as a file read with
+    /// `fs.readFile`), or `undefined` if
     /// this host does not handle that kind (the built-in `tools` then answer it if configured, else
     /// the server gets throw + close). A throw or
     /// rejection becomes the result's `error` branch.
@@ -65,10 +67,10 @@ pub struct AgentClientOptions {
     #[napi(
         ts_type = "(query: InteractionQuery) => InteractionAnswer | null | undefined | Promise<InteractionAnswer | null | undefined>"
     )]
-    pub interaction: Option<Callback<Value, Value>>,
+    pub interaction: Option<Callback<Value, crate::json::HostJson>>,
     /// Supplies the `RequestContext` (rules, env, MCP tools) in proto3 JSON.
     #[napi(ts_type = "() => RequestContext | null | undefined | Promise<RequestContext | null | undefined>")]
-    pub request_context: Option<Callback<(), Value>>,
+    pub request_context: Option<Callback<(), crate::json::HostJson>>,
     /// Built-in local tools (read, write, delete, ls, grep, shells) confined to these roots;
     /// they answer every exec the `exec` callback leaves unhandled (no callback, or `undefined`).
     pub tools: Option<crate::tools::LocalToolsOptions>,

@@ -18,6 +18,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::js_message;
+use crate::json::{BytesAt, HostJson};
 
 /// A callback result: a plain value or a Promise of one (`undefined`/`null` → `None`).
 pub enum MaybeAsync<T: FromNapiValue + 'static> {
@@ -141,15 +142,15 @@ impl ExecContext {
 }
 
 /// `exec(request, ctx)`.
-pub type ExecCallback = Callback<FnArgs<(Value, ExecContext)>, Value>;
+pub type ExecCallback = Callback<FnArgs<(Value, ExecContext)>, HostJson>;
 
 /// JS callbacks implementing the core's `Host`.
 pub struct JsHost {
     pub exec: Option<Arc<ExecCallback>>,
     /// Built-in tools answering what `exec` leaves unhandled (no callback, or `undefined`).
     pub tools: Option<cursor_acp_core::tools::LocalTools>,
-    pub interaction: Option<Arc<Callback<Value, Value>>>,
-    pub request_context: Option<Arc<Callback<(), Value>>>,
+    pub interaction: Option<Arc<Callback<Value, HostJson>>>,
+    pub request_context: Option<Arc<Callback<(), HostJson>>>,
 }
 
 fn request_json(request: &ExecRequest) -> Value {
@@ -175,8 +176,14 @@ impl Host for JsHost {
                 let _guard = done.clone().drop_guard();
                 let js_ctx = ExecContext { output: ctx.output.clone(), cancel: ctx.cancel.clone(), done, signal: None };
                 let answered = call(&exec, FnArgs::from((request_json(&request), js_ctx))).await?;
-                if answered.is_some() {
-                    return Ok(answered);
+                if let Some(HostJson { mut json, bytes }) = answered {
+                    for BytesAt { path, data } in bytes {
+                        let value = cursor_acp_core::bridge::byte_array_json(&request, &path, data).map_err(|e| {
+                            CoreError::Callback(format!("the exec callback returned an invalid {}: {e}", request.kind))
+                        })?;
+                        put(&mut json, &path, value);
+                    }
+                    return Ok(Some(json));
                 }
             }
             match tools {
@@ -194,13 +201,39 @@ impl Host for JsHost {
         let Some(interaction) = self.interaction.clone() else { return Box::pin(async { Ok(None) }) };
         Box::pin(async move {
             let arg = serde_json::json!({ "kind": query.kind, "id": query.id, "query": query.query });
-            call(&interaction, arg).await
+            call(&interaction, arg).await?.map(json_only).transpose()
         })
     }
 
     fn request_context(&self) -> BoxFuture<'static, std::result::Result<Option<Value>, CoreError>> {
         let Some(rc) = self.request_context.clone() else { return Box::pin(async { Ok(None) }) };
-        Box::pin(async move { call(&rc, ()).await })
+        Box::pin(async move { call(&rc, ()).await?.map(json_only).transpose() })
+    }
+}
+
+/// Sets `value` at `path` of `json`, whose objects along the path the result's conversion made.
+fn put(json: &mut Value, path: &[String], value: Value) {
+    let Some((last, parents)) = path.split_last() else { return };
+    let mut at = json;
+    for name in parents {
+        match at.get_mut(name.as_str()) {
+            Some(inner) => at = inner,
+            None => return,
+        }
+    }
+    if let Value::Object(map) = at {
+        map.insert(last.clone(), value);
+    }
+}
+
+/// A result that must be JSON only: byte arrays are for exec results' `bytes` and `string` fields.
+fn json_only(result: HostJson) -> std::result::Result<Value, CoreError> {
+    match result.bytes.first() {
+        None => Ok(result.json),
+        Some(at) => Err(CoreError::Callback(format!(
+            "a byte array at `{}`: only exec results take byte arrays; use base64",
+            at.path.join(".")
+        ))),
     }
 }
 

@@ -13,6 +13,7 @@ mod backend;
 mod client;
 mod error;
 mod host;
+mod json;
 mod memory;
 mod session;
 mod settle;

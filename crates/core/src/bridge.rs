@@ -153,6 +153,39 @@ pub fn exec_result_type(request: &ExecRequest) -> Result<String, String> {
     Ok(field_type("agent.v1.ExecClientMessage", result_field(request))?.full_name().to_string())
 }
 
+/// The JSON for a byte array the host returned at `path` of its result for `request`: base64
+/// (proto3 JSON's form) for a `bytes` field, the text for a `string` field if it is UTF-8.
+/// JavaScript hosts hand over `Uint8Array`s this way, e.g. a file read into a `Buffer`.
+pub fn byte_array_json(request: &ExecRequest, path: &[String], data: Vec<u8>) -> Result<serde_json::Value, String> {
+    use base64::Engine as _;
+    let shown = path.join(".");
+    let (last, parents) = path.split_last().ok_or("a byte array is not a result")?;
+    let mut desc = field_type("agent.v1.ExecClientMessage", result_field(request))?;
+    let field_named = |desc: &MessageDescriptor, name: &str| {
+        desc.get_field_by_json_name(name)
+            .or_else(|| desc.get_field_by_name(name))
+            .ok_or_else(|| format!("`{shown}`: {} has no field {name}", desc.full_name()))
+    };
+    for name in parents {
+        let field = field_named(&desc, name)?;
+        desc = match field.kind() {
+            Kind::Message(inner) if !field.is_list() && !field.is_map() => inner,
+            _ => return Err(format!("`{shown}`: {name} is not a message field")),
+        };
+    }
+    let field = field_named(&desc, last)?;
+    match field.kind() {
+        _ if field.is_list() || field.is_map() => {
+            Err(format!("`{shown}` is a list or map; a byte array cannot fill it"))
+        }
+        Kind::Bytes => Ok(serde_json::Value::String(base64::engine::general_purpose::STANDARD.encode(&data))),
+        Kind::String => String::from_utf8(data)
+            .map(serde_json::Value::String)
+            .map_err(|_| format!("`{shown}` is text, and the byte array given for it is not UTF-8")),
+        kind => Err(format!("`{shown}` holds {kind:?}; a byte array fits only bytes and string fields")),
+    }
+}
+
 fn from_json(desc: MessageDescriptor, json: serde_json::Value) -> Result<DynamicMessage, String> {
     let name = desc.full_name().to_string();
     let options = prost_reflect::DeserializeOptions::new().deny_unknown_fields(true);
@@ -514,6 +547,35 @@ mod tests {
         assert_eq!(s.output, Some(pb::read_success::Output::Content("hi".into())));
         let err = exec_result(&req, serde_json::json!({"sucess": {}})).unwrap_err();
         assert!(err.contains("ReadResult") && err.contains("sucess"), "{err}");
+    }
+
+    #[test]
+    fn byte_arrays_become_base64_for_bytes_fields_and_text_for_string_fields() {
+        let (_, _, req) = decode_exec(&exec(pb::exec_server_message::Message::ReadArgs(Default::default()))).unwrap();
+        let req = req.unwrap();
+        let path = |p: &str| p.split('.').map(str::to_string).collect::<Vec<_>>();
+        assert_eq!(byte_array_json(&req, &path("success.data"), vec![0, 255]).unwrap(), "AP8=");
+        assert_eq!(byte_array_json(&req, &path("success.content"), b"text".to_vec()).unwrap(), "text");
+        // Proto names are accepted as well as JSON names, as in the rest of proto3 JSON.
+        assert_eq!(byte_array_json(&req, &path("success.output_blob_id"), vec![1]).unwrap(), "AQ==");
+        // The whole result built from them encodes the bytes as they were.
+        let data = byte_array_json(&req, &path("success.data"), vec![0, 255]).unwrap();
+        let bytes =
+            exec_result(&req, serde_json::json!({"success": {"path": "/a", "data": data}})).unwrap().into_bytes();
+        let Some(pb::exec_client_message::Message::ReadResult(r)) = exec_client_message_of(bytes).message else {
+            panic!()
+        };
+        let Some(pb::read_result::Result::Success(s)) = r.result else { panic!() };
+        assert_eq!(s.output, Some(pb::read_success::Output::Data(vec![0, 255].into())));
+        for (at, expected) in [
+            ("success.content", "not UTF-8"),
+            ("success.totalLines", "holds int32"),
+            ("success.nope", "has no field nope"),
+            ("success.path.x", "path is not a message field"),
+        ] {
+            let err = byte_array_json(&req, &path(at), vec![0xff]).unwrap_err();
+            assert!(err.contains(&format!("`{at}`")) && err.contains(expected), "{at}: {err}");
+        }
     }
 
     #[test]

@@ -1,0 +1,253 @@
+//! Callback results → JSON for the core, read straight from the JavaScript value.
+//!
+//! The result is what `JSON.stringify` would make of the value, with three differences that
+//! suit proto3 JSON:
+//! * a BigInt becomes a string of its digits, proto3 JSON's form of a 64-bit integer;
+//! * NaN and ±Infinity become `"NaN"`, `"Infinity"` and `"-Infinity"`, its form for floats;
+//! * byte arrays (`Uint8Array`, `Buffer`, `ArrayBuffer`, `DataView`) held by an object's
+//!   property are kept as bytes, beside the JSON, with the property's path. An exec result can
+//!   then take them into `bytes` fields without base64, and into `string` fields as UTF-8 text
+//!   (`host.rs`).
+//!
+//! As with `JSON.stringify`, properties that are `undefined`, functions or symbols are left out
+//! of objects and become `null` in arrays. napi-rs's own conversion refuses them instead, and
+//! turns a `Buffer` into an error about functions.
+//!
+//! Strings are copied out of V8 in one pass: the buffer is sized from the string's length in
+//! UTF-16 units, which V8 knows, instead of a first pass counting its UTF-8 bytes.
+
+use std::fmt::Display;
+use std::ptr;
+
+use napi::bindgen_prelude::*;
+use napi::{check_status, sys};
+use serde_json::{Map, Number, Value};
+
+/// How deeply values may nest, and how many a result may hold (napi-rs's limits).
+const MAX_DEPTH: usize = 128;
+const MAX_VALUES: usize = 1_000_000;
+
+/// A callback's result: JSON, and the byte arrays taken out of it.
+pub struct HostJson {
+    pub json: Value,
+    pub bytes: Vec<BytesAt>,
+}
+
+/// A byte array and the path of the property that held it (`["success", "data"]`).
+pub struct BytesAt {
+    pub path: Vec<String>,
+    pub data: Vec<u8>,
+}
+
+impl FromNapiValue for HostJson {
+    unsafe fn from_napi_value(env: sys::napi_env, value: sys::napi_value) -> Result<Self> {
+        let mut reader = Reader { env, values: 0, path: Vec::new(), bytes: Vec::new() };
+        let json = match unsafe { reader.read(value, 0)? } {
+            Read::Json(json) => json,
+            Read::Bytes(_) => return Err(reader.error("a byte array is not a result")),
+            Read::Skipped(what) => return Err(reader.error(format_args!("{what} is not a result"))),
+        };
+        Ok(HostJson { json, bytes: reader.bytes })
+    }
+}
+
+enum Read {
+    Json(Value),
+    Bytes(Vec<u8>),
+    /// `undefined`, a function or a symbol (named).
+    Skipped(&'static str),
+}
+
+struct Reader {
+    env: sys::napi_env,
+    values: usize,
+    /// The property names leading to the value being read.
+    path: Vec<String>,
+    bytes: Vec<BytesAt>,
+}
+
+impl Reader {
+    fn error(&self, what: impl Display) -> Error {
+        let at = if self.path.is_empty() { String::new() } else { format!(" (at `{}`)", self.path.join(".")) };
+        Error::new(Status::InvalidArg, format!("{what}{at}"))
+    }
+
+    unsafe fn read(&mut self, value: sys::napi_value, depth: usize) -> Result<Read> {
+        self.values += 1;
+        if self.values > MAX_VALUES {
+            return Err(self.error(format_args!("more than {MAX_VALUES} values")));
+        }
+        let env = self.env;
+        let mut kind = 0;
+        check_status!(unsafe { sys::napi_typeof(env, value, &mut kind) })?;
+        Ok(match kind {
+            sys::ValueType::napi_undefined => Read::Skipped("undefined"),
+            sys::ValueType::napi_function => Read::Skipped("a function"),
+            sys::ValueType::napi_symbol => Read::Skipped("a symbol"),
+            sys::ValueType::napi_null => Read::Json(Value::Null),
+            sys::ValueType::napi_boolean => {
+                let mut b = false;
+                check_status!(unsafe { sys::napi_get_value_bool(env, value, &mut b) })?;
+                Read::Json(Value::Bool(b))
+            }
+            sys::ValueType::napi_number => {
+                let mut n = 0.0;
+                check_status!(unsafe { sys::napi_get_value_double(env, value, &mut n) })?;
+                Read::Json(number(n))
+            }
+            sys::ValueType::napi_string => Read::Json(Value::String(unsafe { self.string(value)? })),
+            sys::ValueType::napi_bigint => {
+                let mut digits = ptr::null_mut();
+                check_status!(unsafe { sys::napi_coerce_to_string(env, value, &mut digits) })?;
+                Read::Json(Value::String(unsafe { self.string(digits)? }))
+            }
+            sys::ValueType::napi_object => {
+                if depth >= MAX_DEPTH {
+                    return Err(self.error(format_args!("nested more than {MAX_DEPTH} deep")));
+                }
+                if let Some(bytes) = unsafe { self.byte_array(value)? } {
+                    Read::Bytes(bytes)
+                } else {
+                    let mut is_array = false;
+                    check_status!(unsafe { sys::napi_is_array(env, value, &mut is_array) })?;
+                    if is_array {
+                        Read::Json(unsafe { self.array(value, depth)? })
+                    } else {
+                        Read::Json(unsafe { self.object(value, depth)? })
+                    }
+                }
+            }
+            _ => return Err(self.error("an external value is not JSON")),
+        })
+    }
+
+    /// One pass: V8 knows the length in UTF-16 units, and no unit takes more than 3 UTF-8 bytes.
+    /// Pages of the buffer that the text does not reach are never touched.
+    unsafe fn string(&self, value: sys::napi_value) -> Result<String> {
+        let mut units = 0;
+        check_status!(unsafe { sys::napi_get_value_string_utf16(self.env, value, ptr::null_mut(), 0, &mut units) })?;
+        let capacity = units * 3 + 1;
+        let mut buf: Vec<u8> = Vec::with_capacity(capacity);
+        let mut written = 0;
+        check_status!(unsafe {
+            sys::napi_get_value_string_utf8(self.env, value, buf.as_mut_ptr().cast(), capacity, &mut written)
+        })?;
+        // SAFETY: N-API wrote `written` bytes (the capacity always suffices).
+        unsafe { buf.set_len(written) };
+        if buf.capacity() - written > 64 * 1024 {
+            buf.shrink_to_fit();
+        }
+        // SAFETY: Node asks V8 for UTF-8 with invalid sequences replaced (as napi-rs relies on).
+        Ok(unsafe { String::from_utf8_unchecked(buf) })
+    }
+
+    /// The bytes of a `Uint8Array` (a `Buffer` is one), `ArrayBuffer` or `DataView`; `None` for
+    /// any other object; an error for typed arrays of wider elements.
+    unsafe fn byte_array(&self, value: sys::napi_value) -> Result<Option<Vec<u8>>> {
+        let env = self.env;
+        let (mut data, mut len) = (ptr::null_mut(), 0);
+        let mut yes = false;
+        check_status!(unsafe { sys::napi_is_typedarray(env, value, &mut yes) })?;
+        if yes {
+            let (mut kind, mut buffer, mut offset) = (0, ptr::null_mut(), 0);
+            check_status!(unsafe {
+                sys::napi_get_typedarray_info(env, value, &mut kind, &mut len, &mut data, &mut buffer, &mut offset)
+            })?;
+            if kind != sys::TypedarrayType::uint8_array && kind != sys::TypedarrayType::uint8_clamped_array {
+                return Err(self.error("only Uint8Array holds bytes; this typed array is not JSON"));
+            }
+        } else {
+            check_status!(unsafe { sys::napi_is_arraybuffer(env, value, &mut yes) })?;
+            if yes {
+                check_status!(unsafe { sys::napi_get_arraybuffer_info(env, value, &mut data, &mut len) })?;
+            } else {
+                check_status!(unsafe { sys::napi_is_dataview(env, value, &mut yes) })?;
+                if !yes {
+                    return Ok(None);
+                }
+                let (mut buffer, mut offset) = (ptr::null_mut(), 0);
+                check_status!(unsafe {
+                    sys::napi_get_dataview_info(env, value, &mut len, &mut data, &mut buffer, &mut offset)
+                })?;
+            }
+        }
+        if len == 0 || data.is_null() {
+            return Ok(Some(Vec::new()));
+        }
+        // SAFETY: N-API describes `len` readable bytes at `data`, alive while `value` is.
+        Ok(Some(unsafe { std::slice::from_raw_parts(data.cast::<u8>(), len) }.to_vec()))
+    }
+
+    unsafe fn array(&mut self, value: sys::napi_value, depth: usize) -> Result<Value> {
+        let mut len = 0;
+        check_status!(unsafe { sys::napi_get_array_length(self.env, value, &mut len) })?;
+        let mut out = Vec::with_capacity(len as usize);
+        for i in 0..len {
+            let mut element = ptr::null_mut();
+            check_status!(unsafe { sys::napi_get_element(self.env, value, i, &mut element) })?;
+            self.path.push(i.to_string());
+            match unsafe { self.read(element, depth + 1)? } {
+                Read::Json(json) => out.push(json),
+                Read::Skipped(_) => out.push(Value::Null),
+                Read::Bytes(_) => return Err(self.error("byte arrays inside arrays are not supported; use base64")),
+            }
+            self.path.pop();
+        }
+        Ok(Value::Array(out))
+    }
+
+    /// Own enumerable string-keyed properties, in order, as `JSON.stringify` reads them.
+    unsafe fn object(&mut self, value: sys::napi_value, depth: usize) -> Result<Value> {
+        let env = self.env;
+        let mut keys = ptr::null_mut();
+        check_status!(unsafe {
+            sys::napi_get_all_property_names(
+                env,
+                value,
+                sys::KeyCollectionMode::own_only,
+                sys::KeyFilter::enumerable | sys::KeyFilter::skip_symbols,
+                sys::KeyConversion::numbers_to_strings,
+                &mut keys,
+            )
+        })?;
+        let mut len = 0;
+        check_status!(unsafe { sys::napi_get_array_length(env, keys, &mut len) })?;
+        let mut out = Map::new();
+        for i in 0..len {
+            let (mut key, mut property) = (ptr::null_mut(), ptr::null_mut());
+            check_status!(unsafe { sys::napi_get_element(env, keys, i, &mut key) })?;
+            check_status!(unsafe { sys::napi_get_property(env, value, key, &mut property) })?;
+            let name = unsafe { self.string(key)? };
+            self.path.push(name);
+            let read = unsafe { self.read(property, depth + 1)? };
+            let name = self.path.pop().expect("pushed above");
+            match read {
+                Read::Json(json) => {
+                    out.insert(name, json);
+                }
+                Read::Bytes(data) => {
+                    let mut path = self.path.clone();
+                    path.push(name);
+                    self.bytes.push(BytesAt { path, data });
+                }
+                Read::Skipped(_) => {}
+            }
+        }
+        Ok(Value::Object(out))
+    }
+}
+
+/// A JS number as JSON: integers exactly (up to 2^53), other finite numbers as floats, and
+/// NaN / ±Infinity as proto3 JSON's strings for them.
+fn number(n: f64) -> Value {
+    const EXACT: f64 = 9_007_199_254_740_992.0; // 2^53
+    if n.is_nan() {
+        Value::String("NaN".into())
+    } else if n.is_infinite() {
+        Value::String(if n > 0.0 { "Infinity" } else { "-Infinity" }.into())
+    } else if n.fract() == 0.0 && n.abs() <= EXACT {
+        Value::Number(Number::from(n as i64))
+    } else {
+        Number::from_f64(n).map_or(Value::Null, Value::Number)
+    }
+}
