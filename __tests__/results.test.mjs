@@ -85,6 +85,25 @@ test('a byte array where it cannot go becomes an error result naming the field; 
   assert.equal(results.get(6).success.content, 'still fine')
 })
 
+test('a result whose getter throws, or that refers to itself, becomes an error result saying so', async () => {
+  const warnings = []
+  const onWarning = (w) => warnings.push(w)
+  process.on('warning', onWarning)
+  const circular = { path: '/f2' }
+  circular.self = circular
+  const results = await readResults([
+    (r) => ({ success: { path: r.args.path, get content() { throw new Error('boom') } } }),
+    () => ({ success: circular }),
+    (r) => ({ success: { path: r.args.path, content: 'still fine' } }),
+  ])
+  process.off('warning', onWarning)
+  assert.match(results.get(1).error.error, /reading the result threw: Error: boom \(at `success\.content`\)/)
+  assert.match(results.get(2).error.error, /a circular reference is not JSON \(at `success\.self`\)/)
+  assert.equal(results.get(3).success.content, 'still fine')
+  // The getter's exception was taken, not left pending for Node to report as uncaught.
+  assert.deepEqual(warnings.map((w) => w.code).filter((c) => c === 'DEP0168'), [])
+})
+
 test('interaction and requestContext answers are JSON only: a byte array in one is refused', async () => {
   const { backend, client, close } = await setup({ steps: [
     { type: 'interaction', id: 1, query: { webSearchRequestQuery: { args: { searchTerm: 'x' } } } },

@@ -20,7 +20,7 @@ use std::fmt::Display;
 use std::ptr;
 
 use napi::bindgen_prelude::*;
-use napi::{check_status, sys};
+use napi::sys;
 use serde_json::{Map, Number, Value};
 
 /// How deeply values may nest, and how many a result may hold (napi-rs's limits).
@@ -41,7 +41,7 @@ pub struct BytesAt {
 
 impl FromNapiValue for HostJson {
     unsafe fn from_napi_value(env: sys::napi_env, value: sys::napi_value) -> Result<Self> {
-        let mut reader = Reader { env, values: 0, path: Vec::new(), bytes: Vec::new() };
+        let mut reader = Reader { env, values: 0, open: Vec::new(), path: Vec::new(), bytes: Vec::new() };
         let json = match unsafe { reader.read(value, 0)? } {
             Read::Json(json) => json,
             Read::Bytes(_) => return Err(reader.error("a byte array is not a result")),
@@ -61,6 +61,8 @@ enum Read {
 struct Reader {
     env: sys::napi_env,
     values: usize,
+    /// The objects and arrays being read, outermost first, to tell a circular reference.
+    open: Vec<sys::napi_value>,
     /// The property names leading to the value being read.
     path: Vec<String>,
     bytes: Vec<BytesAt>,
@@ -72,6 +74,46 @@ impl Reader {
         Error::new(Status::InvalidArg, format!("{what}{at}"))
     }
 
+    /// A failed N-API call as an error. A getter or proxy trap that threw leaves its exception
+    /// pending (whatever status the call returned): it is taken, since Node would otherwise
+    /// report it as uncaught, and named.
+    fn ok(&self, status: sys::napi_status) -> Result<()> {
+        if status == sys::Status::napi_ok {
+            return Ok(());
+        }
+        let mut pending = false;
+        // SAFETY: a plain N-API call on this thread's env.
+        unsafe { sys::napi_is_exception_pending(self.env, &mut pending) };
+        if pending {
+            let mut thrown = ptr::null_mut();
+            let mut text = ptr::null_mut();
+            // SAFETY: plain N-API calls on this thread's env; the exception is cleared first.
+            let message = unsafe {
+                sys::napi_get_and_clear_last_exception(self.env, &mut thrown);
+                if sys::napi_coerce_to_string(self.env, thrown, &mut text) == sys::Status::napi_ok {
+                    String::from_napi_value(self.env, text).ok()
+                } else {
+                    None
+                }
+            };
+            return Err(self.error(format_args!("reading the result threw: {}", message.as_deref().unwrap_or("?"))));
+        }
+        Err(self.error(format_args!("reading the result failed ({})", Status::from(status))))
+    }
+
+    /// Marks `value` as being read; a value already being read is a circular reference.
+    unsafe fn enter(&mut self, value: sys::napi_value) -> Result<()> {
+        for &outer in &self.open {
+            let mut same = false;
+            self.ok(unsafe { sys::napi_strict_equals(self.env, outer, value, &mut same) })?;
+            if same {
+                return Err(self.error("a circular reference is not JSON"));
+            }
+        }
+        self.open.push(value);
+        Ok(())
+    }
+
     unsafe fn read(&mut self, value: sys::napi_value, depth: usize) -> Result<Read> {
         self.values += 1;
         if self.values > MAX_VALUES {
@@ -79,7 +121,7 @@ impl Reader {
         }
         let env = self.env;
         let mut kind = 0;
-        check_status!(unsafe { sys::napi_typeof(env, value, &mut kind) })?;
+        self.ok(unsafe { sys::napi_typeof(env, value, &mut kind) })?;
         Ok(match kind {
             sys::ValueType::napi_undefined => Read::Skipped("undefined"),
             sys::ValueType::napi_function => Read::Skipped("a function"),
@@ -87,18 +129,18 @@ impl Reader {
             sys::ValueType::napi_null => Read::Json(Value::Null),
             sys::ValueType::napi_boolean => {
                 let mut b = false;
-                check_status!(unsafe { sys::napi_get_value_bool(env, value, &mut b) })?;
+                self.ok(unsafe { sys::napi_get_value_bool(env, value, &mut b) })?;
                 Read::Json(Value::Bool(b))
             }
             sys::ValueType::napi_number => {
                 let mut n = 0.0;
-                check_status!(unsafe { sys::napi_get_value_double(env, value, &mut n) })?;
+                self.ok(unsafe { sys::napi_get_value_double(env, value, &mut n) })?;
                 Read::Json(number(n))
             }
             sys::ValueType::napi_string => Read::Json(Value::String(unsafe { self.string(value)? })),
             sys::ValueType::napi_bigint => {
                 let mut digits = ptr::null_mut();
-                check_status!(unsafe { sys::napi_coerce_to_string(env, value, &mut digits) })?;
+                self.ok(unsafe { sys::napi_coerce_to_string(env, value, &mut digits) })?;
                 Read::Json(Value::String(unsafe { self.string(digits)? }))
             }
             sys::ValueType::napi_object => {
@@ -109,12 +151,15 @@ impl Reader {
                     Read::Bytes(bytes)
                 } else {
                     let mut is_array = false;
-                    check_status!(unsafe { sys::napi_is_array(env, value, &mut is_array) })?;
-                    if is_array {
-                        Read::Json(unsafe { self.array(value, depth)? })
+                    self.ok(unsafe { sys::napi_is_array(env, value, &mut is_array) })?;
+                    unsafe { self.enter(value)? };
+                    let json = if is_array {
+                        unsafe { self.array(value, depth)? }
                     } else {
-                        Read::Json(unsafe { self.object(value, depth)? })
-                    }
+                        unsafe { self.object(value, depth)? }
+                    };
+                    self.open.pop();
+                    Read::Json(json)
                 }
             }
             _ => return Err(self.error("an external value is not JSON")),
@@ -125,11 +170,11 @@ impl Reader {
     /// Pages of the buffer that the text does not reach are never touched.
     unsafe fn string(&self, value: sys::napi_value) -> Result<String> {
         let mut units = 0;
-        check_status!(unsafe { sys::napi_get_value_string_utf16(self.env, value, ptr::null_mut(), 0, &mut units) })?;
+        self.ok(unsafe { sys::napi_get_value_string_utf16(self.env, value, ptr::null_mut(), 0, &mut units) })?;
         let capacity = units * 3 + 1;
         let mut buf: Vec<u8> = Vec::with_capacity(capacity);
         let mut written = 0;
-        check_status!(unsafe {
+        self.ok(unsafe {
             sys::napi_get_value_string_utf8(self.env, value, buf.as_mut_ptr().cast(), capacity, &mut written)
         })?;
         // SAFETY: N-API wrote `written` bytes (the capacity always suffices).
@@ -147,26 +192,26 @@ impl Reader {
         let env = self.env;
         let (mut data, mut len) = (ptr::null_mut(), 0);
         let mut yes = false;
-        check_status!(unsafe { sys::napi_is_typedarray(env, value, &mut yes) })?;
+        self.ok(unsafe { sys::napi_is_typedarray(env, value, &mut yes) })?;
         if yes {
             let (mut kind, mut buffer, mut offset) = (0, ptr::null_mut(), 0);
-            check_status!(unsafe {
+            self.ok(unsafe {
                 sys::napi_get_typedarray_info(env, value, &mut kind, &mut len, &mut data, &mut buffer, &mut offset)
             })?;
             if kind != sys::TypedarrayType::uint8_array && kind != sys::TypedarrayType::uint8_clamped_array {
                 return Err(self.error("only Uint8Array holds bytes; this typed array is not JSON"));
             }
         } else {
-            check_status!(unsafe { sys::napi_is_arraybuffer(env, value, &mut yes) })?;
+            self.ok(unsafe { sys::napi_is_arraybuffer(env, value, &mut yes) })?;
             if yes {
-                check_status!(unsafe { sys::napi_get_arraybuffer_info(env, value, &mut data, &mut len) })?;
+                self.ok(unsafe { sys::napi_get_arraybuffer_info(env, value, &mut data, &mut len) })?;
             } else {
-                check_status!(unsafe { sys::napi_is_dataview(env, value, &mut yes) })?;
+                self.ok(unsafe { sys::napi_is_dataview(env, value, &mut yes) })?;
                 if !yes {
                     return Ok(None);
                 }
                 let (mut buffer, mut offset) = (ptr::null_mut(), 0);
-                check_status!(unsafe {
+                self.ok(unsafe {
                     sys::napi_get_dataview_info(env, value, &mut len, &mut data, &mut buffer, &mut offset)
                 })?;
             }
@@ -180,11 +225,11 @@ impl Reader {
 
     unsafe fn array(&mut self, value: sys::napi_value, depth: usize) -> Result<Value> {
         let mut len = 0;
-        check_status!(unsafe { sys::napi_get_array_length(self.env, value, &mut len) })?;
+        self.ok(unsafe { sys::napi_get_array_length(self.env, value, &mut len) })?;
         let mut out = Vec::with_capacity(len as usize);
         for i in 0..len {
             let mut element = ptr::null_mut();
-            check_status!(unsafe { sys::napi_get_element(self.env, value, i, &mut element) })?;
+            self.ok(unsafe { sys::napi_get_element(self.env, value, i, &mut element) })?;
             self.path.push(i.to_string());
             match unsafe { self.read(element, depth + 1)? } {
                 Read::Json(json) => out.push(json),
@@ -200,7 +245,7 @@ impl Reader {
     unsafe fn object(&mut self, value: sys::napi_value, depth: usize) -> Result<Value> {
         let env = self.env;
         let mut keys = ptr::null_mut();
-        check_status!(unsafe {
+        self.ok(unsafe {
             sys::napi_get_all_property_names(
                 env,
                 value,
@@ -211,14 +256,14 @@ impl Reader {
             )
         })?;
         let mut len = 0;
-        check_status!(unsafe { sys::napi_get_array_length(env, keys, &mut len) })?;
+        self.ok(unsafe { sys::napi_get_array_length(env, keys, &mut len) })?;
         let mut out = Map::new();
         for i in 0..len {
             let (mut key, mut property) = (ptr::null_mut(), ptr::null_mut());
-            check_status!(unsafe { sys::napi_get_element(env, keys, i, &mut key) })?;
-            check_status!(unsafe { sys::napi_get_property(env, value, key, &mut property) })?;
+            self.ok(unsafe { sys::napi_get_element(env, keys, i, &mut key) })?;
             let name = unsafe { self.string(key)? };
             self.path.push(name);
+            self.ok(unsafe { sys::napi_get_property(env, value, key, &mut property) })?;
             let read = unsafe { self.read(property, depth + 1)? };
             let name = self.path.pop().expect("pushed above");
             match read {
