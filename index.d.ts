@@ -34,6 +34,20 @@ export type ExecRequest = agent.HostExecRequest
  * and `shellStream`, …; see `agent.ExecResultByKind`), e.g. `{ success: { path, content } }`.
  */
 export type ExecResult = agent.HostExecResult
+/**
+ * What the `exec` callback may return: an `ExecResult` in which a `bytes` field may also be a
+ * `Uint8Array` (a `Buffer`, say) and a `string` field UTF-8 bytes (as `fs.readFile` gives). Byte
+ * arrays are not taken inside lists.
+ */
+export type ExecAnswer = WithByteArrays<ExecResult>
+/** A message's proto3 JSON with `Uint8Array`s allowed where strings go, e.g. `WithByteArrays<agent.ReadResult>`. */
+export type WithByteArrays<T> = T extends string
+  ? T | Uint8Array
+  : T extends readonly unknown[]
+    ? T
+    : T extends object
+      ? { [K in keyof T]: WithByteArrays<T[K]> }
+      : T
 /** An interaction query: `kind` is `webSearch`, `askQuestion`, `switchMode`, `createPlan`, `webFetch`, … */
 export type InteractionQuery = agent.HostInteractionQuery
 /** The matching response message (see `agent.InteractionAnswerByKind`), e.g. `{ approved: {} }`. */
@@ -297,7 +311,7 @@ export interface AgentClientOptions {
    * the server gets throw + close). A throw or
    * rejection becomes the result's `error` branch.
    */
-  exec?: (request: ExecRequest, ctx: ExecContext) => ExecResult | null | undefined | Promise<ExecResult | null | undefined>
+  exec?: (request: ExecRequest, ctx: ExecContext) => ExecAnswer | null | undefined | Promise<ExecAnswer | null | undefined>
   /**
    * Answers the server's interaction queries (proto3 JSON of the matching response, e.g.
    * `{ approved: {} }`); `undefined` or no callback = a rejection.

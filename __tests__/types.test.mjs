@@ -23,4 +23,5 @@ test('wrongly shaped exec results do not type-check', () => {
   assert.match(r.stdout, /broken\.mts\(4,/, 'a string where the result message belongs')
   assert.match(r.stdout, /broken\.mts\(10,/, 'two members of one oneof')
   assert.match(r.stdout, /broken\.mts\(7,/, 'misspelt result branch')
+  assert.match(r.stdout, /broken\.mts\(11,/, 'a byte array where the plain message type wants a string')
 })

@@ -59,7 +59,7 @@ pub struct AgentClientOptions {
     /// the server gets throw + close). A throw or
     /// rejection becomes the result's `error` branch.
     #[napi(
-        ts_type = "(request: ExecRequest, ctx: ExecContext) => ExecResult | null | undefined | Promise<ExecResult | null | undefined>"
+        ts_type = "(request: ExecRequest, ctx: ExecContext) => ExecAnswer | null | undefined | Promise<ExecAnswer | null | undefined>"
     )]
     pub exec: Option<ExecCallback>,
     /// Answers the server's interaction queries (proto3 JSON of the matching response, e.g.

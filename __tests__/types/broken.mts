@@ -8,4 +8,5 @@ new AgentClient({
   },
 })
 const both: agent.ReadResult = { success: {}, error: {} } // a oneof holds one member
-console.log(read, both)
+const bytes: agent.ReadResult = { success: { data: new Uint8Array(1) } } // byte arrays only with WithByteArrays
+console.log(read, both, bytes)

@@ -1,5 +1,5 @@
 // Type-level test (ESM consumer): compiled by `tsc --noEmit` in types.test.mjs.
-import { AgentClient, startEmbeddedBackend, type CodedError, type ExecRequest, type ExecResult, type PromptResult, type SessionUpdate } from '../../index.js'
+import { AgentClient, startEmbeddedBackend, type agent, type CodedError, type ExecRequest, type ExecResult, type PromptResult, type SessionUpdate } from '../../index.js'
 
 const backend = await startEmbeddedBackend({ scenario: { steps: [{ type: 'exec', id: 1, args: { readArgs: { path: '/a' } } }, { type: 'turnEnded' }] } })
 const client = new AgentClient({
@@ -48,3 +48,18 @@ void delegating
 const found: GlobToolResult = await tools.glob({ globPattern: '*.ts' })
 if (found.success) console.log(found.success.files?.length)
 tools.close()
+
+// Byte arrays in exec results: bytes fields as they are, string fields as UTF-8.
+import { readFile } from 'node:fs/promises'
+import type { ExecAnswer, WithByteArrays } from '../../index.js'
+const binary = new AgentClient({
+  async exec(request): Promise<ExecAnswer | undefined> {
+    if (request.kind !== 'read') return undefined
+    const file = await readFile(request.args.path ?? '')
+    const answer: WithByteArrays<agent.ReadResult> = file.includes(0)
+      ? { success: { data: file } }
+      : { success: { content: file, totalLines: 1 } }
+    return answer
+  },
+})
+void binary
