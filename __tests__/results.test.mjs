@@ -94,12 +94,14 @@ test('a result whose getter throws, or that refers to itself, becomes an error r
   const results = await readResults([
     (r) => ({ success: { path: r.args.path, get content() { throw new Error('boom') } } }),
     () => ({ success: circular }),
+    (r) => ({ success: { path: r.args.path, get content() { throw { toString() { throw new Error('again') } } } } }),
     (r) => ({ success: { path: r.args.path, content: 'still fine' } }),
   ])
   process.off('warning', onWarning)
   assert.match(results.get(1).error.error, /reading the result threw: Error: boom \(at `success\.content`\)/)
   assert.match(results.get(2).error.error, /a circular reference is not JSON \(at `success\.self`\)/)
-  assert.equal(results.get(3).success.content, 'still fine')
+  assert.match(results.get(3).error.error, /reading the result threw: \? \(at `success\.content`\)/)
+  assert.equal(results.get(4).success.content, 'still fine')
   // The getter's exception was taken, not left pending for Node to report as uncaught.
   assert.deepEqual(warnings.map((w) => w.code).filter((c) => c === 'DEP0168'), [])
 })

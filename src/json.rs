@@ -93,6 +93,8 @@ impl Reader {
                 if sys::napi_coerce_to_string(self.env, thrown, &mut text) == sys::Status::napi_ok {
                     String::from_napi_value(self.env, text).ok()
                 } else {
+                    // Its `toString` threw in turn: take that exception too.
+                    sys::napi_get_and_clear_last_exception(self.env, &mut thrown);
                     None
                 }
             };
