@@ -167,15 +167,21 @@ pub struct Transport {
     run_sse_url: reqwest::Url,
     run_url: reqwest::Url,
     append_url: reqwest::Url,
-    /// Every request of the SSE transport; the first connection of the H2 one.
-    client: reqwest::Client,
-    /// The H2 transport's connections.
-    h2: Option<Arc<H2Connections>>,
+    connections: Connections,
     /// Every header a request of each kind carries except the request ids, built once: with
     /// many turns, building them per request (names parsed, maps merged) showed in profiles.
     headers: RequestHeaders,
     /// Shared by every SSE sender of this transport (see [`DEFAULT_MAX_APPEND_CONNECTIONS`]).
     append_connections: Arc<Semaphore>,
+}
+
+/// What a transport's requests go through.
+#[derive(Clone)]
+enum Connections {
+    /// RunSSE and BidiAppend: one reqwest client and its pool of HTTP/1.1 connections.
+    Http1(reqwest::Client),
+    /// Run: streams spread over HTTP/2 connections.
+    H2(Arc<H2Connections>),
 }
 
 impl fmt::Debug for Transport {
@@ -202,8 +208,10 @@ impl Transport {
         }
         let config = Arc::new(config);
         let client = http_client(&config, &url)?;
-        let h2 = (config.kind == TransportKind::H2)
-            .then(|| Arc::new(H2Connections::new(config.clone(), url.clone(), client.clone())));
+        let connections = match config.kind {
+            TransportKind::Sse => Connections::Http1(client),
+            TransportKind::H2 => Connections::H2(Arc::new(H2Connections::new(config.clone(), url.clone(), client))),
+        };
         let headers = RequestHeaders::new(protocol_headers(&config)?, config.compression);
         let base = config.base_url.trim_end_matches('/');
         let endpoint = |path: &str| {
@@ -213,7 +221,7 @@ impl Transport {
         let (run_sse_url, run_url, append_url) =
             (endpoint(RUN_SSE_PATH)?, endpoint(RUN_PATH)?, endpoint(BIDI_APPEND_PATH)?);
         let append_connections = Arc::new(Semaphore::new(config.max_append_connections));
-        Ok(Transport { config, run_sse_url, run_url, append_url, client, h2, headers, append_connections })
+        Ok(Transport { config, run_sse_url, run_url, append_url, connections, headers, append_connections })
     }
 
     pub fn config(&self) -> &TransportConfig {
@@ -227,14 +235,15 @@ impl Transport {
         let ids = RequestIds::new(request_id, original_request_id);
         let (fail_tx, fail_rx) = watch::channel(None);
         let fail_tx = Arc::new(fail_tx);
-        match self.config.kind {
-            TransportKind::Sse => self.open_sse(request_id, &ids, fail_tx, fail_rx),
-            TransportKind::H2 => self.open_h2(&ids, fail_tx, fail_rx),
+        match &self.connections {
+            Connections::Http1(client) => self.open_sse(client, request_id, &ids, fail_tx, fail_rx),
+            Connections::H2(connections) => self.open_h2(connections, &ids, fail_tx, fail_rx),
         }
     }
 
     fn open_sse(
         &self,
+        client: &reqwest::Client,
         request_id: &str,
         ids: &RequestIds,
         fail_tx: Arc<watch::Sender<Option<CoreError>>>,
@@ -244,9 +253,9 @@ impl Transport {
         let body = connect::encode_message(&BidiRequestId { request_id: request_id.to_string() }, gzip, 0);
         let stream_request =
             post(self.run_sse_url.clone(), ids.apply(&self.headers.sse_stream), reqwest::Body::from(body));
-        let response = spawn_request(&self.client, stream_request);
+        let response = spawn_request(client, stream_request);
         let sender = SseSender {
-            client: self.client.clone(),
+            client: client.clone(),
             url: self.append_url.clone(),
             headers: ids.apply(&self.headers.sse_append),
             request_id: request_id.to_string(),
@@ -264,6 +273,7 @@ impl Transport {
 
     fn open_h2(
         &self,
+        connections: &H2Connections,
         ids: &RequestIds,
         fail_tx: Arc<watch::Sender<Option<CoreError>>>,
         fail_rx: watch::Receiver<Option<CoreError>>,
@@ -273,16 +283,10 @@ impl Transport {
         let body_stream = futures::stream::poll_fn(move |cx| body_rx.poll_recv(cx)).map(Ok::<_, std::io::Error>);
         let request =
             post(self.run_url.clone(), ids.apply(&self.headers.h2_run), reqwest::Body::wrap_stream(body_stream));
-        let (client, slot) = match &self.h2 {
-            Some(connections) => {
-                let (client, slot) = connections.checkout();
-                (client, Some(slot))
-            }
-            None => (self.client.clone(), None),
-        };
+        let (client, slot) = connections.checkout();
         let response = spawn_request(&client, request);
         let mut receiver = AgentReceiver::new(response, self.config.limits, fail_rx);
-        receiver.slot = slot;
+        receiver.slot = Some(slot);
         AgentStream {
             sender: AgentSender {
                 inner: Arc::new(SenderInner::H2 { body: std::sync::Mutex::new(Some(body_tx)), gzip, failure: fail_tx }),
