@@ -85,23 +85,27 @@ test('a byte array where it cannot go becomes an error result naming the field; 
   assert.equal(results.get(6).success.content, 'still fine')
 })
 
-test('a result whose getter throws, or that refers to itself, becomes an error result saying so', async () => {
+test('a result whose getter throws, that refers to itself or nests too deep becomes an error result saying so', async () => {
   const warnings = []
   const onWarning = (w) => warnings.push(w)
   process.on('warning', onWarning)
   const circular = { path: '/f2' }
   circular.self = circular
+  let deep = { path: '/f5' }
+  for (let i = 0; i < 200; i++) deep = { nested: deep }
   const results = await readResults([
     (r) => ({ success: { path: r.args.path, get content() { throw new Error('boom') } } }),
     () => ({ success: circular }),
     (r) => ({ success: { path: r.args.path, get content() { throw { toString() { throw new Error('again') } } } } }),
     (r) => ({ success: { path: r.args.path, content: 'still fine' } }),
+    () => ({ success: deep }),
   ])
   process.off('warning', onWarning)
   assert.match(results.get(1).error.error, /reading the result threw: Error: boom \(at `success\.content`\)/)
   assert.match(results.get(2).error.error, /a circular reference is not JSON \(at `success\.self`\)/)
   assert.match(results.get(3).error.error, /reading the result threw: \? \(at `success\.content`\)/)
   assert.equal(results.get(4).success.content, 'still fine')
+  assert.match(results.get(5).error.error, /nested more than 128 deep \(at `success(\.nested)+`\)/)
   // The getter's exception was taken, not left pending for Node to report as uncaught.
   assert.deepEqual(warnings.map((w) => w.code).filter((c) => c === 'DEP0168'), [])
 })

@@ -42,7 +42,7 @@ pub struct BytesAt {
 impl FromNapiValue for HostJson {
     unsafe fn from_napi_value(env: sys::napi_env, value: sys::napi_value) -> Result<Self> {
         let mut reader = Reader { env, values: 0, open: Vec::new(), path: Vec::new(), bytes: Vec::new() };
-        let json = match unsafe { reader.read(value, 0)? } {
+        let json = match unsafe { reader.read(value)? } {
             Read::Json(json) => json,
             Read::Bytes(_) => return Err(reader.error("a byte array is not a result")),
             Read::Skipped(what) => return Err(reader.error(format_args!("{what} is not a result"))),
@@ -61,7 +61,8 @@ enum Read {
 struct Reader {
     env: sys::napi_env,
     values: usize,
-    /// The objects and arrays being read, outermost first, to tell a circular reference.
+    /// The objects and arrays being read, outermost first: how deep the value being read is,
+    /// and which values would make a circular reference.
     open: Vec<sys::napi_value>,
     /// The property names leading to the value being read.
     path: Vec<String>,
@@ -116,7 +117,7 @@ impl Reader {
         Ok(())
     }
 
-    unsafe fn read(&mut self, value: sys::napi_value, depth: usize) -> Result<Read> {
+    unsafe fn read(&mut self, value: sys::napi_value) -> Result<Read> {
         self.values += 1;
         if self.values > MAX_VALUES {
             return Err(self.error(format_args!("more than {MAX_VALUES} values")));
@@ -146,7 +147,7 @@ impl Reader {
                 Read::Json(Value::String(unsafe { self.string(digits)? }))
             }
             sys::ValueType::napi_object => {
-                if depth >= MAX_DEPTH {
+                if self.open.len() >= MAX_DEPTH {
                     return Err(self.error(format_args!("nested more than {MAX_DEPTH} deep")));
                 }
                 if let Some(bytes) = unsafe { self.byte_array(value)? } {
@@ -155,11 +156,7 @@ impl Reader {
                     let mut is_array = false;
                     self.ok(unsafe { sys::napi_is_array(env, value, &mut is_array) })?;
                     unsafe { self.enter(value)? };
-                    let json = if is_array {
-                        unsafe { self.array(value, depth)? }
-                    } else {
-                        unsafe { self.object(value, depth)? }
-                    };
+                    let json = if is_array { unsafe { self.array(value)? } } else { unsafe { self.object(value)? } };
                     self.open.pop();
                     Read::Json(json)
                 }
@@ -225,7 +222,7 @@ impl Reader {
         Ok(Some(unsafe { std::slice::from_raw_parts(data.cast::<u8>(), len) }.to_vec()))
     }
 
-    unsafe fn array(&mut self, value: sys::napi_value, depth: usize) -> Result<Value> {
+    unsafe fn array(&mut self, value: sys::napi_value) -> Result<Value> {
         let mut len = 0;
         self.ok(unsafe { sys::napi_get_array_length(self.env, value, &mut len) })?;
         let mut out = Vec::with_capacity(len as usize);
@@ -233,7 +230,7 @@ impl Reader {
             let mut element = ptr::null_mut();
             self.ok(unsafe { sys::napi_get_element(self.env, value, i, &mut element) })?;
             self.path.push(i.to_string());
-            match unsafe { self.read(element, depth + 1)? } {
+            match unsafe { self.read(element)? } {
                 Read::Json(json) => out.push(json),
                 Read::Skipped(_) => out.push(Value::Null),
                 Read::Bytes(_) => return Err(self.error("byte arrays inside arrays are not supported; use base64")),
@@ -244,7 +241,7 @@ impl Reader {
     }
 
     /// Own enumerable string-keyed properties, in order, as `JSON.stringify` reads them.
-    unsafe fn object(&mut self, value: sys::napi_value, depth: usize) -> Result<Value> {
+    unsafe fn object(&mut self, value: sys::napi_value) -> Result<Value> {
         let env = self.env;
         let mut keys = ptr::null_mut();
         self.ok(unsafe {
@@ -266,7 +263,7 @@ impl Reader {
             let name = unsafe { self.string(key)? };
             self.path.push(name);
             self.ok(unsafe { sys::napi_get_property(env, value, key, &mut property) })?;
-            let read = unsafe { self.read(property, depth + 1)? };
+            let read = unsafe { self.read(property)? };
             let name = self.path.pop().expect("pushed above");
             match read {
                 Read::Json(json) => {
