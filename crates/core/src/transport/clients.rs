@@ -88,7 +88,7 @@ pub(super) fn http_client(config: &TransportConfig, url: &reqwest::Url) -> Resul
 }
 
 /// The H2 transport's connections: a stream goes to the first connection carrying fewer than
-/// `per_connection` streams, or else to a new connection.
+/// `h2_streams_per_connection` streams, or else to a new connection.
 ///
 /// A `Run` stream lasts its whole turn, and reqwest keeps one HTTP/2 connection per host: past
 /// the server's cap on the streams of one connection, a turn would wait, without an update,
@@ -98,7 +98,6 @@ pub(super) fn http_client(config: &TransportConfig, url: &reqwest::Url) -> Resul
 pub(super) struct H2Connections {
     config: Arc<TransportConfig>,
     url: reqwest::Url,
-    per_connection: usize,
     connections: std::sync::Mutex<Vec<H2Connection>>,
 }
 
@@ -119,15 +118,15 @@ impl Drop for StreamSlot {
 
 impl H2Connections {
     pub(super) fn new(config: Arc<TransportConfig>, url: reqwest::Url, first: reqwest::Client) -> Self {
-        let per_connection = config.h2_streams_per_connection;
         let first = H2Connection { client: first, streams: Arc::default() };
-        H2Connections { config, url, per_connection, connections: std::sync::Mutex::new(vec![first]) }
+        H2Connections { config, url, connections: std::sync::Mutex::new(vec![first]) }
     }
 
     /// The client for one more stream, and the stream's slot on its connection.
     pub(super) fn checkout(&self) -> (reqwest::Client, StreamSlot) {
+        let per_connection = self.config.h2_streams_per_connection;
         let mut connections = self.connections.lock().expect("h2 connections lock");
-        let free = connections.iter().find(|c| c.streams.load(Ordering::Relaxed) < self.per_connection).cloned();
+        let free = connections.iter().find(|c| c.streams.load(Ordering::Relaxed) < per_connection).cloned();
         let connection = match free {
             Some(connection) => connection,
             // The first client was built from the same config, so this fails only if the system
