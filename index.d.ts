@@ -422,6 +422,16 @@ export interface NewSessionOptions {
 export declare function startEmbeddedBackend(options: EmbeddedBackendOptions): Promise<EmbeddedBackend>
 
 export declare namespace bench {
+  /**
+   * Benchmark helper (not client API): a server that does only the HTTP side of RunSSE turns,
+   * for `bench.floorTurns`. `close()` it when done.
+   */
+  export class FloorServer {
+    /** `http://127.0.0.1:PORT` */
+    get url(): string
+    /** Stops the server and cuts open connections. */
+    close(): void
+  }
   /** Result of `bench.decodeTextFrames`. */
   export interface DecodeStats {
     frames: number
@@ -431,4 +441,20 @@ export declare namespace bench {
   }
   /** Benchmark helper (not client API): the core codec's decode ceiling on `count` text-delta frames. */
   export function decodeTextFrames(count: number, text: string): bench.DecodeStats
+  /** Result of `bench.floorTurns`. */
+  export interface FloorStats {
+    turns: number
+    wallMs: number
+    /** From a turn's start to the first byte of its stream. */
+    firstP50Ms: number
+    firstP99Ms: number
+  }
+  /**
+   * Benchmark helper (not client API): the HTTP/1.1 setup floor under the `many` scenario.
+   * `turns` RunSSE-shaped turns at once against a `bench.FloorServer`, through the reqwest client
+   * a default RunSSE transport uses and nothing else (no protocol, no JS per turn).
+   */
+  export function floorTurns(url: string, turns: number): Promise<bench.FloorStats>
+  /** Benchmark helper (not client API): starts a `bench.FloorServer` on 127.0.0.1. */
+  export function startFloorServer(): Promise<bench.FloorServer>
 }

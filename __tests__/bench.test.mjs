@@ -28,6 +28,11 @@ test('bench smoke run: every scenario measured for both clients, and they produc
   }
   assert.equal(results.results.many.addon.completed, results.size.many.sessions)
   assert.ok(results.results.decodeCeiling.framesPerSec > 0)
+  // The bounds the targets are read against, measured in the same run.
+  const floor = results.results.floor
+  assert.ok(floor.firstP50Ms > 0 && floor.firstP50Ms <= floor.firstP99Ms && floor.firstP99Ms <= floor.wallMs, JSON.stringify(floor))
+  assert.ok(results.results['large-up'].addon.stringReadMs > 0)
+  assert.match(run.stdout, /\| many \| transport floor: first byte p99 ms/)
   assert.equal(results.targets.length, 13)
   assert.match(run.stdout, /\| stream \| wall ms \|/)
 })

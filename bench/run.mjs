@@ -63,10 +63,12 @@ const scenarios = {
   'cancel-ack': () => ({ record: false, steps: [{ type: 'text', text: 'streaming' }, { type: 'awaitClient', kind: 'conversationAction' }, { type: 'turnEnded' }] }),
   'cancel-silent': () => ({ record: false, steps: [{ type: 'text', text: 'streaming' }, { type: 'sleep', ms: 3_600_000 }] }),
   first: () => ({ record: false, steps: [{ type: 'text', text: 'hi' }, { type: 'turnEnded' }] }),
+  // Not the embedded backend: the transport floor's server (bench/server.mjs).
+  floor: () => ({ floorServer: true }),
 }
 
 const sizeFor = {
-  check: {}, stream: size.stream, 'large-up': size.large, 'large-down': size.large, many: size.many,
+  check: {}, stream: size.stream, 'large-up': size.large, 'large-down': size.large, many: size.many, floor: size.many,
   'cancel-ack': size.cancel, 'cancel-silent': size.cancel, first: size.first,
 }
 
@@ -116,6 +118,18 @@ async function measure(name, runs) {
   return out
 }
 
+/** Runs a scenario `runs` times for the addon alone (the floor has no baseline side). */
+async function measureAddon(name, runs) {
+  const server = await startServer(name)
+  try {
+    const out = []
+    for (let i = 0; i < runs; i++) out.push(await worker('addon', name, server.url))
+    return out
+  } finally {
+    server.stop()
+  }
+}
+
 /** Median of each numeric field over runs. */
 function summarize(runs) {
   const out = {}
@@ -153,6 +167,10 @@ for (const name of ['stream', 'large-up', 'large-down', 'many', 'cancel-ack', 'c
   if (name.startsWith('cancel')) samples[name] = { addon: raw.addon[0].samples, baseline: raw.baseline[0].samples }
   if (name === 'first') samples.first = { addon: raw.addon[0].samples, baseline: raw.baseline[0].samples }
 }
+
+// The transport floor under `many`: the same number of turns' HTTP/1.1 setup through the addon's
+// reqwest client against a server that does nothing else, measured right after `many`.
+if (want('many')) results.floor = summarize(await measureAddon('floor', size.runs))
 
 // The decode ceiling: the core codec alone, in this process (release build for `npm run bench`).
 if (want('stream')) {
@@ -199,12 +217,16 @@ for (const dir of ['large-up', 'large-down']) {
   if (!r[dir]) continue
   row(dir, 'MB/s', r[dir].addon.mbPerSec, r[dir].baseline.mbPerSec)
   row(dir, 'peak RSS above idle MiB', r[dir].addon.peakRssAboveIdleMiB, r[dir].baseline.peakRssAboveIdleMiB)
+  const budgetMs = (r[dir].addon.payloadMiB / 300) * 1000
+  if (dir === 'large-up') row(dir, `V8 alone: fresh string read ms (of the ${fmt(budgetMs)} ms that 300 MB/s allows)`, r[dir].addon.stringReadMs, r[dir].baseline.stringReadMs)
 }
 if (r.many) {
   row('many', 'completed', r.many.addon.completed, r.many.baseline.completed)
   row('many', 'total wall ms', r.many.addon.wallMs, r.many.baseline.wallMs)
   row('many', 'first update p50 ms', r.many.addon.firstP50Ms, r.many.baseline.firstP50Ms)
   row('many', 'first update p99 ms', r.many.addon.firstP99Ms, r.many.baseline.firstP99Ms)
+  rows.push(['many', 'transport floor: first byte p99 ms (reqwest alone, do-nothing server)', fmt(r.floor.firstP99Ms), '—', ''])
+  rows.push(['many', 'first update p99 / transport floor p99', `${fmt(r.many.addon.firstP99Ms / r.floor.firstP99Ms)}×`, '—', ''])
   row('many', 'RSS per idle session KiB', r.many.addon.perIdleSessionKiB, r.many.baseline.perIdleSessionKiB)
 }
 for (const name of ['cancel-ack', 'cancel-silent', 'first']) {

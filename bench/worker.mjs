@@ -104,7 +104,15 @@ async function largeUp() {
   const { done } = session.turn('upload', () => {})
   await done
   const seconds = (performance.now() - returnedAt) / 1000
-  return { mbPerSec: spec.size.bytes / mib / seconds, peakRssAboveIdleMiB: (process.resourceUsage().maxRSS * 1024 - idle) / mib, payloadMiB: spec.size.bytes / mib }
+  const peakRssAboveIdleMiB = (process.resourceUsage().maxRSS * 1024 - idle) / mib
+  // What V8 alone takes to hand over a fresh string like `content` (flatten, then a UTF-8 copy
+  // into new memory), as any client must before encoding a byte: the part of the upload's time
+  // outside both clients' code, measured after the turn so it cannot warm the measured one.
+  const probe = 'b'.repeat(spec.size.bytes)
+  const readStart = performance.now()
+  Buffer.from(probe, 'utf8')
+  const stringReadMs = performance.now() - readStart
+  return { mbPerSec: spec.size.bytes / mib / seconds, peakRssAboveIdleMiB, payloadMiB: spec.size.bytes / mib, stringReadMs }
 }
 
 async function largeDown() {
@@ -140,6 +148,14 @@ async function many() {
   gc()
   const perIdleSessionKiB = (rss() - before) / 1024 / sessions.length
   return { sessions: sessions.length, completed, wallMs, firstP50Ms: percentile(firsts, 50), firstP99Ms: percentile(firsts, 99), perIdleSessionKiB, kept: sessions.length }
+}
+
+// The transport floor under `many` (addon only): the same number of turns' HTTP/1.1 setup
+// through the addon's reqwest client, against a server that does nothing else.
+async function floor() {
+  const { bench } = require('../index.js')
+  const s = await bench.floorTurns(spec.url, spec.size.sessions)
+  return { wallMs: s.wallMs, firstP50Ms: s.firstP50Ms, firstP99Ms: s.firstP99Ms }
 }
 
 async function cancel() {
@@ -204,7 +220,7 @@ async function check() {
   return { stopReason: r.stopReason, updates: out }
 }
 
-const run = { stream, 'large-up': largeUp, 'large-down': largeDown, many, 'cancel-ack': cancel, 'cancel-silent': cancel, first, check }[spec.scenario]
+const run = { stream, 'large-up': largeUp, 'large-down': largeDown, many, floor, 'cancel-ack': cancel, 'cancel-silent': cancel, first, check }[spec.scenario]
 try {
   const result = await run()
   process.stdout.write(`${JSON.stringify(result)}\n`)

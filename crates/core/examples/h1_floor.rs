@@ -3,111 +3,33 @@
 //! whose response starts once the turn's append (one of 32 kept-alive connections) has arrived.
 //!
 //! `h1_floor server` prints its port and serves; `h1_floor reqwest|legacy|hyper PORT [N]` runs
-//! the turns through reqwest (as the addon does), through the hyper-util pooled client reqwest
-//! wraps, or through hyper's connection API directly, and prints the wall time and the p50/p99
+//! the turns through reqwest as the RunSSE transport configures it (`bench::floor_turns`, which
+//! `npm run bench` reports next to `many`), through the hyper-util pooled client reqwest wraps,
+//! or through hyper's connection API directly, and prints the wall time and the p50/p99
 //! time to the first byte of each stream. Pointed at by the core
 //! (`many_turns http://127.0.0.1:PORT N --first-only`), the server stands in for a gateway: it
 //! pairs a RunSSE with its BidiAppend by `x-request-id` and answers with one text-delta frame.
 
-use std::collections::HashMap;
-use std::convert::Infallible;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
 use std::time::Instant;
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Either, Full};
-use hyper::body::{Frame, Incoming};
-use hyper::{Request, Response};
+use cursor_acp_core::bench::{floor_turns, FloorServer};
+use http_body_util::{BodyExt, Full};
+use hyper::Request;
 use hyper_util::rt::TokioIo;
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{oneshot, Semaphore};
+use tokio::net::TcpStream;
+use tokio::sync::Semaphore;
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
 
-const APPEND_CONNECTIONS: usize = 32;
-
-/// A Connect frame: `AgentServerMessage { interaction_update { text_delta { text: "hi" } } }`.
-const TEXT_DELTA_FRAME: &[u8] = &[0, 0, 0, 0, 8, 0x0a, 0x06, 0x0a, 0x04, 0x0a, 0x02, b'h', b'i'];
-
-/// Where a turn's stream and append meet, whichever arrives first.
-enum Meeting {
-    StreamWaiting(oneshot::Sender<()>),
-    AppendArrived,
-}
-
-type Meetings = Arc<Mutex<HashMap<String, Meeting>>>;
-
-/// A stream body: one frame, then open for good (as a turn that is still running).
-struct OpenStream(Option<Bytes>);
-
-impl hyper::body::Body for OpenStream {
-    type Data = Bytes;
-    type Error = Infallible;
-
-    fn poll_frame(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        match self.0.take() {
-            Some(frame) => Poll::Ready(Some(Ok(Frame::data(frame)))),
-            None => Poll::Pending,
-        }
-    }
-}
-
-type ServerBody = Either<Full<Bytes>, OpenStream>;
-
-async fn serve(meetings: Meetings, req: Request<Incoming>) -> Result<Response<ServerBody>, Infallible> {
-    // The core's requests carry `x-request-id` and Cursor's paths; this tool's own carry `?id`.
-    let gateway = req.headers().get("x-request-id").and_then(|v| v.to_str().ok()).map(str::to_string);
-    let is_stream = req.uri().path().ends_with("RunSSE") || req.uri().path() == "/stream";
-    let id = gateway.clone().unwrap_or_else(|| req.uri().query().unwrap_or_default().to_string());
-    let _ = req.into_body().collect().await;
-    if !is_stream {
-        let mut meetings = meetings.lock().expect("meetings lock");
-        match meetings.remove(&id) {
-            Some(Meeting::StreamWaiting(stream)) => {
-                let _ = stream.send(());
-            }
-            _ => {
-                meetings.insert(id, Meeting::AppendArrived);
-            }
-        }
-        return Ok(Response::new(Either::Left(Full::new(Bytes::new()))));
-    }
-    let wait = {
-        let mut meetings = meetings.lock().expect("meetings lock");
-        match meetings.remove(&id) {
-            Some(Meeting::AppendArrived) => None,
-            _ => {
-                let (tx, rx) = oneshot::channel();
-                meetings.insert(id, Meeting::StreamWaiting(tx));
-                Some(rx)
-            }
-        }
-    };
-    if let Some(append) = wait {
-        let _ = append.await;
-    }
-    let body = match gateway {
-        Some(_) => Either::Right(OpenStream(Some(Bytes::from_static(TEXT_DELTA_FRAME)))),
-        None => Either::Left(Full::new(Bytes::from_static(b"first"))),
-    };
-    Ok(Response::builder().header("content-type", "application/connect+proto").body(body).expect("valid response"))
-}
+const APPEND_CONNECTIONS: usize = cursor_acp_core::transport::DEFAULT_MAX_APPEND_CONNECTIONS;
 
 async fn server() -> Result<(), Error> {
-    let listener = TcpListener::bind("127.0.0.1:0").await?;
-    println!("{}", listener.local_addr()?.port());
-    let meetings = Meetings::default();
-    loop {
-        let (socket, _) = listener.accept().await?;
-        socket.set_nodelay(true)?;
-        let meetings = meetings.clone();
-        tokio::spawn(async move {
-            let service = hyper::service::service_fn(move |req| serve(meetings.clone(), req));
-            let _ = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(socket), service).await;
-        });
-    }
+    let server = FloorServer::start().await?;
+    println!("{}", server.url().rsplit(':').next().unwrap_or_default());
+    std::future::pending::<()>().await;
+    Ok(())
 }
 
 type Sender = hyper::client::conn::http1::SendRequest<Full<Bytes>>;
@@ -158,25 +80,6 @@ async fn turn_with_hyper(pool: Arc<AppendPool>, port: u16, id: usize) -> Result<
     stream.await?
 }
 
-async fn turn_with_reqwest(
-    client: reqwest::Client,
-    appends: Arc<Semaphore>,
-    port: u16,
-    id: usize,
-) -> Result<(), Error> {
-    let stream_client = client.clone();
-    let stream = tokio::spawn(async move {
-        let url = format!("http://127.0.0.1:{port}/stream?{id}");
-        stream_client.post(url).body(vec![0; 64]).send().await?.bytes().await?;
-        Ok::<_, Error>(())
-    });
-    {
-        let _permit = appends.acquire().await?;
-        client.post(format!("http://127.0.0.1:{port}/append?{id}")).body(vec![0; 64]).send().await?.bytes().await?;
-    }
-    stream.await?
-}
-
 /// hyper-util's pooled client: what reqwest wraps, without reqwest's own layers.
 type Legacy = hyper_util::client::legacy::Client<hyper_util::client::legacy::connect::HttpConnector, Full<Bytes>>;
 
@@ -194,8 +97,15 @@ async fn turn_with_legacy(client: Legacy, appends: Arc<Semaphore>, port: u16, id
 }
 
 async fn run(mode: &str, port: u16, n: usize) -> Result<(), Error> {
+    if mode == "reqwest" {
+        // The bench's own floor, from the library: the client a default RunSSE transport uses.
+        let stats = floor_turns(&format!("http://127.0.0.1:{port}"), n).await?;
+        let ms = |d: std::time::Duration| d.as_secs_f64() * 1000.0;
+        let (wall, p50, p99) = (ms(stats.wall), ms(stats.first_p50), ms(stats.first_p99));
+        println!("{mode}: {n} turns, wall {wall:.0} ms, first byte p50 {p50:.0} ms, p99 {p99:.0} ms");
+        return Ok(());
+    }
     let pool = Arc::new(AppendPool { idle: Mutex::new(Vec::new()), in_use: Semaphore::new(APPEND_CONNECTIONS) });
-    let client = reqwest::Client::builder().pool_max_idle_per_host(2 * APPEND_CONNECTIONS).build()?;
     let legacy = {
         let mut connector = hyper_util::client::legacy::connect::HttpConnector::new();
         connector.set_nodelay(true);
@@ -207,14 +117,12 @@ async fn run(mode: &str, port: u16, n: usize) -> Result<(), Error> {
     let t0 = Instant::now();
     let turns: Vec<_> = (0..n)
         .map(|id| {
-            let (mode, pool, client, legacy, appends) =
-                (mode.to_string(), pool.clone(), client.clone(), legacy.clone(), appends.clone());
+            let (mode, pool, legacy, appends) = (mode.to_string(), pool.clone(), legacy.clone(), appends.clone());
             tokio::spawn(async move {
                 let start = Instant::now();
                 match mode.as_str() {
                     "hyper" => turn_with_hyper(pool, port, id).await?,
-                    "legacy" => turn_with_legacy(legacy, appends, port, id).await?,
-                    _ => turn_with_reqwest(client, appends, port, id).await?,
+                    _ => turn_with_legacy(legacy, appends, port, id).await?,
                 }
                 Ok::<_, Error>(start.elapsed().as_secs_f64() * 1000.0)
             })

@@ -146,6 +146,14 @@ impl Default for TransportConfig {
     }
 }
 
+/// The reqwest client that a RunSSE transport with default settings uses for `base_url`: what
+/// [`crate::bench::floor_turns`] measures alone.
+pub(crate) fn default_sse_client(base_url: &str) -> Result<reqwest::Client, CoreError> {
+    let url = reqwest::Url::parse(base_url)
+        .map_err(|e| CoreError::InvalidInput(format!("baseUrl {base_url:?} is not a URL: {e}")))?;
+    http_client(&TransportConfig { base_url: base_url.to_string(), ..TransportConfig::default() }, &url)
+}
+
 /// A decoded server message together with the exact bytes it arrived as (the turn loop keeps
 /// checkpoints as raw bytes; re-encoding through prost would drop unknown fields).
 ///
