@@ -32,6 +32,7 @@ test('bench smoke run: every scenario measured for both clients, and they produc
   const floor = results.results.floor
   assert.ok(floor.firstP50Ms > 0 && floor.firstP50Ms <= floor.firstP99Ms && floor.firstP99Ms <= floor.wallMs, JSON.stringify(floor))
   assert.ok(results.results['large-up'].addon.stringReadMs > 0)
+  assert.equal(results.results.manyH2.completed, results.size.many.sessions, 'many on h2: every turn completed')
   assert.match(run.stdout, /\| many \| transport floor: first byte p99 ms/)
   assert.equal(results.targets.length, 13)
   assert.match(run.stdout, /\| stream \| wall ms \|/)

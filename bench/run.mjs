@@ -89,8 +89,8 @@ async function startServer(name) {
   return { url, stop: () => child.stdin.end() }
 }
 
-function worker(impl, scenario, url) {
-  const spec = JSON.stringify({ impl, scenario, url, size: sizeFor[scenario] })
+function worker(impl, scenario, url, extra = {}) {
+  const spec = JSON.stringify({ impl, scenario, url, size: sizeFor[scenario], ...extra })
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['--expose-gc', path.join(here, 'worker.mjs'), spec], { stdio: ['ignore', 'pipe', 'inherit'] })
     let out = ''
@@ -118,12 +118,12 @@ async function measure(name, runs) {
   return out
 }
 
-/** Runs a scenario `runs` times for the addon alone (the floor has no baseline side). */
-async function measureAddon(name, runs) {
+/** Runs a scenario `runs` times for the addon alone (what has no baseline side). */
+async function measureAddon(name, runs, extra = {}) {
   const server = await startServer(name)
   try {
     const out = []
-    for (let i = 0; i < runs; i++) out.push(await worker('addon', name, server.url))
+    for (let i = 0; i < runs; i++) out.push(await worker('addon', name, server.url, extra))
     return out
   } finally {
     server.stop()
@@ -168,9 +168,13 @@ for (const name of ['stream', 'large-up', 'large-down', 'many', 'cancel-ack', 'c
   if (name === 'first') samples.first = { addon: raw.addon[0].samples, baseline: raw.baseline[0].samples }
 }
 
-// The transport floor under `many`: the same number of turns' HTTP/1.1 setup through the addon's
-// reqwest client against a server that does nothing else, measured right after `many`.
+// Addon-only context for `many`, measured right after it: the transport floor (the same number
+// of turns' HTTP/1.1 setup through the addon's reqwest client against a server that does
+// nothing else) and the same scenario on the h2 transport.
 if (want('many')) results.floor = summarize(await measureAddon('floor', size.runs))
+// `many` on the addon's other transport (Run over one HTTP/2 connection per 100 turns), which
+// has no connection per turn to set up.
+if (want('many')) results.manyH2 = summarize(await measureAddon('many', size.runs, { transport: 'h2' }))
 
 // The decode ceiling: the core codec alone, in this process (release build for `npm run bench`).
 if (want('stream')) {
@@ -227,6 +231,7 @@ if (r.many) {
   row('many', 'first update p99 ms', r.many.addon.firstP99Ms, r.many.baseline.firstP99Ms)
   rows.push(['many', 'transport floor: first byte p99 ms (reqwest alone, do-nothing server)', fmt(r.floor.firstP99Ms), '—', ''])
   rows.push(['many', 'first update p99 / transport floor p99', `${fmt(r.many.addon.firstP99Ms / r.floor.firstP99Ms)}×`, '—', ''])
+  rows.push(['many', "on transport 'h2': total wall ms / first update p99 ms", `${fmt(r.manyH2.wallMs)} / ${fmt(r.manyH2.firstP99Ms)}`, '—', ''])
   row('many', 'RSS per idle session KiB', r.many.addon.perIdleSessionKiB, r.many.baseline.perIdleSessionKiB)
 }
 for (const name of ['cancel-ack', 'cancel-silent', 'first']) {

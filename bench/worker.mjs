@@ -10,12 +10,13 @@ const mib = 1024 * 1024
 
 // ---------- the two implementations behind one shape ----------
 
-async function implementation(impl, url, { content = 'bench file\n', cancelTimeoutMs = 2000 } = {}) {
+async function implementation(impl, url, { content = 'bench file\n', cancelTimeoutMs = 2000, transport } = {}) {
   if (impl === 'addon') {
     const { AgentClient } = require('../index.js')
     const client = new AgentClient({
       baseUrl: url,
       cancelTimeoutMs,
+      ...(transport && { transport }),
       exec: (req) => (req.kind === 'read' ? { success: { path: req.args.path, content: exec.content() } } : undefined),
     })
     const exec = { content: () => content }
@@ -128,7 +129,8 @@ async function largeDown() {
 }
 
 async function many() {
-  const impl = await implementation(spec.impl, spec.url)
+  // `spec.transport`: the addon on another transport than its default (RunSSE over HTTP/1.1).
+  const impl = await implementation(spec.impl, spec.url, { transport: spec.transport })
   gc()
   const before = rss()
   const sessions = Array.from({ length: spec.size.sessions }, () => impl.session())
