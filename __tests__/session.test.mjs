@@ -306,6 +306,25 @@ test('nextBatch drains bursts; coalescing keeps every character', async () => {
   }
 })
 
+test('nextBatch reads made before earlier ones settle are answered in call order; reads past the end get []', async () => {
+  // Alternating thinking and text, so that no two updates merge: one update per read.
+  const steps = Array.from({ length: 20 }, (_, i) => ({ type: i % 2 ? 'text' : 'thinking', text: `${i},` }))
+  const { client, close } = await setup({ steps: [...steps, { type: 'turnEnded' }] })
+  try {
+    const turn = client.newSession().prompt('order')
+    const batches = await within(10_000, Promise.all(Array.from({ length: 40 }, () => turn.nextBatch(1))), 'reads')
+    const sizes = batches.map((b) => b.length)
+    assert.ok(sizes.every((n) => n <= 1), `one update at most per read: ${sizes}`)
+    assert.equal(sizes.indexOf(0), sizes.lastIndexOf(1) + 1, `the ends come after every update: ${sizes}`)
+    const chunks = batches.flat().filter((u) => u.sessionUpdate.endsWith('_chunk'))
+    assert.equal(chunks.map((u) => u.content.text).join(''), steps.map((s) => s.text).join(''))
+    assert.deepEqual(await within(5_000, turn.nextBatch(8), 'a read after the end'), [])
+    assert.equal((await turn.result).stopReason, 'end_turn')
+  } finally {
+    close()
+  }
+})
+
 test('requestContext() feeds the run request and the request_context exec; a failing one is E_CALLBACK', async () => {
   const requestContext = async () => ({
     rules: [{ fullPath: '/rules/style.mdc', content: 'Use tabs.' }],

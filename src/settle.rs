@@ -57,28 +57,59 @@ where
     M: FnOnce(&Env, T) -> Result<V> + Send + 'static,
     E: FnOnce(&Env, &cursor_acp_core::CoreError) -> napi::Error + Send + 'static,
 {
+    let (promise, resolver) = deferred(env)?;
+    napi::bindgen_prelude::spawn(async move {
+        let outcome = fut.await;
+        resolver.settle(move |env| match outcome {
+            Ok(value) => map(env, value),
+            Err(e) => Err(map_err(env, &e)),
+        });
+    });
+    Ok(promise)
+}
+
+/// A promise and the [`Resolver`] that settles it later, from any thread.
+pub fn deferred<'env, V: ToNapiValue + 'static>(env: &'env Env) -> Result<(PromiseRaw<'env, V>, Resolver<V>)> {
     let raw_env = env.raw();
     let mut deferred = ptr::null_mut();
     let mut promise = ptr::null_mut();
     check_status!(unsafe { sys::napi_create_promise(raw_env, &mut deferred, &mut promise) })?;
     let handle = acquire(raw_env)?;
-    let job_deferred = SendDeferred(deferred);
-    napi::bindgen_prelude::spawn(async move {
-        // Moved whole (a field-wise capture would take the raw pointer, which is not Send).
-        let handle = handle;
-        let outcome = fut.await;
-        let settle: Settle = Box::new(move |raw_env| {
-            let env = Env::from_raw(raw_env);
-            match outcome {
-                Ok(value) => unsafe { V::to_napi_value(raw_env, map(&env, value)?) },
-                Err(e) => Err(map_err(&env, &e)),
-            }
-        });
-        let job = Box::into_raw(Box::new(Job { deferred: job_deferred.into_inner(), settle }));
-        let status = if handle.alive.load(Ordering::SeqCst) {
+    let resolver = Resolver { handle, deferred: Some(SendDeferred(deferred)), value: std::marker::PhantomData };
+    Ok((PromiseRaw::new(raw_env, promise), resolver))
+}
+
+/// Settles one promise from any thread, through its JS thread's handle: settlements reach
+/// JavaScript in the order they were made. Dropped unsettled, it rejects the promise, so that
+/// none is left pending (and Node is not kept alive for it).
+pub struct Resolver<V> {
+    handle: Handle,
+    deferred: Option<SendDeferred>,
+    value: std::marker::PhantomData<fn() -> V>,
+}
+
+impl<V: ToNapiValue + 'static> Resolver<V> {
+    /// Settles with what `settle` returns, run on the JS thread: `Ok` resolves, `Err` rejects.
+    pub fn settle(mut self, settle: impl FnOnce(&Env) -> Result<V> + Send + 'static) {
+        let deferred = self.deferred.take().expect("settled once");
+        self.send(
+            deferred,
+            Box::new(move |raw_env| {
+                let env = Env::from_raw(raw_env);
+                let value = settle(&env)?;
+                unsafe { V::to_napi_value(raw_env, value) }
+            }),
+        );
+    }
+}
+
+impl<V> Resolver<V> {
+    fn send(&self, deferred: SendDeferred, settle: Settle) {
+        let job = Box::into_raw(Box::new(Job { deferred: deferred.into_inner(), settle }));
+        let status = if self.handle.alive.load(Ordering::SeqCst) {
             unsafe {
                 sys::napi_call_threadsafe_function(
-                    handle.tsfn,
+                    self.handle.tsfn,
                     job.cast(),
                     sys::ThreadsafeFunctionCallMode::nonblocking,
                 )
@@ -90,8 +121,15 @@ where
             // The environment is going away: nobody is left to settle for.
             drop(unsafe { Box::from_raw(job) });
         }
-    });
-    Ok(PromiseRaw::new(raw_env, promise))
+    }
+}
+
+impl<V> Drop for Resolver<V> {
+    fn drop(&mut self) {
+        if let Some(deferred) = self.deferred.take() {
+            self.send(deferred, Box::new(|_| Err(napi::Error::from_reason("the operation ended without a result"))));
+        }
+    }
 }
 
 struct SendDeferred(sys::napi_deferred);

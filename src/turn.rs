@@ -6,6 +6,7 @@ use napi::Env;
 use serde_json::{json, Value};
 
 use crate::error::promise;
+use crate::settle::deferred;
 
 /// One turn: `for await (const update of turn)` yields ACP `SessionUpdate`s in order;
 /// `await turn.result` gives `{ stopReason, usage }` once the turn is over (all its updates are
@@ -64,14 +65,17 @@ impl PromptTurn {
     /// than `for await` for bursts.
     #[napi(ts_return_type = "Promise<SessionUpdate[]>")]
     pub fn next_batch<'env>(&self, env: &'env Env, max: u32) -> Result<PromiseRaw<'env, Value>> {
-        let turn = self.turn.clone();
-        promise(
-            env,
-            async move {
-                Ok(Value::Array(turn.next_batch(max.max(1) as usize).await.into_iter().map(update_json).collect()))
-            },
-            |_, v| Ok(v),
-        )
+        // No task: the turn hands the batch over from whichever thread has it (this one, if
+        // updates are queued already), converted there, and the promise settles in order.
+        let (promise, resolver) = deferred(env)?;
+        self.turn.read_batch(
+            max.max(1) as usize,
+            Box::new(move |batch| {
+                let batch = Value::Array(batch.into_iter().map(update_json).collect());
+                resolver.settle(move |_| Ok(batch));
+            }),
+        );
+        Ok(promise)
     }
 
     /// `{ stopReason, usage? }`, settled when the turn is over; every update was queued before

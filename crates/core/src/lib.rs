@@ -16,6 +16,7 @@ pub mod session;
 pub mod tools;
 pub mod translate;
 pub mod transport;
+mod updates;
 pub mod wire;
 
 pub use agent_client_protocol_schema::v1 as acp;

@@ -27,6 +27,8 @@ use crate::proto::agent::v1 as pb;
 use crate::protojson;
 use crate::translate::Translator;
 use crate::transport::{AgentSender, Transport, TransportConfig};
+pub use crate::updates::DeliverBatch;
+use crate::updates::{QueuedUpdate, Updates};
 use crate::wire;
 
 /// Timers and bounds of the turn loop. Defaults follow the real CLI.
@@ -374,7 +376,7 @@ impl Session {
         let (tx, rx) = mpsc::channel(self.inner.timing.queue.max(1));
         let (result_tx, result_rx) = watch::channel(None);
         let shared = Arc::new(TurnShared {
-            updates: tokio::sync::Mutex::new(UpdateReceiver { rx, peeked: None, done: false }),
+            updates: Updates::new(rx),
             cancel: cancel.clone(),
             result: result_rx,
             iterating: AtomicBool::new(false),
@@ -522,7 +524,7 @@ impl Drop for TurnOwner {
 }
 
 struct TurnShared {
-    updates: tokio::sync::Mutex<UpdateReceiver>,
+    updates: Updates,
     cancel: CancellationToken,
     result: watch::Receiver<Option<Result<TurnResult, CoreError>>>,
     /// Someone has asked for an update: never drop updates from now on.
@@ -535,94 +537,25 @@ struct TurnShared {
     dropped: AtomicU64,
 }
 
-/// An update in the turn's queue. Boxed because tokio's channel stores its slots inline, 32 to a
-/// block allocated up front: 32 × 496 bytes (16 KiB) for every turn, most of it never used, and
-/// new memory to fault in for each of a thousand turns starting together.
-type QueuedUpdate = Box<acp::SessionUpdate>;
-
-struct UpdateReceiver {
-    rx: mpsc::Receiver<QueuedUpdate>,
-    peeked: Option<acp::SessionUpdate>,
-    done: bool,
-}
-
-/// Text of a chunk update and whether `next` may be merged into it.
-fn mergeable(a: &acp::SessionUpdate, b: &acp::SessionUpdate) -> bool {
-    use acp::SessionUpdate as S;
-    match (a, b) {
-        (S::AgentMessageChunk(x), S::AgentMessageChunk(y)) | (S::AgentThoughtChunk(x), S::AgentThoughtChunk(y)) => {
-            x.message_id == y.message_id
-                && matches!(x.content, acp::ContentBlock::Text(_))
-                && matches!(y.content, acp::ContentBlock::Text(_))
-        }
-        _ => false,
-    }
-}
-
-fn append_text(into: &mut acp::SessionUpdate, from: acp::SessionUpdate) {
-    use acp::SessionUpdate as S;
-    if let (S::AgentMessageChunk(x) | S::AgentThoughtChunk(x), S::AgentMessageChunk(y) | S::AgentThoughtChunk(y)) =
-        (into, from)
-    {
-        if let (acp::ContentBlock::Text(a), acp::ContentBlock::Text(b)) = (&mut x.content, y.content) {
-            a.text.push_str(&b.text);
-        }
-    }
-}
-
-impl UpdateReceiver {
-    /// The next update, with queued adjacent text chunks of the same message merged into it.
-    async fn next(&mut self) -> Option<acp::SessionUpdate> {
-        let mut first = match self.peeked.take() {
-            Some(u) => u,
-            None => *self.rx.recv().await?,
-        };
-        while let Ok(next) = self.rx.try_recv().map(|next| *next) {
-            if mergeable(&first, &next) {
-                append_text(&mut first, next);
-            } else {
-                self.peeked = Some(next);
-                break;
-            }
-        }
-        Some(first)
-    }
-}
-
 impl Turn {
     /// The next update; `None` once the turn has delivered everything.
     pub async fn next(&self) -> Option<acp::SessionUpdate> {
-        self.shared.iterating.store(true, Ordering::SeqCst);
-        let mut rx = self.shared.updates.lock().await;
-        if rx.done {
-            return None;
-        }
-        let next = rx.next().await;
-        if next.is_none() {
-            rx.done = true;
-        }
-        next
+        self.next_batch(1).await.pop()
     }
 
-    /// Up to `max` updates at once (waits for the first; never splits coalescing).
+    /// Up to `max` updates at once (waits for the first; never splits coalescing). Empty once
+    /// the turn has delivered everything.
     pub async fn next_batch(&self, max: usize) -> Vec<acp::SessionUpdate> {
-        let mut out = Vec::new();
-        let Some(first) = self.next().await else { return out };
-        out.push(first);
-        let mut rx = self.shared.updates.lock().await;
-        while out.len() < max.max(1) {
-            if rx.peeked.is_none() {
-                match rx.rx.try_recv() {
-                    Ok(u) => rx.peeked = Some(*u),
-                    Err(_) => break,
-                }
-            }
-            match rx.next().await {
-                Some(u) => out.push(u),
-                None => break,
-            }
-        }
-        out
+        self.shared.iterating.store(true, Ordering::SeqCst);
+        self.shared.updates.next_batch(max).await
+    }
+
+    /// Like [`next_batch`](Self::next_batch), without a task: `deliver` gets the batch on this
+    /// thread if updates are queued, or else on the turn's thread as soon as it queues one.
+    /// Reads are served in the order they are made, whichever way they were made.
+    pub fn read_batch(&self, max: usize, deliver: DeliverBatch) {
+        self.shared.iterating.store(true, Ordering::SeqCst);
+        self.shared.updates.read_with(max, deliver);
     }
 
     /// Cancels the turn (ACP `session/cancel`): it resolves `cancelled` within the grace bound.
@@ -680,10 +613,31 @@ enum AttemptEnd {
     Failed(CoreError),
 }
 
+/// The turn loop's end of the update queue. Dropped with the loop, however it ends (a panic
+/// included): reads still waiting then get the last updates, or the end of the turn.
+struct UpdateSender {
+    tx: Option<mpsc::Sender<QueuedUpdate>>,
+    shared: Arc<TurnShared>,
+}
+
+impl UpdateSender {
+    fn sender(&self) -> &mpsc::Sender<QueuedUpdate> {
+        self.tx.as_ref().expect("present until dropped")
+    }
+}
+
+impl Drop for UpdateSender {
+    fn drop(&mut self) {
+        // Closed first, so that the reads served below see the end of the turn.
+        drop(self.tx.take());
+        self.shared.updates.serve();
+    }
+}
+
 struct TurnLoop {
     session: Session,
     shared: Arc<TurnShared>,
-    tx: mpsc::Sender<QueuedUpdate>,
+    tx: UpdateSender,
     translator: Translator,
     usage: Option<TurnUsage>,
     cancel_deadline: Option<Instant>,
@@ -697,8 +651,8 @@ impl TurnLoop {
     fn new(session: Session, shared: Arc<TurnShared>, tx: mpsc::Sender<QueuedUpdate>, translator: Translator) -> Self {
         TurnLoop {
             session,
+            tx: UpdateSender { tx: Some(tx), shared: shared.clone() },
             shared,
-            tx,
             translator,
             usage: None,
             cancel_deadline: None,
@@ -713,10 +667,10 @@ impl TurnLoop {
     }
 
     /// Queues an update: waits for room (back-pressure) unless nobody will read it, or the
-    /// cancel deadline has passed.
+    /// cancel deadline has passed. A read waiting for it gets it at once, from this thread.
     async fn emit(&mut self, update: acp::SessionUpdate) {
-        let update = match self.tx.try_send(Box::new(update)) {
-            Ok(()) => return,
+        let update = match self.tx.sender().try_send(Box::new(update)) {
+            Ok(()) => return self.shared.updates.serve(),
             Err(mpsc::error::TrySendError::Closed(_)) => return,
             Err(mpsc::error::TrySendError::Full(u)) => u,
         };
@@ -733,9 +687,10 @@ impl TurnLoop {
             }
             let wake = self.shared.discard_wake.notified();
             tokio::select! {
-                permit = self.tx.reserve() => {
+                permit = self.tx.sender().reserve() => {
                     if let (Ok(permit), Some(u)) = (permit, update.take()) {
                         permit.send(u);
+                        self.shared.updates.serve();
                     }
                     return;
                 }
