@@ -5,7 +5,9 @@
 //! wake-up, so the JS thread's cost per wake-up grows with the number of pending promises: with
 //! 1,000 turns each waiting in `nextBatch`, that scan was 19% of the JS thread's samples. Here
 //! every promise is queued to one handle, which is referenced (keeps Node alive) exactly while
-//! some promise is pending, as a pending napi-rs promise did.
+//! some promise is pending, as a pending napi-rs promise did. A promise is settled either by a
+//! future run on the runtime ([`promise`]) or by whoever holds its [`Resolver`] (a turn's
+//! `nextBatch`, handed its updates by the turn loop); either way in the order of settlement.
 
 use std::cell::RefCell;
 use std::ffi::c_void;
