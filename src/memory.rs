@@ -19,17 +19,17 @@ static TRIMMING: AtomicBool = AtomicBool::new(false);
 /// Counts `turn` as active until it ends; when it was the last active turn, trims the heap.
 pub(crate) fn track(turn: &Turn) {
     ACTIVE_TURNS.fetch_add(1, Ordering::SeqCst);
-    let ended = turn.ended();
-    napi::bindgen_prelude::spawn(async move {
-        ended.await;
+    // A hook rather than a task waiting for the end: spawned from the JS thread, such tasks
+    // queued behind (and ahead of) the starts of a burst of turns.
+    turn.on_end(Box::new(|| {
         if ACTIVE_TURNS.fetch_sub(1, Ordering::SeqCst) == 1 && !TRIMMING.swap(true, Ordering::SeqCst) {
             // Detached: nothing waits for the trim.
-            drop(tokio::task::spawn_blocking(|| {
+            drop(napi::bindgen_prelude::spawn_blocking(|| {
                 release_free_memory();
                 TRIMMING.store(false, Ordering::SeqCst);
             }));
         }
-    });
+    }));
 }
 
 #[cfg(all(target_os = "linux", target_env = "gnu"))]

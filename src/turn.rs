@@ -5,7 +5,7 @@ use napi::bindgen_prelude::*;
 use napi::Env;
 use serde_json::{json, Value};
 
-use crate::error::promise;
+use crate::error::coded;
 use crate::settle::deferred;
 
 /// One turn: `for await (const update of turn)` yields ACP `SessionUpdate`s in order;
@@ -83,8 +83,12 @@ impl PromptTurn {
     /// Rejects with a coded error (`E_AUTH`, `E_NETWORK`, `E_PROTOCOL`, `E_SERVER`, …).
     #[napi(getter, ts_return_type = "Promise<PromptResult>")]
     pub fn result<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, Value>> {
-        let turn = self.turn.clone();
-        promise(env, async move { turn.result().await.map(result_json) }, |_, v| Ok(v))
+        // No task either: settled by the turn's end.
+        let (promise, resolver) = deferred(env)?;
+        self.turn.result_with(Box::new(move |outcome| {
+            resolver.settle(move |env| outcome.map(result_json).map_err(|e| coded(env, &e)));
+        }));
+        Ok(promise)
     }
 
     /// Cancels the turn (ACP `session/cancel`); `result` resolves `cancelled` within the bound.

@@ -384,10 +384,14 @@ impl Session {
             abandoned: AtomicBool::new(false),
             discard_wake: Notify::new(),
             dropped: AtomicU64::new(0),
+            end_hooks: Mutex::new(Some(Vec::new())),
         });
         let session = self.clone();
         let loop_shared = shared.clone();
         tokio::spawn(async move {
+            // Declared first, dropped last: the hooks run after the result is out, and also if
+            // this task panics.
+            let _end_hooks = RunEndHooks(loop_shared.clone());
             let mut turn = TurnLoop::new(session.clone(), loop_shared, tx, translator);
             let result = turn.run(first).await;
             let TurnLoop { translator, .. } = turn;
@@ -535,6 +539,23 @@ struct TurnShared {
     abandoned: AtomicBool,
     discard_wake: Notify,
     dropped: AtomicU64,
+    /// Run once the turn is over (see [`Turn::on_end`]); `None` once they have run.
+    end_hooks: Mutex<Option<Vec<EndHook>>>,
+}
+
+/// Called once when a turn is over, on the thread that ends it.
+pub type EndHook = Box<dyn FnOnce() + Send>;
+
+/// Runs a turn's end hooks when dropped, at the end of the turn's task.
+struct RunEndHooks(Arc<TurnShared>);
+
+impl Drop for RunEndHooks {
+    fn drop(&mut self) {
+        let hooks = self.0.end_hooks.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).take();
+        for hook in hooks.into_iter().flatten() {
+            hook();
+        }
+    }
 }
 
 impl Turn {
@@ -575,6 +596,20 @@ impl Turn {
         self.shared.dropped.load(Ordering::SeqCst)
     }
 
+    /// Calls `hook` once the turn is over (at once if it is over already), without a task to
+    /// wait for it: a thousand turns starting together would otherwise each spawn one more.
+    /// Like [`ended`](Self::ended), it neither holds the turn nor changes what readers see.
+    pub fn on_end(&self, hook: EndHook) {
+        let mut hooks = self.shared.end_hooks.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        match hooks.as_mut() {
+            Some(waiting) => waiting.push(hook),
+            None => {
+                drop(hooks);
+                hook();
+            }
+        }
+    }
+
     /// Resolves once the turn is over. Unlike [`result`](Self::result) it neither discards
     /// queued updates nor holds the turn: a watcher that outlives every handle does not keep
     /// the turn's updates alive or change what readers see.
@@ -589,21 +624,43 @@ impl Turn {
     /// before this resolves (and stays readable from [`next`](Self::next)). When nobody has
     /// iterated, queued updates are discarded so a full queue cannot hold the turn open.
     pub async fn result(&self) -> Result<TurnResult, CoreError> {
-        if !self.shared.iterating.load(Ordering::SeqCst) {
-            self.shared.discard.store(true, Ordering::SeqCst);
-            self.shared.discard_wake.notify_waiters();
-        }
+        self.discard_unless_iterating();
         let mut result = self.shared.result.clone();
         let outcome = loop {
             if let Some(r) = result.borrow().clone() {
                 break r;
             }
             if result.changed().await.is_err() {
-                break Err(CoreError::Closed("the turn task ended without a result".into()));
+                break Err(no_result());
             }
         };
         outcome
     }
+
+    /// Like [`result`](Self::result), without a task: `deliver` gets the outcome once the turn
+    /// is over (at once if it is over already), on the thread that ends it.
+    pub fn result_with(&self, deliver: Box<dyn FnOnce(Result<TurnResult, CoreError>) + Send>) {
+        self.discard_unless_iterating();
+        let result = self.shared.result.clone();
+        self.on_end(Box::new(move || {
+            // Set before the end hooks run, unless the turn's task panicked.
+            let outcome = result.borrow().clone().unwrap_or_else(|| Err(no_result()));
+            deliver(outcome);
+        }));
+    }
+
+    /// Awaiting the result without iterating means nobody reads the updates: a full queue must
+    /// not hold the turn open.
+    fn discard_unless_iterating(&self) {
+        if !self.shared.iterating.load(Ordering::SeqCst) {
+            self.shared.discard.store(true, Ordering::SeqCst);
+            self.shared.discard_wake.notify_waiters();
+        }
+    }
+}
+
+fn no_result() -> CoreError {
+    CoreError::Closed("the turn task ended without a result".into())
 }
 
 /// How one attempt (one server stream) ended.

@@ -697,3 +697,75 @@ async fn ended_waits_for_the_turn_without_discarding_updates_or_holding_the_turn
     drop(turn);
     tokio::time::timeout(Duration::from_secs(10), ended).await.expect("the abandoned turn ends");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_end_hooks_run_once_after_the_result_even_for_an_abandoned_turn() {
+    let scenario = json!({ "turns": [
+        [{ "type": "text", "text": "a" }, { "type": "sleep", "ms": 300 }, { "type": "turnEnded" }],
+        [{ "type": "textBurst", "text": "zz", "count": 500 }, { "type": "turnEnded" }]
+    ]});
+    let mut timing = fast_timing();
+    timing.queue = 4;
+    let (_b, client) = setup(scenario, TransportKind::Sse, TestHost::reading(), timing).await;
+    let session = client.new_session(SessionOptions::default()).unwrap();
+
+    let turn = session.prompt(text("go")).unwrap();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let (hook_tx, hook_calls) = (tx.clone(), calls.clone());
+    turn.on_end(Box::new(move || {
+        hook_calls.fetch_add(1, Ordering::SeqCst);
+        let _ = hook_tx.send(());
+    }));
+    assert!(tokio::time::timeout(Duration::from_millis(100), rx.recv()).await.is_err(), "ran mid-turn");
+    tokio::time::timeout(Duration::from_secs(10), rx.recv()).await.expect("runs when the turn ends");
+    // The result is out by then, and the updates are all still readable.
+    let result = tokio::time::timeout(Duration::from_millis(50), turn.result()).await.expect("result ready");
+    assert_eq!(result.unwrap().stop_reason, acp::StopReason::EndTurn);
+    assert_eq!(collect(&turn).await.len(), 1);
+
+    // Registered after the end: runs at once, on the caller's thread.
+    let late = calls.clone();
+    turn.on_end(Box::new(move || {
+        late.fetch_add(1, Ordering::SeqCst);
+    }));
+    assert_eq!(calls.load(Ordering::SeqCst), 2, "each hook ran exactly once");
+
+    // Every handle gone mid-turn: the turn still ends, and its hook still runs.
+    let turn = session.prompt(text("next")).unwrap();
+    let abandoned = tx.clone();
+    turn.on_end(Box::new(move || {
+        let _ = abandoned.send(());
+    }));
+    let _first = turn.next().await;
+    drop(turn);
+    tokio::time::timeout(Duration::from_secs(10), rx.recv()).await.expect("the abandoned turn's hook runs");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn result_with_settles_at_the_end_without_a_reader_holding_the_turn() {
+    // More updates than the queue holds (4), none mergeable: nobody reads, so the turn must not
+    // wait for a reader.
+    let mut steps: Vec<Value> =
+        (0..20).map(|i| json!({ "type": if i % 2 == 0 { "thinking" } else { "text" }, "text": "x" })).collect();
+    steps.push(json!({ "type": "turnEnded" }));
+    let scenario = json!({ "steps": steps });
+    let mut timing = fast_timing();
+    timing.queue = 4;
+    let (_b, client) = setup(scenario, TransportKind::Sse, TestHost::reading(), timing).await;
+    let session = client.new_session(SessionOptions::default()).unwrap();
+    let turn = session.prompt(text("go")).unwrap();
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    turn.result_with(Box::new(move |outcome| {
+        let _ = tx.send(outcome);
+    }));
+    let outcome = tokio::time::timeout(Duration::from_secs(10), rx).await.expect("settles").unwrap();
+    assert_eq!(outcome.unwrap().stop_reason, acp::StopReason::EndTurn);
+    assert!(turn.dropped_updates() > 0, "unread updates were dropped, not waited for");
+    // Asked again after the end: answered at once.
+    let (tx, mut rx) = tokio::sync::oneshot::channel();
+    turn.result_with(Box::new(move |outcome| {
+        let _ = tx.send(outcome);
+    }));
+    assert_eq!(rx.try_recv().expect("at once").unwrap().stop_reason, acp::StopReason::EndTurn);
+}
