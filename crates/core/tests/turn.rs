@@ -108,6 +108,15 @@ async fn setup(scenario: Value, kind: TransportKind, host: TestHost, timing: Tim
     (backend, client)
 }
 
+/// A session over RunSSE whose turns queue at most 4 updates: a turn nobody reads fills it fast.
+async fn session_with_a_queue_of_4(scenario: Value) -> (EmbeddedBackend, AgentClient, Session) {
+    let mut timing = fast_timing();
+    timing.queue = 4;
+    let (backend, client) = setup(scenario, TransportKind::Sse, TestHost::reading(), timing).await;
+    let session = client.new_session(SessionOptions::default()).unwrap();
+    (backend, client, session)
+}
+
 async fn collect(turn: &Turn) -> Vec<Value> {
     let mut out = Vec::new();
     while let Some(u) = tokio::time::timeout(Duration::from_secs(10), turn.next()).await.expect("updates settle") {
@@ -648,10 +657,7 @@ async fn a_dropped_turn_never_blocks_the_session() {
         [{ "type": "textBurst", "text": "zz", "count": 500 }, { "type": "turnEnded" }],
         [{ "type": "turnEnded" }]
     ]});
-    let mut timing = fast_timing();
-    timing.queue = 4;
-    let (_b, client) = setup(scenario, TransportKind::Sse, TestHost::reading(), timing).await;
-    let session = client.new_session(SessionOptions::default()).unwrap();
+    let (_b, _client, session) = session_with_a_queue_of_4(scenario).await;
     let turn = session.prompt(text("go")).unwrap();
     let _first = turn.next().await; // iterate a little, then walk away
     drop(turn);
@@ -674,10 +680,7 @@ async fn ended_waits_for_the_turn_without_discarding_updates_or_holding_the_turn
         [{ "type": "text", "text": "a" }, { "type": "sleep", "ms": 300 }, { "type": "text", "text": "b" }, { "type": "turnEnded" }],
         [{ "type": "textBurst", "text": "zz", "count": 500 }, { "type": "turnEnded" }]
     ]});
-    let mut timing = fast_timing();
-    timing.queue = 4;
-    let (_b, client) = setup(scenario, TransportKind::Sse, TestHost::reading(), timing).await;
-    let session = client.new_session(SessionOptions::default()).unwrap();
+    let (_b, _client, session) = session_with_a_queue_of_4(scenario).await;
 
     // Pending while the turn runs; resolved after; every update still readable afterwards.
     let turn = session.prompt(text("go")).unwrap();
@@ -704,10 +707,7 @@ async fn on_end_hooks_run_once_after_the_result_even_for_an_abandoned_turn() {
         [{ "type": "text", "text": "a" }, { "type": "sleep", "ms": 300 }, { "type": "turnEnded" }],
         [{ "type": "textBurst", "text": "zz", "count": 500 }, { "type": "turnEnded" }]
     ]});
-    let mut timing = fast_timing();
-    timing.queue = 4;
-    let (_b, client) = setup(scenario, TransportKind::Sse, TestHost::reading(), timing).await;
-    let session = client.new_session(SessionOptions::default()).unwrap();
+    let (_b, _client, session) = session_with_a_queue_of_4(scenario).await;
 
     let turn = session.prompt(text("go")).unwrap();
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
@@ -750,10 +750,7 @@ async fn result_with_settles_at_the_end_without_a_reader_holding_the_turn() {
         (0..20).map(|i| json!({ "type": if i % 2 == 0 { "thinking" } else { "text" }, "text": "x" })).collect();
     steps.push(json!({ "type": "turnEnded" }));
     let scenario = json!({ "steps": steps });
-    let mut timing = fast_timing();
-    timing.queue = 4;
-    let (_b, client) = setup(scenario, TransportKind::Sse, TestHost::reading(), timing).await;
-    let session = client.new_session(SessionOptions::default()).unwrap();
+    let (_b, _client, session) = session_with_a_queue_of_4(scenario).await;
     let turn = session.prompt(text("go")).unwrap();
     let (tx, rx) = tokio::sync::oneshot::channel();
     turn.result_with(Box::new(move |outcome| {
