@@ -104,30 +104,21 @@ const median = (xs) => {
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2
 }
 
-/** Runs a scenario `runs` times per implementation (alternating), returning per-impl runs. */
-async function measure(name, runs) {
+/**
+ * Runs a scenario `runs` times per implementation (alternating), returning per-impl runs.
+ * `impls: ['addon']` for what has no baseline side; `extra` goes into each worker's spec.
+ */
+async function measure(name, runs, { impls = IMPLS, extra = {} } = {}) {
   const server = await startServer(name)
-  const out = { addon: [], baseline: [] }
+  const out = Object.fromEntries(impls.map((impl) => [impl, []]))
   try {
     for (let i = 0; i < runs; i++) {
-      for (const impl of i % 2 ? [...IMPLS].reverse() : IMPLS) out[impl].push(await worker(impl, name, server.url))
+      for (const impl of i % 2 ? [...impls].reverse() : impls) out[impl].push(await worker(impl, name, server.url, extra))
     }
   } finally {
     server.stop()
   }
   return out
-}
-
-/** Runs a scenario `runs` times for the addon alone (what has no baseline side). */
-async function measureAddon(name, runs, extra = {}) {
-  const server = await startServer(name)
-  try {
-    const out = []
-    for (let i = 0; i < runs; i++) out.push(await worker('addon', name, server.url, extra))
-    return out
-  } finally {
-    server.stop()
-  }
 }
 
 /** Median of each numeric field over runs. */
@@ -171,10 +162,10 @@ for (const name of ['stream', 'large-up', 'large-down', 'many', 'cancel-ack', 'c
 // Addon-only context for `many`, measured right after it: the transport floor (the same number
 // of turns' HTTP/1.1 setup through the addon's reqwest client against a server that does
 // nothing else) and the same scenario on the h2 transport.
-if (want('many')) results.floor = summarize(await measureAddon('floor', size.runs))
+if (want('many')) results.floor = summarize((await measure('floor', size.runs, { impls: ['addon'] })).addon)
 // `many` on the addon's other transport (Run over one HTTP/2 connection per 100 turns), which
 // has no connection per turn to set up.
-if (want('many')) results.manyH2 = summarize(await measureAddon('many', size.runs, { transport: 'h2' }))
+if (want('many')) results.manyH2 = summarize((await measure('many', size.runs, { impls: ['addon'], extra: { transport: 'h2' } })).addon)
 
 // The decode ceiling: the core codec alone, in this process (release build for `npm run bench`).
 if (want('stream')) {

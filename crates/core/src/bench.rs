@@ -28,6 +28,19 @@ use crate::error::{error_chain, CoreError};
 use crate::proto::agent::v1 as pb;
 use crate::transport::{default_sse_client, DEFAULT_MAX_APPEND_CONNECTIONS};
 
+/// A Connect frame of `AgentServerMessage { interaction_update { text_delta { text } } }`.
+fn text_delta_frame(text: &str) -> Bytes {
+    let message = pb::AgentServerMessage {
+        message: Some(pb::agent_server_message::Message::InteractionUpdate(pb::InteractionUpdate {
+            message: Some(pb::interaction_update::Message::TextDelta(pb::TextDeltaUpdate {
+                text: text.to_string(),
+                is_server_notice: false,
+            })),
+        })),
+    };
+    encode_message(&message, false, 0)
+}
+
 /// What [`decode_text_frames`] measured.
 #[derive(Debug, Clone, Copy)]
 pub struct DecodeStats {
@@ -39,15 +52,7 @@ pub struct DecodeStats {
 /// Builds a stream of `count` `text_delta` frames of `text`, then times decoding it as the turn
 /// loop does (envelopes from 64 KiB reads, each payload decoded as an `AgentServerMessage`).
 pub fn decode_text_frames(count: usize, text: &str) -> DecodeStats {
-    let message = pb::AgentServerMessage {
-        message: Some(pb::agent_server_message::Message::InteractionUpdate(pb::InteractionUpdate {
-            message: Some(pb::interaction_update::Message::TextDelta(pb::TextDeltaUpdate {
-                text: text.to_string(),
-                is_server_notice: false,
-            })),
-        })),
-    };
-    let frame = encode_message(&message, false, 0);
+    let frame = text_delta_frame(text);
     let mut stream = Vec::with_capacity(frame.len() * count);
     for _ in 0..count {
         stream.extend_from_slice(&frame);
@@ -75,9 +80,6 @@ pub struct FloorServer {
     addr: SocketAddr,
     shutdown: CancellationToken,
 }
-
-/// A Connect frame: `AgentServerMessage { interaction_update { text_delta { text: "hi" } } }`.
-const TEXT_DELTA_FRAME: &[u8] = &[0, 0, 0, 0, 8, 0x0a, 0x06, 0x0a, 0x04, 0x0a, 0x02, b'h', b'i'];
 
 /// The body of every request [`floor_turns`] makes (about a small run request's size).
 const FLOOR_REQUEST_BODY: &[u8] = &[0; 64];
@@ -197,7 +199,7 @@ async fn serve_floor(meetings: Meetings, req: Request<Incoming>) -> Result<Respo
         let _ = append.await;
     }
     let body = match from_core {
-        Some(_) => Either::Right(OpenStream(Some(Bytes::from_static(TEXT_DELTA_FRAME)))),
+        Some(_) => Either::Right(OpenStream(Some(text_delta_frame("hi")))),
         None => Either::Left(Full::new(Bytes::from_static(b"first"))),
     };
     Ok(Response::builder().header("content-type", "application/connect+proto").body(body).expect("valid response"))
