@@ -13,6 +13,7 @@ use bytes::{Buf, Bytes, BytesMut};
 use prost::Message as _;
 
 use crate::proto::aiserver::v1::ErrorDetails;
+use crate::wire::Pieces;
 
 /// Payload compressed with the stream's `connect-content-encoding` (gzip here).
 pub const FLAG_COMPRESSED: u8 = 0x01;
@@ -369,8 +370,19 @@ pub fn gunzip_capped(data: &[u8], max: usize) -> Result<Vec<u8>, FrameError> {
 
 /// Gzips `data` (fast level: payloads are mostly protobuf and text).
 pub fn gzip(data: &[u8]) -> Vec<u8> {
-    let mut enc = flate2::write::GzEncoder::new(Vec::with_capacity(data.len() / 2 + 64), flate2::Compression::fast());
-    enc.write_all(data).expect("writing to a Vec cannot fail");
+    gzip_parts(data.len(), [data])
+}
+
+/// Gzips a message held in pieces, without joining them first.
+pub fn gzip_pieces(payload: &Pieces) -> Vec<u8> {
+    gzip_parts(payload.len(), payload.chunks().iter().map(|chunk| &chunk[..]))
+}
+
+fn gzip_parts<'a>(len: usize, parts: impl IntoIterator<Item = &'a [u8]>) -> Vec<u8> {
+    let mut enc = flate2::write::GzEncoder::new(Vec::with_capacity(len / 2 + 64), flate2::Compression::fast());
+    for part in parts {
+        enc.write_all(part).expect("writing to a Vec cannot fail");
+    }
     enc.finish().expect("writing to a Vec cannot fail")
 }
 
@@ -484,6 +496,34 @@ pub fn encode_frame(flags: u8, payload: &[u8]) -> Bytes {
     out.extend_from_slice(&frame_header(flags, payload.len() as u32));
     out.extend_from_slice(payload);
     out.freeze()
+}
+
+/// Pieces at least this large go into a frame as they are; smaller ones are copied.
+const SHARED_PIECE_MIN: usize = 64 * 1024;
+
+/// `payload` (one message, in pieces) as an envelope, in buffers to write in order. The header
+/// and the small pieces are copied into shared buffers; large pieces (a file's content moved into
+/// an exec result) are passed along as they are, so a 12 MiB upload is not copied into a
+/// 12 MiB frame, and a small message is still one buffer.
+pub fn encode_frame_pieces(flags: u8, payload: Pieces) -> Vec<Bytes> {
+    let small_len: usize = payload.chunks().iter().map(Bytes::len).filter(|&len| len < SHARED_PIECE_MIN).sum();
+    let mut small = BytesMut::with_capacity(HEADER_LEN + small_len);
+    small.extend_from_slice(&frame_header(flags, payload.len() as u32));
+    let mut out = Vec::new();
+    for chunk in payload.into_chunks() {
+        if chunk.len() < SHARED_PIECE_MIN {
+            small.extend_from_slice(&chunk);
+        } else {
+            if !small.is_empty() {
+                out.push(small.split().freeze());
+            }
+            out.push(chunk);
+        }
+    }
+    if !small.is_empty() {
+        out.push(small.freeze());
+    }
+    out
 }
 
 /// Encodes a protobuf message as a data envelope, gzip-compressing it when `compress` is set and

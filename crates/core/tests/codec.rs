@@ -5,6 +5,7 @@ use bytes::Bytes;
 use cursor_acp_core::connect::*;
 use cursor_acp_core::proto::agent::v1 as pb;
 use cursor_acp_core::proto::aiserver::v1 as ai;
+use cursor_acp_core::wire::Pieces;
 use proptest::prelude::*;
 use prost::Message;
 
@@ -92,6 +93,43 @@ fn gzip_frames_decompress() {
     let frame = encode_frame(FLAG_COMPRESSED, &gzip(&payload));
     let frames = decode_all(&mut FrameDecoder::default(), &frame).unwrap();
     assert_eq!(frames, vec![Frame::Message(Bytes::from(payload))]);
+}
+
+/// A message of `sizes` pieces, each filled with its own byte.
+fn pieces_of(sizes: &[usize]) -> Pieces {
+    let mut pieces = Pieces::default();
+    for (i, &size) in sizes.iter().enumerate() {
+        pieces.push(Bytes::from(vec![i as u8; size]));
+    }
+    pieces
+}
+
+#[test]
+fn a_frame_in_pieces_is_the_frame_of_the_joined_message_and_large_pieces_are_not_copied() {
+    let big = 64 * 1024;
+    for sizes in [vec![], vec![3], vec![3, 9, 1], vec![7, big, 2], vec![big + 1, 5, big, 4], vec![big, big * 3]] {
+        let pieces = pieces_of(&sizes);
+        let large: Vec<*const u8> = pieces.chunks().iter().filter(|c| c.len() >= big).map(|c| c.as_ptr()).collect();
+        let joined = pieces.clone().into_bytes();
+        for flags in [0, FLAG_COMPRESSED] {
+            let frame = encode_frame_pieces(flags, pieces.clone());
+            assert_eq!(frame.concat(), encode_frame(flags, &joined)[..], "{sizes:?}");
+            let passed: Vec<*const u8> = frame.iter().filter(|c| c.len() >= big).map(|c| c.as_ptr()).collect();
+            assert_eq!(passed, large, "{sizes:?}: large pieces go out as they are");
+            // Small neighbours share one buffer: never two small buffers in a row.
+            assert!(frame.windows(2).all(|w| w[0].len() >= big || w[1].len() >= big), "{sizes:?}");
+        }
+    }
+    assert_eq!(encode_frame_pieces(0, pieces_of(&[3, 9, 1])).len(), 1, "a small message is one buffer");
+}
+
+#[test]
+fn gzip_of_pieces_decompresses_to_the_joined_message() {
+    let pieces = pieces_of(&[10, 70_000, 3, 100_000]);
+    let compressed = gzip_pieces(&pieces);
+    assert!(compressed.len() < 2_000, "runs of one byte compress");
+    let frames = decode_all(&mut FrameDecoder::default(), &encode_frame(FLAG_COMPRESSED, &compressed)).unwrap();
+    assert_eq!(frames, vec![Frame::Message(pieces.into_bytes())]);
 }
 
 #[test]

@@ -307,6 +307,42 @@ async fn gzip_both_ways() {
     }
 }
 
+/// A message sent in pieces, one of them large (as an exec result moving a file's content in),
+/// arrives whole on both transports, compressed or not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_in_pieces_arrives_whole_on_both_transports() {
+    let text: String = (0..300_000).map(|i| char::from(b'a' + (i % 26) as u8)).collect();
+    let encoded = bytes::Bytes::from(run_request(&text).encode_to_vec());
+    let (head, rest) = encoded.split_at(12);
+    let (middle, tail) = rest.split_at(rest.len() - 20);
+    for kind in KINDS {
+        for compression in [Compression::None, Compression::Gzip] {
+            let b = backend(
+                json!({ "steps": [{ "type": "awaitClient", "kind": "clientHeartbeat" }, { "type": "turnEnded" }] }),
+            )
+            .await;
+            let t = transport(&b, kind, |c| c.compression = compression);
+            let AgentStream { sender, mut receiver } = t.open("pieces-1", None);
+            let mut pieces = cursor_acp_core::wire::Pieces::default();
+            for part in [head, middle, tail] {
+                pieces.push(encoded.slice_ref(part));
+            }
+            sender.send_encoded(pieces).await.unwrap();
+            sender.send(&heartbeat()).await.unwrap();
+            while tokio::time::timeout(BOUND, receiver.next()).await.unwrap().unwrap().is_some() {}
+            let r = &b.records()[0];
+            let got =
+                r.messages[0].message["runRequest"]["action"]["userMessageAction"]["userMessage"]["text"].as_str();
+            assert!(got == Some(text.as_str()), "{kind:?} {compression:?}: the text arrived whole");
+            let compressed = match kind {
+                TransportKind::Sse => r.appends.iter().find(|a| a.seqno == 0).unwrap().content_encoding.is_some(),
+                TransportKind::H2 => r.messages[0].compressed,
+            };
+            assert_eq!(compressed, compression == Compression::Gzip, "{kind:?} {compression:?}");
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn binary_append_mode_uses_data_binary() {
     let b = backend(json!({ "steps": [{ "type": "text", "text": "ok" }, { "type": "turnEnded" }] })).await;

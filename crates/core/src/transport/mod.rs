@@ -287,8 +287,11 @@ impl Transport {
         fail_rx: watch::Receiver<Option<CoreError>>,
     ) -> AgentStream {
         let gzip = self.config.compression == Compression::Gzip;
-        let (body_tx, mut body_rx) = mpsc::channel::<Bytes>(64);
-        let body_stream = futures::stream::poll_fn(move |cx| body_rx.poll_recv(cx)).map(Ok::<_, std::io::Error>);
+        // One item per frame, in the buffers `connect::encode_frame_pieces` made of it.
+        let (body_tx, mut body_rx) = mpsc::channel::<Vec<Bytes>>(64);
+        let body_stream = futures::stream::poll_fn(move |cx| body_rx.poll_recv(cx))
+            .flat_map(futures::stream::iter)
+            .map(Ok::<_, std::io::Error>);
         let request =
             post(self.run_url.clone(), ids.apply(&self.headers.h2_run), reqwest::Body::wrap_stream(body_stream));
         let (client, slot) = connections.checkout();
@@ -458,7 +461,7 @@ pub struct AgentSender {
 enum SenderInner {
     Sse(SseSender),
     H2 {
-        body: std::sync::Mutex<Option<mpsc::Sender<Bytes>>>,
+        body: std::sync::Mutex<Option<mpsc::Sender<Vec<Bytes>>>>,
         gzip: bool,
         failure: Arc<watch::Sender<Option<CoreError>>>,
     },
@@ -505,7 +508,6 @@ impl AgentSender {
             SenderInner::Sse(s) => s.send(payload).await,
             SenderInner::H2 { body, gzip, failure } => {
                 // One frame is one channel item, so frames of concurrent senders never interleave.
-                let payload = payload.into_bytes();
                 if let Some(err) = failure.borrow().clone() {
                     return Err(err);
                 }
@@ -515,9 +517,10 @@ impl AgentSender {
                     return Err(too_large(payload.len()));
                 }
                 let frame = if *gzip && payload.len() >= MIN_COMPRESS_BYTES {
-                    connect::encode_frame(connect::FLAG_COMPRESSED, &connect::gzip(&payload))
+                    let compressed = Bytes::from(connect::gzip_pieces(&payload));
+                    connect::encode_frame_pieces(connect::FLAG_COMPRESSED, compressed.into())
                 } else {
-                    connect::encode_frame(0, &payload)
+                    connect::encode_frame_pieces(0, payload)
                 };
                 tx.send(frame).await.map_err(|_| {
                     // We did not close it (that is checked above), so the peer or the
