@@ -33,6 +33,9 @@ test('bench smoke run: every scenario measured for both clients, and they produc
   assert.ok(floor.firstP50Ms > 0 && floor.firstP50Ms <= floor.firstP99Ms && floor.firstP99Ms <= floor.wallMs, JSON.stringify(floor))
   assert.ok(results.results['large-up'].addon.stringReadMs > 0)
   assert.equal(results.results.manyH2.completed, results.size.many.sessions, 'many on h2: every turn completed')
+  const upH2 = results.results.largeUpH2
+  assert.ok(upH2.mbPerSec > 0 && upH2.peakRssAboveIdleMiB > 0, `large-up on h2: ${JSON.stringify(upH2)}`)
+  assert.match(run.stdout, /\| large-up \| on transport 'h2': MB\/s \/ peak RSS above idle MiB \|/)
   assert.match(run.stdout, /\| many \| transport floor: first byte p99 ms/)
   assert.equal(results.targets.length, 13)
   assert.match(run.stdout, /\| stream \| wall ms \|/)

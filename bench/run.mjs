@@ -167,6 +167,10 @@ if (want('many')) results.floor = summarize((await measure('floor', size.runs, {
 // has no connection per turn to set up.
 if (want('many')) results.manyH2 = summarize((await measure('many', size.runs, { impls: ['addon'], extra: { transport: 'h2' } })).addon)
 
+// `large-up` on the h2 transport too, whose upload is one frame on the Run stream rather than a
+// hex-encoded BidiAppend body: a regression in either path shows in its own row.
+if (want('large-up')) results.largeUpH2 = summarize((await measure('large-up', size.runs, { impls: ['addon'], extra: { transport: 'h2' } })).addon)
+
 // The decode ceiling: the core codec alone, in this process (release build for `npm run bench`).
 if (want('stream')) {
   const { bench } = require('../index.js')
@@ -213,6 +217,7 @@ for (const dir of ['large-up', 'large-down']) {
   row(dir, 'MB/s', r[dir].addon.mbPerSec, r[dir].baseline.mbPerSec)
   row(dir, 'peak RSS above idle MiB', r[dir].addon.peakRssAboveIdleMiB, r[dir].baseline.peakRssAboveIdleMiB)
   const budgetMs = (r[dir].addon.payloadMiB / 300) * 1000
+  if (dir === 'large-up') rows.push([dir, "on transport 'h2': MB/s / peak RSS above idle MiB", `${fmt(r.largeUpH2.mbPerSec)} / ${fmt(r.largeUpH2.peakRssAboveIdleMiB)}`, '—', ''])
   if (dir === 'large-up') row(dir, `V8 alone: fresh string read ms (of the ${fmt(budgetMs)} ms that 300 MB/s allows)`, r[dir].addon.stringReadMs, r[dir].baseline.stringReadMs)
 }
 if (r.many) {

@@ -93,7 +93,7 @@ async function stream() {
 
 async function largeUp() {
   const content = 'a'.repeat(spec.size.bytes)
-  const impl = await implementation(spec.impl, spec.url, { content })
+  const impl = await implementation(spec.impl, spec.url, { content, transport: spec.transport })
   const session = impl.session()
   gc()
   const idle = rss()
