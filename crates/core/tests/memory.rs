@@ -1,5 +1,5 @@
-//! Memory the core keeps for the life of a process, measured by counting allocations (this test
-//! binary has one test, so nothing else allocates while it measures).
+//! Memory the core keeps, measured by counting allocations. The tests take turns (`MEASURING`),
+//! so no other test allocates while one measures.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -22,8 +22,11 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static ALLOCATOR: Counting = Counting;
 
+static MEASURING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
 fn the_descriptor_pool_stays_small() {
+    let _turn = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
     // Built on the first exec result (proto3 JSON), then kept: every process using the addon
     // pays it. With source info (comment locations) it was 5.4 MiB; without, under 3.
     let before = LIVE.load(Ordering::SeqCst);
@@ -31,4 +34,33 @@ fn the_descriptor_pool_stays_small() {
     let kept = LIVE.load(Ordering::SeqCst) - before;
     assert!(pool.get_message_by_name("agent.v1.AgentClientMessage").is_some());
     assert!(kept < 4 << 20, "the descriptor pool keeps {} KiB", kept / 1024);
+}
+
+/// A host that answers nothing (no turn runs here).
+struct NoHost;
+
+impl cursor_acp_core::host::Host for NoHost {
+    fn exec(
+        &self,
+        _: cursor_acp_core::host::ExecRequest,
+        _: cursor_acp_core::host::ExecContext,
+    ) -> futures::future::BoxFuture<'static, Result<Option<serde_json::Value>, cursor_acp_core::CoreError>> {
+        Box::pin(async { Ok(None) })
+    }
+}
+
+#[test]
+fn an_idle_session_keeps_little() {
+    // An app may hold thousands of sessions (one per editor tab or chat); the bench's `many`
+    // holds 1,000. Each used to keep its own copy of the client's URLs and header maps (4 KiB).
+    let _turn = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
+    let mut config = cursor_acp_core::session::ClientConfig::default();
+    config.transport.base_url = "http://127.0.0.1:9".into();
+    config.transport.headers = vec![("x-extra".into(), "1".into())];
+    let client = cursor_acp_core::session::AgentClient::new(config, std::sync::Arc::new(NoHost), None).unwrap();
+    let options = cursor_acp_core::session::SessionOptions { cwd: Some("/work".into()), ..Default::default() };
+    let before = LIVE.load(Ordering::SeqCst);
+    let sessions: Vec<_> = (0..100).map(|_| client.new_session(options.clone()).unwrap()).collect();
+    let each = (LIVE.load(Ordering::SeqCst) - before) / sessions.len();
+    assert!(each < 1536, "an idle session keeps {each} bytes");
 }

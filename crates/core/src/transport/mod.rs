@@ -166,9 +166,16 @@ pub struct ServerFrame {
     pub raw: Bytes,
 }
 
-/// A configured client. Cheap to clone; reuses connections across streams.
+/// A configured client. Cheap to clone (every session of a client holds one); reuses
+/// connections across streams.
 #[derive(Clone)]
 pub struct Transport {
+    inner: Arc<TransportInner>,
+}
+
+/// Built once per client and shared: its URLs and header maps were cloned into every session
+/// before, about 4 KiB each.
+struct TransportInner {
     config: Arc<TransportConfig>,
     /// Endpoint URLs, parsed once: with many turns, parsing one for every request showed in
     /// profiles.
@@ -194,7 +201,10 @@ enum Connections {
 
 impl fmt::Debug for Transport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Transport").field("base", &self.config.base_url).field("kind", &self.config.kind).finish()
+        f.debug_struct("Transport")
+            .field("base", &self.inner.config.base_url)
+            .field("kind", &self.inner.config.kind)
+            .finish()
     }
 }
 
@@ -229,11 +239,13 @@ impl Transport {
         let (run_sse_url, run_url, append_url) =
             (endpoint(RUN_SSE_PATH)?, endpoint(RUN_PATH)?, endpoint(BIDI_APPEND_PATH)?);
         let append_connections = Arc::new(Semaphore::new(config.max_append_connections));
-        Ok(Transport { config, run_sse_url, run_url, append_url, connections, headers, append_connections })
+        let inner =
+            TransportInner { config, run_sse_url, run_url, append_url, connections, headers, append_connections };
+        Ok(Transport { inner: Arc::new(inner) })
     }
 
     pub fn config(&self) -> &TransportConfig {
-        &self.config
+        &self.inner.config
     }
 
     /// Opens one agent stream. `request_id` is also the `x-request-id` header (and, for SSE, the
@@ -243,7 +255,7 @@ impl Transport {
         let ids = RequestIds::new(request_id, original_request_id);
         let (fail_tx, fail_rx) = watch::channel(None);
         let fail_tx = Arc::new(fail_tx);
-        match &self.connections {
+        match &self.inner.connections {
             Connections::Http1(client) => self.open_sse(client, request_id, &ids, fail_tx, fail_rx),
             Connections::H2(connections) => self.open_h2(connections, &ids, fail_tx, fail_rx),
         }
@@ -257,25 +269,25 @@ impl Transport {
         fail_tx: Arc<watch::Sender<Option<CoreError>>>,
         fail_rx: watch::Receiver<Option<CoreError>>,
     ) -> AgentStream {
-        let gzip = self.config.compression == Compression::Gzip;
+        let gzip = self.inner.config.compression == Compression::Gzip;
         let body = connect::encode_message(&BidiRequestId { request_id: request_id.to_string() }, gzip, 0);
         let stream_request =
-            post(self.run_sse_url.clone(), ids.apply(&self.headers.sse_stream), reqwest::Body::from(body));
+            post(self.inner.run_sse_url.clone(), ids.apply(&self.inner.headers.sse_stream), reqwest::Body::from(body));
         let response = spawn_request(client, stream_request);
         let sender = SseSender {
             client: client.clone(),
-            url: self.append_url.clone(),
-            headers: ids.apply(&self.headers.sse_append),
+            url: self.inner.append_url.clone(),
+            headers: ids.apply(&self.inner.headers.sse_append),
             request_id: request_id.to_string(),
-            config: self.config.clone(),
+            config: self.inner.config.clone(),
             next_seqno: Mutex::new(0),
-            in_flight: Arc::new(Semaphore::new(self.config.max_appends_in_flight)),
-            connections: self.append_connections.clone(),
+            in_flight: Arc::new(Semaphore::new(self.inner.config.max_appends_in_flight)),
+            connections: self.inner.append_connections.clone(),
             failure: fail_tx,
         };
         AgentStream {
             sender: AgentSender { inner: Arc::new(SenderInner::Sse(sender)) },
-            receiver: AgentReceiver::new(response, self.config.limits, fail_rx),
+            receiver: AgentReceiver::new(response, self.inner.config.limits, fail_rx),
         }
     }
 
@@ -286,17 +298,20 @@ impl Transport {
         fail_tx: Arc<watch::Sender<Option<CoreError>>>,
         fail_rx: watch::Receiver<Option<CoreError>>,
     ) -> AgentStream {
-        let gzip = self.config.compression == Compression::Gzip;
+        let gzip = self.inner.config.compression == Compression::Gzip;
         // One item per frame, in the buffers `connect::encode_frame_pieces` made of it.
         let (body_tx, mut body_rx) = mpsc::channel::<Vec<Bytes>>(64);
         let body_stream = futures::stream::poll_fn(move |cx| body_rx.poll_recv(cx))
             .flat_map(futures::stream::iter)
             .map(Ok::<_, std::io::Error>);
-        let request =
-            post(self.run_url.clone(), ids.apply(&self.headers.h2_run), reqwest::Body::wrap_stream(body_stream));
+        let request = post(
+            self.inner.run_url.clone(),
+            ids.apply(&self.inner.headers.h2_run),
+            reqwest::Body::wrap_stream(body_stream),
+        );
         let (client, slot) = connections.checkout();
         let response = spawn_request(&client, request);
-        let mut receiver = AgentReceiver::new(response, self.config.limits, fail_rx);
+        let mut receiver = AgentReceiver::new(response, self.inner.config.limits, fail_rx);
         receiver.slot = Some(slot);
         AgentStream {
             sender: AgentSender {
