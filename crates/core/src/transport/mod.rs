@@ -173,8 +173,8 @@ pub struct Transport {
     inner: Arc<TransportInner>,
 }
 
-/// Built once per client and shared: its URLs and header maps were cloned into every session
-/// before, about 4 KiB each.
+/// Built once per client and shared, so that a session's transport is a reference count rather
+/// than its own copy of these URLs and header maps (about 4 KiB).
 struct TransportInner {
     config: Arc<TransportConfig>,
     /// Endpoint URLs, parsed once: with many turns, parsing one for every request showed in
