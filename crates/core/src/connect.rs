@@ -375,13 +375,14 @@ pub fn gzip(data: &[u8]) -> Vec<u8> {
 
 /// Gzips a message held in pieces, without joining them first.
 pub fn gzip_pieces(payload: &Pieces) -> Vec<u8> {
-    gzip_parts(payload.len(), payload.chunks().iter().map(|chunk| &chunk[..]))
+    gzip_parts(payload.len(), payload.chunks())
 }
 
-fn gzip_parts<'a>(len: usize, parts: impl IntoIterator<Item = &'a [u8]>) -> Vec<u8> {
+/// Gzips `parts` as one stream (`len`, their total, sizes the output), without joining them.
+pub fn gzip_parts<P: AsRef<[u8]>>(len: usize, parts: impl IntoIterator<Item = P>) -> Vec<u8> {
     let mut enc = flate2::write::GzEncoder::new(Vec::with_capacity(len / 2 + 64), flate2::Compression::fast());
     for part in parts {
-        enc.write_all(part).expect("writing to a Vec cannot fail");
+        enc.write_all(part.as_ref()).expect("writing to a Vec cannot fail");
     }
     enc.finish().expect("writing to a Vec cannot fail")
 }

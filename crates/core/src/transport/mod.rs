@@ -605,11 +605,13 @@ impl SseSender {
         *seqno_guard += 1;
         let wire_bytes = if binary { payload.len() } else { payload.len() * 2 };
         let request_id = BidiRequestId { request_id: self.request_id.clone() };
-        let body = AppendBody::new(payload, request_id, seqno, binary);
+        let mut body = AppendBody::new(payload, request_id, seqno, binary);
         let mut headers = self.headers.clone();
         let body = if self.config.compression == Compression::Gzip && body.remaining() >= MIN_COMPRESS_BYTES {
             headers.insert(reqwest::header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
-            reqwest::Body::from(connect::gzip(&body.into_vec()))
+            // Compressed as it is produced: the hex of a large payload is never held whole.
+            let len = body.remaining();
+            reqwest::Body::from(connect::gzip_parts(len, std::iter::from_fn(move || body.next_chunk())))
         } else {
             reqwest::Body::wrap(body)
         };
@@ -734,7 +736,8 @@ impl AppendBody {
         (!self.tail.is_empty()).then(|| std::mem::take(&mut self.tail))
     }
 
-    /// The whole body in one buffer (to compress it).
+    /// The whole body in one buffer.
+    #[cfg(test)]
     fn into_vec(mut self) -> Vec<u8> {
         let mut out = Vec::with_capacity(self.remaining());
         while let Some(chunk) = self.next_chunk() {
