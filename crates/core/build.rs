@@ -26,5 +26,22 @@ fn main() {
     config.include_file("protos.rs");
     // Secrets: these get hand-written, redacting Debug impls in src/proto.rs.
     config.skip_debug([".agent.v1.ApiKeyCredentials", ".agent.v1.AzureCredentials", ".agent.v1.BedrockCredentials"]);
+    // A oneof is as large as its largest branch, and every frame decodes into one: boxing the
+    // rare, large branches (tool calls, exec requests, checkpoints, run requests; 0.8–3.6 KiB
+    // each) keeps the frequent ones (text deltas, heartbeats, appends) small to allocate and move.
+    for field in [
+        ".agent.v1.AgentServerMessage.message.exec_server_message",
+        ".agent.v1.AgentServerMessage.message.conversation_checkpoint_update",
+        ".agent.v1.InteractionUpdate.message.partial_tool_call",
+        ".agent.v1.InteractionUpdate.message.tool_call_started",
+        ".agent.v1.InteractionUpdate.message.tool_call_completed",
+        ".agent.v1.InteractionUpdate.message.user_message_appended",
+        ".agent.v1.AgentClientMessage.message.run_request",
+        ".agent.v1.AgentClientMessage.message.exec_client_message",
+        ".agent.v1.AgentClientMessage.message.conversation_action",
+        ".agent.v1.AgentClientMessage.message.prewarm_request",
+    ] {
+        config.boxed(field);
+    }
     config.compile_fds(descriptors).expect("prost-build codegen");
 }

@@ -392,7 +392,7 @@ mod tests {
     /// The `ExecClientMessage` inside an encoded `AgentClientMessage`.
     fn exec_client_message_of(bytes: Bytes) -> pb::ExecClientMessage {
         match pb::AgentClientMessage::decode(bytes).unwrap().message {
-            Some(pb::agent_client_message::Message::ExecClientMessage(m)) => m,
+            Some(pb::agent_client_message::Message::ExecClientMessage(m)) => *m,
             other => panic!("not an exec client message: {other:?}"),
         }
     }
@@ -407,11 +407,11 @@ mod tests {
             })),
         };
         let expected = pb::AgentClientMessage {
-            message: Some(pb::agent_client_message::Message::ExecClientMessage(pb::ExecClientMessage {
+            message: Some(pb::agent_client_message::Message::ExecClientMessage(Box::new(pb::ExecClientMessage {
                 id: 300,
                 exec_id: "exec-1".into(),
                 message: Some(pb::exec_client_message::Message::ReadResult(result.clone())),
-            })),
+            }))),
         }
         .encode_to_vec();
         let bytes = exec_client_message(300, "exec-1", 7, &result); // read_result = 7
@@ -483,14 +483,13 @@ mod tests {
         assert_eq!(outcome(serde_json::json!({"timeout": {"command": "make"}})), None);
         // What the old full decode saw is what the views see.
         let full = pb::AgentClientMessage::decode(pieces.clone().into_bytes()).unwrap();
-        let Some(pb::agent_client_message::Message::ExecClientMessage(pb::ExecClientMessage {
-            message:
-                Some(pb::exec_client_message::Message::ShellResult(pb::ShellResult {
-                    result: Some(pb::shell_result::Result::Success(s)),
-                    ..
-                })),
+        let Some(pb::agent_client_message::Message::ExecClientMessage(exec)) = full.message else {
+            panic!("not an exec client message")
+        };
+        let Some(pb::exec_client_message::Message::ShellResult(pb::ShellResult {
+            result: Some(pb::shell_result::Result::Success(s)),
             ..
-        })) = full.message
+        })) = exec.message
         else {
             panic!("not a shell success")
         };

@@ -313,7 +313,7 @@ impl Session {
             protojson::from_json("agent.v1.ConversationAction", action).map_err(CoreError::InvalidInput)?;
         let sender = self.lock().active_sender.clone();
         let sender = sender.ok_or_else(|| CoreError::Closed("no turn is running".into()))?;
-        sender.send(&client_msg(pb::agent_client_message::Message::ConversationAction(action))).await
+        sender.send(&client_msg(pb::agent_client_message::Message::ConversationAction(Box::new(action)))).await
     }
 
     /// Injects system context into the running turn (`inject_context_action`) without a new
@@ -993,13 +993,14 @@ impl TurnLoop {
         for token in self.exec_tokens.lock().expect("exec tokens").values() {
             token.cancel();
         }
-        let cancel = client_msg(pb::agent_client_message::Message::ConversationAction(pb::ConversationAction {
-            action: Some(pb::conversation_action::Action::CancelAction(pb::CancelAction {
-                reason: "user cancelled".into(),
-                interrupted_pending_tool_call_resolutions: None,
-            })),
-            ..Default::default()
-        }));
+        let cancel =
+            client_msg(pb::agent_client_message::Message::ConversationAction(Box::new(pb::ConversationAction {
+                action: Some(pb::conversation_action::Action::CancelAction(pb::CancelAction {
+                    reason: "user cancelled".into(),
+                    interrupted_pending_tool_call_resolutions: None,
+                })),
+                ..Default::default()
+            })));
         let sender = sender.clone();
         // Never block the loop on the server: the deadline bounds the wait whatever happens.
         self.cancel_send = Some(tokio::spawn(async move {

@@ -36,7 +36,7 @@ fn run_request_envelope_matches_hand_derived_bytes() {
     // AgentClientMessage.run_request = 1; AgentRunRequest.action = 2, .conversation_id = 5;
     // ConversationAction.user_message_action = 1; UserMessageAction.user_message = 1; UserMessage.text = 1.
     let msg = pb::AgentClientMessage {
-        message: Some(pb::agent_client_message::Message::RunRequest(pb::AgentRunRequest {
+        message: Some(pb::agent_client_message::Message::RunRequest(Box::new(pb::AgentRunRequest {
             conversation_id: Some("abc".into()),
             action: Some(pb::ConversationAction {
                 action: Some(pb::conversation_action::Action::UserMessageAction(pb::UserMessageAction {
@@ -46,7 +46,7 @@ fn run_request_envelope_matches_hand_derived_bytes() {
                 ..Default::default()
             }),
             ..Default::default()
-        })),
+        }))),
     };
     #[rustfmt::skip]
     let expected = [

@@ -487,11 +487,13 @@ fn every_tool_type_and_result_branch_is_mapped() {
             call.set_field(&branch, PValue::Message(w));
             let call: pb::ToolCall = pb::ToolCall::decode(call.encode_to_vec().as_slice()).unwrap();
             let update = pb::InteractionUpdate {
-                message: Some(pb::interaction_update::Message::ToolCallCompleted(pb::ToolCallCompletedUpdate {
-                    call_id: format!("{key}-{result_branch:?}"),
-                    tool_call: Some(call),
-                    model_call_id: String::new(),
-                })),
+                message: Some(pb::interaction_update::Message::ToolCallCompleted(Box::new(
+                    pb::ToolCallCompletedUpdate {
+                        call_id: format!("{key}-{result_branch:?}"),
+                        tool_call: Some(call),
+                        model_call_id: String::new(),
+                    },
+                ))),
             };
             let out: Vec<Value> = t_for(&key).on_update(&update).iter().map(to_json).collect();
             if key == "update_todos" {

@@ -31,7 +31,7 @@ fn client(m: pb::agent_client_message::Message) -> pb::AgentClientMessage {
 }
 
 fn run_request(text: &str) -> pb::AgentClientMessage {
-    client(pb::agent_client_message::Message::RunRequest(pb::AgentRunRequest {
+    client(pb::agent_client_message::Message::RunRequest(Box::new(pb::AgentRunRequest {
         conversation_id: Some("conv-1".into()),
         action: Some(pb::ConversationAction {
             action: Some(pb::conversation_action::Action::UserMessageAction(pb::UserMessageAction {
@@ -45,7 +45,7 @@ fn run_request(text: &str) -> pb::AgentClientMessage {
             ..Default::default()
         }),
         ..Default::default()
-    }))
+    })))
 }
 
 fn heartbeat() -> pb::AgentClientMessage {
@@ -103,7 +103,7 @@ async fn drive(t: &Transport, first: pb::AgentClientMessage) -> Result<Seen, Cor
                     other => panic!("unexpected exec {other:?}"),
                 };
                 let reply = pb::ExecClientMessage { id: e.id, exec_id: e.exec_id, message: Some(result) };
-                send(client(pb::agent_client_message::Message::ExecClientMessage(reply)), &mut seen).await?;
+                send(client(pb::agent_client_message::Message::ExecClientMessage(Box::new(reply))), &mut seen).await?;
                 send(stream_close(e.id), &mut seen).await?;
             }
             Some(S::KvServerMessage(k)) => {

@@ -240,13 +240,13 @@ async fn run_step(step: Step, ctx: &mut TurnContext, paused: &AtomicBool) -> Res
         }
         Step::ToolCallStarted { call_id, tool_call, model_call_id } => {
             let tool_call = Some(from_json("ToolCall", &tool_call).map_err(invalid)?);
-            ctx.send(&update(U::ToolCallStarted(pb::ToolCallStartedUpdate { call_id, tool_call, model_call_id })))
-                .await?
+            let started = pb::ToolCallStartedUpdate { call_id, tool_call, model_call_id };
+            ctx.send(&update(U::ToolCallStarted(Box::new(started)))).await?
         }
         Step::ToolCallCompleted { call_id, tool_call, model_call_id } => {
             let tool_call = Some(from_json("ToolCall", &tool_call).map_err(invalid)?);
-            ctx.send(&update(U::ToolCallCompleted(pb::ToolCallCompletedUpdate { call_id, tool_call, model_call_id })))
-                .await?
+            let completed = pb::ToolCallCompletedUpdate { call_id, tool_call, model_call_id };
+            ctx.send(&update(U::ToolCallCompleted(Box::new(completed)))).await?
         }
         Step::Update { update: u } => {
             let u: pb::InteractionUpdate = from_json("InteractionUpdate", &u)?;
@@ -259,7 +259,7 @@ async fn run_step(step: Step, ctx: &mut TurnContext, paused: &AtomicBool) -> Res
             let mut msg: pb::ExecServerMessage = from_json("ExecServerMessage", &args)?;
             msg.id = id;
             msg.exec_id = exec_id.unwrap_or_else(|| format!("exec-{id}"));
-            ctx.send(&server_msg(S::ExecServerMessage(msg))).await?;
+            ctx.send(&server_msg(S::ExecServerMessage(Box::new(msg)))).await?;
             if wait.unwrap_or(true) {
                 if let Err(flow) = await_exec(ctx, id).await {
                     return Ok(flow);
@@ -458,8 +458,9 @@ pub(crate) fn build_error(
 pub(crate) fn prepare(step: &mut Step) -> Result<(), String> {
     if let Step::Checkpoint { state, message } = step {
         let parsed: pb::ConversationStateStructure = from_json("ConversationStateStructure", state)?;
-        *message =
-            server_msg(pb::agent_server_message::Message::ConversationCheckpointUpdate(parsed)).encode_to_vec().into();
+        *message = server_msg(pb::agent_server_message::Message::ConversationCheckpointUpdate(Box::new(parsed)))
+            .encode_to_vec()
+            .into();
         *state = serde_json::Value::Null;
     }
     Ok(())
