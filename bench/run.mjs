@@ -217,8 +217,10 @@ for (const dir of ['large-up', 'large-down']) {
   row(dir, 'MB/s', r[dir].addon.mbPerSec, r[dir].baseline.mbPerSec)
   row(dir, 'peak RSS above idle MiB', r[dir].addon.peakRssAboveIdleMiB, r[dir].baseline.peakRssAboveIdleMiB)
   const budgetMs = (r[dir].addon.payloadMiB / 300) * 1000
-  if (dir === 'large-up') rows.push([dir, "on transport 'h2': MB/s / peak RSS above idle MiB", `${fmt(r.largeUpH2.mbPerSec)} / ${fmt(r.largeUpH2.peakRssAboveIdleMiB)}`, '—', ''])
-  if (dir === 'large-up') row(dir, `V8 alone: fresh string read ms (of the ${fmt(budgetMs)} ms that 300 MB/s allows)`, r[dir].addon.stringReadMs, r[dir].baseline.stringReadMs)
+  if (dir === 'large-up') {
+    rows.push([dir, "on transport 'h2': MB/s / peak RSS above idle MiB", `${fmt(r.largeUpH2.mbPerSec)} / ${fmt(r.largeUpH2.peakRssAboveIdleMiB)}`, '—', ''])
+    row(dir, `V8 alone: fresh string read ms (of the ${fmt(budgetMs)} ms that 300 MB/s allows)`, r[dir].addon.stringReadMs, r[dir].baseline.stringReadMs)
+  }
 }
 if (r.many) {
   row('many', 'completed', r.many.addon.completed, r.many.baseline.completed)
