@@ -718,11 +718,29 @@ async fn embedded_backend_refuses_bad_appends_with_clear_errors() {
         }
     };
     let heartbeat_hex = hex::encode(heartbeat().encode_to_vec());
+    // An exec reply whose read content is not UTF-8 (the server checks replies without
+    // building them; it must still refuse this one).
+    let reply = pb::AgentClientMessage {
+        message: Some(pb::agent_client_message::Message::ExecClientMessage(Box::new(pb::ExecClientMessage {
+            id: 1,
+            exec_id: String::new(),
+            message: Some(pb::exec_client_message::Message::ReadResult(pb::ReadResult {
+                result: Some(pb::read_result::Result::Success(pb::ReadSuccess {
+                    output: Some(pb::read_success::Output::Content("abc".into())),
+                    ..Default::default()
+                })),
+            })),
+        }))),
+    };
+    let mut bad_reply = reply.encode_to_vec();
+    let at = bad_reply.windows(3).position(|w| w == b"abc").expect("the content is in the reply");
+    bad_reply[at] = 0xff;
     let cases: Vec<(reqwest::Body, &str)> = vec![
         (vec![0xff, 0xff, 0xff].into(), "not a BidiAppendRequest"),
         (append_body("zz".into(), "r-1", 0).into(), "not hex"),
         (append_body("abc".into(), "r-1", 0).into(), "not hex"),
         (append_body(hex::encode([0x0a, 0x05]), "r-1", 0).into(), "not an AgentClientMessage"),
+        (append_body(hex::encode(&bad_reply), "r-1", 0).into(), "not UTF-8 encoded"),
         (append_body(heartbeat_hex.clone(), "", 0).into(), "request_id is empty"),
     ];
     for (body, needle) in cases {

@@ -4,6 +4,7 @@
 //! It is the offline default for the README demo, the test suites and the benchmarks.
 
 mod append;
+mod client_message;
 mod record;
 mod scenario;
 mod script;

@@ -18,12 +18,12 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::append::{Append, AppendError, AppendReader};
+use super::client_message;
 use super::record::{header_map, AppendRecord, MessageRecord, RunRecord};
 use super::scenario::{Scenario, Step};
 use super::script::{self, BodyItem, Inbox, Queued, TurnContext};
 use crate::connect::{self, Code, ConnectError, Frame as EnvFrame, FrameDecoder, Limits};
 use crate::error::CoreError;
-use crate::proto::agent::v1::AgentClientMessage;
 use crate::proto::aiserver::v1::BidiRequestId;
 use crate::protojson;
 use crate::transport::{BIDI_APPEND_PATH, RUN_PATH, RUN_SSE_PATH};
@@ -424,7 +424,7 @@ async fn handle_append(state: Arc<State>, req: Request<Incoming>) -> Result<Resp
     // The sheet's servers prefer hex `data` and fall back to `data_binary`.
     let payload = if append.data.is_empty() { append.data_binary } else { append.data };
     // Decoded once, here: a payload that is not a message is refused before it is queued.
-    let msg = AgentClientMessage::decode(payload.clone()).map(Box::new).map_err(|e| {
+    let msg = client_message::decode(&payload).map_err(|e| {
         ConnectError::new(Code::InvalidArgument, format!("append payload is not an AgentClientMessage: {e}"))
     })?;
     {
@@ -482,7 +482,7 @@ async fn handle_run(state: Arc<State>, req: Request<Incoming>) -> Result<Respons
                 match decoder.next_frame() {
                     Ok(Some(EnvFrame::Message(payload))) => {
                         let compressed = decoder.last_flags() & connect::FLAG_COMPRESSED != 0;
-                        if let Ok(msg) = AgentClientMessage::decode(payload.clone()).map(Box::new) {
+                        if let Ok(msg) = client_message::decode(&payload) {
                             reader_state.deliver(&run, None, compressed, &payload, msg);
                         }
                     }

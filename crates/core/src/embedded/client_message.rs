@@ -1,0 +1,281 @@
+//! Client messages as the embedded backend queues them for a script.
+//!
+//! An exec reply is queued as its head: its `id` and `exec_id`, without its result. Nothing in
+//! a script reads a result, and building one copies every string in it into new memory: 12 MiB
+//! of it for a 12 MiB read result, which on a VM costs as much as the transfer that brought it
+//! (bench/README.md, large-up). The reply is still checked against the schema as strictly as
+//! prost's decode checks it (wire types, lengths, UTF-8, nesting), in place, so a malformed reply
+//! is refused all the same. Every other message is decoded with prost. Recordings are made from
+//! the payload's bytes, so they keep the whole reply either way.
+
+use bytes::{Buf, Bytes};
+use prost::encoding::{decode_key, decode_varint, skip_field, DecodeContext, WireType};
+use prost::Message as _;
+use prost_reflect::{FieldDescriptor, Kind, MessageDescriptor};
+
+use super::script::Queued;
+use crate::proto::agent::v1::{agent_client_message, AgentClientMessage, ExecClientMessage};
+use crate::protojson;
+
+/// `AgentClientMessage.exec_client_message`.
+const EXEC_CLIENT_MESSAGE: u32 = 2;
+
+/// How deeply messages may nest: prost's limit, so that both refuse the same payloads.
+const RECURSION_LIMIT: u32 = 100;
+
+/// Decodes `payload` for a script; the error says why it is not an `AgentClientMessage`.
+/// (Decoded from `Bytes`, prost slices `bytes` fields out of the payload instead of copying.)
+pub(crate) fn decode(payload: &Bytes) -> Result<Queued, String> {
+    if !is_exec_reply(payload) {
+        return AgentClientMessage::decode(payload.clone()).map(Box::new).map_err(|e| e.to_string());
+    }
+    check(&descriptor("agent.v1.AgentClientMessage"), payload, RECURSION_LIMIT)?;
+    let head = ReplyHead::decode(&payload[..]).map_err(|e| e.to_string())?.exec_client_message.unwrap_or_default();
+    let reply = ExecClientMessage { id: head.id, exec_id: head.exec_id, message: None };
+    Ok(Box::new(AgentClientMessage {
+        message: Some(agent_client_message::Message::ExecClientMessage(Box::new(reply))),
+    }))
+}
+
+/// The part of an exec reply a script reads. prost skips the fields it does not name without
+/// copying them.
+#[derive(Clone, PartialEq, prost::Message)]
+struct ReplyHead {
+    #[prost(message, optional, tag = "2")]
+    exec_client_message: Option<ExecHead>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+struct ExecHead {
+    #[prost(uint32, tag = "1")]
+    id: u32,
+    #[prost(string, tag = "15")]
+    exec_id: String,
+}
+
+/// Whether every top-level field is `exec_client_message` (a malformed payload is not: prost
+/// decodes it, and reports the error).
+fn is_exec_reply(mut buf: &[u8]) -> bool {
+    let mut any = false;
+    while buf.has_remaining() {
+        match decode_key(&mut buf) {
+            Ok((EXEC_CLIENT_MESSAGE, WireType::LengthDelimited)) => {}
+            _ => return false,
+        }
+        if skip_field(WireType::LengthDelimited, EXEC_CLIENT_MESSAGE, &mut buf, DecodeContext::default()).is_err() {
+            return false;
+        }
+        any = true;
+    }
+    any
+}
+
+fn descriptor(name: &str) -> MessageDescriptor {
+    protojson::pool().get_message_by_name(name).expect("the embedded schema has the message")
+}
+
+/// Checks that `buf` is a valid encoding of `message`, as prost's decode of the generated type
+/// would, without building it. `depth_left` is how many more levels of nested messages prost
+/// would enter.
+fn check(message: &MessageDescriptor, mut buf: &[u8], depth_left: u32) -> Result<(), String> {
+    while buf.has_remaining() {
+        let (tag, wire_type) = decode_key(&mut buf).map_err(|e| e.to_string())?;
+        let Some(field) = message.get_field(tag) else {
+            skip_field(wire_type, tag, &mut buf, DecodeContext::default()).map_err(|e| e.to_string())?;
+            continue;
+        };
+        let expected = native_wire_type(&field.kind());
+        if wire_type == expected {
+            check_value(&field, &mut buf, depth_left)?;
+        } else if wire_type == WireType::LengthDelimited && field.is_list() && expected != WireType::LengthDelimited {
+            check_packed(&mut buf, expected)?;
+        } else {
+            return Err(format!(
+                "{}.{}: invalid wire type: {wire_type:?} (expected {expected:?})",
+                message.name(),
+                field.name()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// One value of `field` in its own wire type.
+fn check_value(field: &FieldDescriptor, buf: &mut &[u8], depth_left: u32) -> Result<(), String> {
+    match native_wire_type(&field.kind()) {
+        WireType::Varint => decode_varint(buf).map(drop).map_err(|e| e.to_string()),
+        WireType::SixtyFourBit => advance(buf, 8),
+        WireType::ThirtyTwoBit => advance(buf, 4),
+        _ => {
+            let value = length_delimited(buf)?;
+            match field.kind() {
+                Kind::String => std::str::from_utf8(value)
+                    .map(drop)
+                    .map_err(|_| format!("{}: invalid string value: data is not UTF-8 encoded", field.full_name())),
+                Kind::Message(nested) if depth_left == 0 => {
+                    Err(format!("{}: recursion limit reached", nested.full_name()))
+                }
+                Kind::Message(nested) => check(&nested, value, depth_left - 1),
+                _ => Ok(()),
+            }
+        }
+    }
+}
+
+/// A packed run of numbers whose own wire type is `element`.
+fn check_packed(buf: &mut &[u8], element: WireType) -> Result<(), String> {
+    let mut values = length_delimited(buf)?;
+    match element {
+        WireType::Varint => {
+            while values.has_remaining() {
+                decode_varint(&mut values).map_err(|e| e.to_string())?;
+            }
+            Ok(())
+        }
+        WireType::SixtyFourBit if values.len() % 8 == 0 => Ok(()),
+        WireType::ThirtyTwoBit if values.len() % 4 == 0 => Ok(()),
+        _ => Err("packed values end inside a value".into()),
+    }
+}
+
+fn length_delimited<'a>(buf: &mut &'a [u8]) -> Result<&'a [u8], String> {
+    let len = decode_varint(buf).map_err(|e| e.to_string())?;
+    let len = usize::try_from(len).ok().filter(|&len| len <= buf.len()).ok_or("buffer underflow")?;
+    let (value, rest) = buf.split_at(len);
+    *buf = rest;
+    Ok(value)
+}
+
+fn advance(buf: &mut &[u8], len: usize) -> Result<(), String> {
+    if buf.len() < len {
+        return Err("buffer underflow".into());
+    }
+    buf.advance(len);
+    Ok(())
+}
+
+fn native_wire_type(kind: &Kind) -> WireType {
+    match kind {
+        Kind::Double | Kind::Fixed64 | Kind::Sfixed64 => WireType::SixtyFourBit,
+        Kind::Float | Kind::Fixed32 | Kind::Sfixed32 => WireType::ThirtyTwoBit,
+        Kind::String | Kind::Bytes | Kind::Message(_) => WireType::LengthDelimited,
+        Kind::Int32
+        | Kind::Int64
+        | Kind::Uint32
+        | Kind::Uint64
+        | Kind::Sint32
+        | Kind::Sint64
+        | Kind::Bool
+        | Kind::Enum(_) => WireType::Varint,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proto::agent::v1::{exec_client_message, read_result, ReadResult, ReadSuccess};
+
+    /// A read reply like the client sends, with a multi-byte character in its content.
+    fn read_reply(content: &str) -> Vec<u8> {
+        let json = serde_json::json!({
+            "execClientMessage": {
+                "id": 7,
+                "execId": "exec-7",
+                "readResult": { "success": { "path": "/w/a.txt", "content": content, "totalLines": 3, "fileSize": "42" } }
+            }
+        });
+        protojson::from_json::<AgentClientMessage>("agent.v1.AgentClientMessage", &json)
+            .expect("a valid reply")
+            .encode_to_vec()
+    }
+
+    #[test]
+    fn an_exec_reply_is_queued_as_its_head() {
+        let queued = decode(&read_reply("héllo\n").into()).expect("a valid reply");
+        let Some(agent_client_message::Message::ExecClientMessage(reply)) = &queued.message else {
+            panic!("not an exec reply: {queued:?}")
+        };
+        assert_eq!((reply.id, reply.exec_id.as_str(), reply.message.is_none()), (7, "exec-7", true));
+    }
+
+    #[test]
+    fn other_messages_are_decoded_whole() {
+        let close = serde_json::json!({ "execClientControlMessage": { "streamClose": { "id": 7 } } });
+        let msg: AgentClientMessage = protojson::from_json("agent.v1.AgentClientMessage", &close).unwrap();
+        assert_eq!(*decode(&msg.encode_to_vec().into()).expect("valid"), msg);
+        // An exec reply next to another top-level field is decoded by prost too (the last
+        // member of the oneof wins there), and so keeps its result.
+        let mut both = read_reply("x");
+        both.extend(msg.encode_to_vec());
+        assert_eq!(*decode(&both.clone().into()).expect("valid"), AgentClientMessage::decode(&both[..]).unwrap());
+    }
+
+    /// Asserts that the check and prost's decode of `M` give `bytes` the same verdict.
+    fn agrees<M: prost::Message + Default>(name: &str, bytes: &[u8]) -> bool {
+        let prost = M::decode(bytes).is_ok();
+        let ours = check(&descriptor(name), bytes, RECURSION_LIMIT).is_ok();
+        assert_eq!(ours, prost, "{name}: prost {prost}, check {ours} for {bytes:02x?}");
+        ours
+    }
+
+    /// The check refuses exactly what prost refuses: every truncation and every single-byte
+    /// change of a reply (which covers wire types, lengths, varints, UTF-8 and unknown fields).
+    #[test]
+    fn the_check_agrees_with_prost_on_every_truncation_and_corruption() {
+        let reply = read_reply("héllo ✓\n");
+        let agrees = |bytes: &[u8]| agrees::<AgentClientMessage>("agent.v1.AgentClientMessage", bytes);
+        for len in 0..=reply.len() {
+            agrees(&reply[..len]);
+        }
+        let mut refused = 0;
+        for at in 0..reply.len() {
+            for byte in [0x00, 0x01, 0x02, 0x07, 0x0a, 0x12, 0x1a, 0x7f, 0x80, 0xc3, 0xff] {
+                let mut changed = reply.clone();
+                changed[at] = byte;
+                refused += usize::from(!agrees(&changed));
+            }
+        }
+        assert!(refused > 50, "the corruptions should include many malformed payloads ({refused})");
+    }
+
+    #[test]
+    fn a_malformed_reply_is_refused_with_the_reason() {
+        let mut reply = read_reply("abc\n");
+        let at = reply.windows(3).position(|w| w == b"abc").expect("the content is in the reply");
+        reply[at] = 0xff;
+        let err = decode(&reply.into()).expect_err("not UTF-8");
+        assert!(err.contains("ReadSuccess.content") && err.contains("UTF-8"), "{err}");
+    }
+
+    #[test]
+    fn packed_and_repeated_numbers_are_checked() {
+        use crate::proto::agent::v1::shell_command_parsing_result::Redirect;
+        let name = "agent.v1.ShellCommandParsingResult.Redirect";
+        let fds = Redirect { destination_fds: vec![1, 300, 2], ..Default::default() }.encode_to_vec();
+        assert_eq!(fds[0], 0x12, "destination_fds = 2, packed");
+        assert!(agrees::<Redirect>(name, &fds));
+        // Unpacked, one varint each, is accepted too.
+        assert!(agrees::<Redirect>(name, &[0x10, 0x01, 0x10, 0xac, 0x02]));
+        // A packed run whose last varint is cut off, and a number where a string belongs.
+        assert!(!agrees::<Redirect>(name, &[0x12, 0x02, 0x01, 0x80]));
+        assert!(!agrees::<Redirect>(name, &[0x08, 0x01]));
+    }
+
+    #[test]
+    fn nesting_is_limited_where_prost_limits_it() {
+        let descriptor = descriptor("agent.v1.AgentClientMessage");
+        // AgentClientMessage > ExecClientMessage > ReadResult > ReadSuccess: three levels.
+        let reply = ExecClientMessage {
+            id: 1,
+            exec_id: String::new(),
+            message: Some(exec_client_message::Message::ReadResult(ReadResult {
+                result: Some(read_result::Result::Success(ReadSuccess { path: "p".into(), ..Default::default() })),
+            })),
+        };
+        let bytes =
+            AgentClientMessage { message: Some(agent_client_message::Message::ExecClientMessage(Box::new(reply))) }
+                .encode_to_vec();
+        assert!(check(&descriptor, &bytes, 3).is_ok());
+        assert!(check(&descriptor, &bytes, 2).unwrap_err().contains("recursion limit"));
+    }
+}
