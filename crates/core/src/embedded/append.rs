@@ -259,9 +259,8 @@ impl AppendReader {
     }
 
     fn decode_pairs(&mut self, hex: &[u8]) -> Result<(), AppendError> {
-        let start = self.data.len();
-        self.data.resize(start + hex.len() / 2, 0);
-        faster_hex::hex_decode(hex, &mut self.data[start..]).map_err(|_| AppendError::NotHex)
+        // Checked and decoded in one pass, straight into the payload's spare capacity.
+        hex_simd::decode_append(hex, &mut self.data).map_err(|_| AppendError::NotHex)
     }
 }
 

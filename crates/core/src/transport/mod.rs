@@ -721,10 +721,8 @@ impl AppendBody {
         if let Some(front) = self.payload.front_mut() {
             let chunk = if self.hex {
                 let slice = front.split_to(front.len().min(HEX_FRAME_PAYLOAD));
-                let mut out = vec![0u8; slice.len() * 2];
-                faster_hex::hex_encode(&slice, &mut out).expect("the buffer is sized for the hex");
                 self.payload_len -= slice.len();
-                Bytes::from(out)
+                Bytes::from(hex_simd::encode_type::<Vec<u8>>(&slice, hex_simd::AsciiCase::Lower))
             } else {
                 self.payload_len -= front.len();
                 std::mem::take(front)
