@@ -84,9 +84,10 @@ fn check(message: &MessageDescriptor, mut buf: &[u8], depth_left: u32) -> Result
             skip_field(wire_type, tag, &mut buf, DecodeContext::default()).map_err(|e| e.to_string())?;
             continue;
         };
-        let expected = native_wire_type(&field.kind());
+        let kind = field.kind();
+        let expected = native_wire_type(&kind);
         if wire_type == expected {
-            check_value(&field, &mut buf, depth_left)?;
+            check_value(&field, &kind, &mut buf, depth_left)?;
         } else if wire_type == WireType::LengthDelimited && field.is_list() && expected != WireType::LengthDelimited {
             check_packed(&mut buf, expected)?;
         } else {
@@ -100,22 +101,22 @@ fn check(message: &MessageDescriptor, mut buf: &[u8], depth_left: u32) -> Result
     Ok(())
 }
 
-/// One value of `field` in its own wire type.
-fn check_value(field: &FieldDescriptor, buf: &mut &[u8], depth_left: u32) -> Result<(), String> {
-    match native_wire_type(&field.kind()) {
+/// One value of `field` (of `kind`) in its own wire type.
+fn check_value(field: &FieldDescriptor, kind: &Kind, buf: &mut &[u8], depth_left: u32) -> Result<(), String> {
+    match native_wire_type(kind) {
         WireType::Varint => decode_varint(buf).map(drop).map_err(|e| e.to_string()),
         WireType::SixtyFourBit => advance(buf, 8),
         WireType::ThirtyTwoBit => advance(buf, 4),
         _ => {
             let value = length_delimited(buf)?;
-            match field.kind() {
+            match kind {
                 Kind::String => std::str::from_utf8(value)
                     .map(drop)
                     .map_err(|_| format!("{}: invalid string value: data is not UTF-8 encoded", field.full_name())),
                 Kind::Message(nested) if depth_left == 0 => {
                     Err(format!("{}: recursion limit reached", nested.full_name()))
                 }
-                Kind::Message(nested) => check(&nested, value, depth_left - 1),
+                Kind::Message(nested) => check(nested, value, depth_left - 1),
                 _ => Ok(()),
             }
         }
