@@ -205,7 +205,10 @@ export declare class LocalTools {
    * as a `GlobToolResult` (`{ success: { files, totalFiles, clientTruncated } }` or `{ error }`).
    */
   glob(args: GlobToolArgs): Promise<GlobToolResult>
-  /** Kills every background shell started through these tools. */
+  /**
+   * Kills every background shell started through these tools, and removes their output
+   * when it is in the tools' own folder (a `terminalsDir` you gave stays).
+   */
   close(): void
 }
 
@@ -403,7 +406,10 @@ export interface LocalToolsOptions {
   shell?: string
   /** Extra environment for shells. */
   env?: Record<string, string>
-  /** Where background shells write `<shellId>.txt` (default a per-process temp folder). */
+  /**
+   * Where background shells write `<shellId>.txt`, made when the first one starts. Default:
+   * a folder of these tools' own in the temp dir, removed by `close()`.
+   */
   terminalsDir?: string
 }
 

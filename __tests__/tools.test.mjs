@@ -4,6 +4,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import fs from 'node:fs'
+import os from 'node:os'
 import path from 'node:path'
 import { addon, setup, drain, recordsWhen, within } from './helpers.mjs'
 import { tempDir } from './tmp.mjs'
@@ -59,6 +60,22 @@ test('LocalTools answers exec requests directly, confined to its roots', async (
   assert.equal(shell.failure.exitCode, 2)
   assert.equal(shell.failure.stdout, 'hi\n')
   tools.close()
+})
+
+test('background output lives in a folder of the tools\' own, made on first use and removed by close()', async () => {
+  const tools = new LocalTools({ roots: [workspace()] })
+  const folder = tools.terminalsDir
+  assert.ok(folder.startsWith(os.tmpdir()), folder)
+  assert.equal(tools.roots.at(-1), fs.realpathSync(path.dirname(folder)) + path.sep + path.basename(folder))
+  assert.equal(fs.existsSync(folder), false, 'made before any background shell')
+  assert.notEqual(new LocalTools({ roots: [workspace()] }).terminalsDir, folder)
+  const spawned = await tools.run({ kind: 'backgroundShellSpawn', id: 1, execId: 'e', args: { command: 'echo bg' } })
+  const log = path.join(folder, `${spawned.success.shellId}.txt`)
+  assert.equal(await waitForFile(log), 'bg')
+  const read = await tools.run({ kind: 'read', id: 2, execId: 'e', args: { path: log } })
+  assert.equal(read.success.content, 'bg\n')
+  tools.close()
+  assert.equal(fs.existsSync(folder), false, 'close() left the folder')
 })
 
 test('bad options and bad args are clear errors', async () => {

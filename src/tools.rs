@@ -40,7 +40,8 @@ pub struct LocalToolsOptions {
     pub shell: Option<String>,
     /// Extra environment for shells.
     pub env: Option<HashMap<String, String>>,
-    /// Where background shells write `<shellId>.txt` (default a per-process temp folder).
+    /// Where background shells write `<shellId>.txt`, made when the first one starts. Default:
+    /// a folder of these tools' own in the temp dir, removed by `close()`.
     pub terminals_dir: Option<String>,
 }
 
@@ -145,7 +146,8 @@ impl LocalTools {
         promise(env, async move { tools.glob(&args).await }, |_, v| Ok(v))
     }
 
-    /// Kills every background shell started through these tools.
+    /// Kills every background shell started through these tools, and removes their output
+    /// when it is in the tools' own folder (a `terminalsDir` you gave stays).
     #[napi]
     pub fn close(&self) {
         self.inner.close();

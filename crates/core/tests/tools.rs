@@ -583,6 +583,88 @@ async fn shell_is_background_returns_at_once_with_a_shell_id() {
 
 // ---------- dispatch ----------
 
+/// Starts `command` as a background shell and returns its id.
+async fn spawn_background(f: &Fixture, command: &str) -> Value {
+    f.run("backgroundShellSpawn", json!({ "command": command })).await
+}
+
+#[tokio::test]
+async fn the_own_terminals_folder_is_made_on_first_use_private_and_removed_with_the_tools() {
+    let own = || Fixture::with(|o| o.terminals_dir = PathBuf::new());
+    let (a, b) = (own(), own());
+    let folder = a.tools.options().terminals_dir.clone();
+    assert_ne!(folder, b.tools.options().terminals_dir, "two tool sets share a terminals folder");
+    assert!(folder.starts_with(std::env::temp_dir()), "{}", folder.display());
+    // Nothing on disk until a background shell needs it, yet it is already a root.
+    assert!(!folder.exists());
+    let early = a.run("read", json!({ "path": folder.join("1.txt").display().to_string() })).await;
+    assert!(early.get("rejected").is_none(), "{early}");
+    let other = b.run("read", json!({ "path": folder.join("1.txt").display().to_string() })).await;
+    assert!(other["rejected"]["reason"].as_str().unwrap_or_default().contains("outside the workspace"), "{other}");
+
+    let (ra, rb) = (spawn_background(&a, "echo from-a").await, spawn_background(&b, "echo from-b").await);
+    assert_eq!((ra["success"]["shellId"].as_u64(), rb["success"]["shellId"].as_u64()), (Some(1), Some(1)));
+    let log_a = folder.join("1.txt");
+    assert_eq!(wait_for_file(&log_a).await, "from-a\n");
+    assert_eq!(wait_for_file(&b.tools.options().terminals_dir.join("1.txt")).await, "from-b\n");
+    {
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(std::fs::metadata(&folder).unwrap().permissions().mode() & 0o777, 0o700);
+    }
+    let read = a.run("read", json!({ "path": log_a.display().to_string() })).await;
+    assert_eq!(read["success"]["content"], "from-a\n");
+
+    // close() takes the output with it; a later background shell makes the folder again.
+    let sleeper = spawn_background(&a, "sleep 30").await;
+    let pid = sleeper["success"]["pid"].as_i64().unwrap();
+    a.tools.close();
+    assert!(!folder.exists(), "close() left {}", folder.display());
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(!alive(pid));
+    spawn_background(&a, "echo again").await;
+    assert_eq!(wait_for_file(&folder.join("3.txt")).await, "again\n");
+    drop(a);
+    assert!(!folder.exists(), "dropping the tools left {}", folder.display());
+
+    let folder_b = b.tools.options().terminals_dir.clone();
+    drop(b);
+    assert!(!folder_b.exists(), "dropping the tools left {}", folder_b.display());
+}
+
+#[tokio::test]
+async fn the_own_terminals_folder_refuses_a_symlink_put_in_its_place() {
+    let f = Fixture::with(|o| o.terminals_dir = PathBuf::new());
+    let folder = f.tools.options().terminals_dir.clone();
+    let elsewhere = tempfile::tempdir().unwrap();
+    std::fs::write(elsewhere.path().join("secret.txt"), "secret").unwrap();
+    std::os::unix::fs::symlink(elsewhere.path(), &folder).unwrap();
+
+    let spawned = spawn_background(&f, "echo hi").await;
+    let error = spawned["error"]["error"].as_str().unwrap_or_default();
+    assert!(error.contains("cannot create") && error.contains("already there"), "{spawned}");
+    assert!(!elsewhere.path().join("1.txt").exists());
+    let read = f.run("read", json!({ "path": folder.join("secret.txt").display().to_string() })).await;
+    assert!(read["rejected"]["reason"].as_str().unwrap_or_default().contains("symbolic link"), "{read}");
+
+    // Removing the folder removes the link, not what it points at.
+    f.tools.close();
+    assert!(folder.symlink_metadata().is_err());
+    assert!(elsewhere.path().join("secret.txt").exists());
+}
+
+#[tokio::test]
+async fn a_terminals_folder_the_host_names_is_made_when_needed_and_kept() {
+    let parent = tempfile::tempdir().unwrap();
+    let named = parent.path().join("terminals").join("session-1");
+    let f = Fixture::with(|o| o.terminals_dir = named.clone());
+    assert!(!named.exists());
+    spawn_background(&f, "echo kept").await;
+    assert_eq!(wait_for_file(&named.join("1.txt")).await, "kept\n");
+    f.tools.close();
+    drop(f);
+    assert_eq!(std::fs::read_to_string(named.join("1.txt")).unwrap(), "kept\n");
+}
+
 #[tokio::test]
 async fn unknown_kinds_are_not_handled_and_bad_args_are_errors() {
     let f = Fixture::new();

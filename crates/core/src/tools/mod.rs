@@ -10,6 +10,7 @@ mod files;
 mod ls;
 mod search;
 mod shell;
+mod terminals;
 mod workspace;
 
 use std::path::PathBuf;
@@ -23,6 +24,7 @@ use crate::error::CoreError;
 use crate::host::{ExecContext, ExecRequest};
 use crate::proto::agent::v1 as pb;
 use crate::protojson;
+use terminals::TerminalsFolder;
 
 pub use files::line_count;
 pub use shell::Shells;
@@ -53,6 +55,9 @@ pub struct ToolOptions {
     /// Extra environment for shells, over the process environment.
     pub env: Vec<(String, String)>,
     /// Where background shells write their output (`<id>.txt`); readable by the read tool.
+    /// Empty (the default): a folder of the tools' own in the temp dir, made when the first
+    /// background shell starts and removed by [`LocalTools::close`] or with the last clone.
+    /// A folder named here is made when needed and never removed.
     pub terminals_dir: PathBuf,
 }
 
@@ -69,13 +74,14 @@ impl Default for ToolOptions {
             shell_timeout: Duration::from_secs(10 * 60),
             shell: None,
             env: Vec::new(),
-            terminals_dir: std::env::temp_dir().join(format!("cursor-acp-terminals-{}", std::process::id())),
+            terminals_dir: PathBuf::new(),
         }
     }
 }
 
 /// The tools for one workspace. Cheap to clone; background shells are shared and killed when
-/// the last clone is dropped or [`LocalTools::close`] is called.
+/// the last clone is dropped or [`LocalTools::close`] is called (their own terminals folder,
+/// if any, is removed then too).
 #[derive(Clone)]
 pub struct LocalTools {
     inner: Arc<Inner>,
@@ -85,6 +91,8 @@ struct Inner {
     workspace: Workspace,
     options: ToolOptions,
     shells: Shells,
+    // After `shells`: fields drop in order, so the shells are killed before their folder goes.
+    terminals: TerminalsFolder,
 }
 
 /// Exec kinds [`LocalTools::run`] answers.
@@ -93,19 +101,18 @@ pub const KINDS: &[&str] =
 
 impl LocalTools {
     pub fn new(workspace: Workspace, mut options: ToolOptions) -> Self {
-        if options.terminals_dir.as_os_str().is_empty() {
-            options.terminals_dir = ToolOptions::default().terminals_dir;
-        }
-        // Background output must be readable back through `read`, so its folder joins the roots.
-        let workspace = match std::fs::create_dir_all(&options.terminals_dir) {
-            Ok(()) => {
-                let mut roots = workspace.roots().to_vec();
-                roots.push(options.terminals_dir.clone());
-                Workspace::new(roots).unwrap_or(workspace)
-            }
-            Err(_) => workspace,
-        };
-        Self { inner: Arc::new(Inner { workspace, options, shells: Shells::default() }) }
+        let terminals = TerminalsFolder::new(&options.terminals_dir);
+        options.terminals_dir = terminals.path().to_path_buf();
+        // Background output must be readable back through `read`, so its folder joins the
+        // roots, before it exists. A host's folder that exists already is taken as it resolves
+        // (it may be a symlink on purpose); an own folder's name is never trusted that way.
+        let existing = (!terminals.is_own())
+            .then(|| std::fs::canonicalize(terminals.path()).ok().filter(|dir| dir.is_dir()))
+            .flatten();
+        let workspace = existing
+            .and_then(|dir| Workspace::new(workspace.roots().iter().cloned().chain([dir])).ok())
+            .unwrap_or_else(|| workspace.with_pending_root(terminals.path()));
+        Self { inner: Arc::new(Inner { workspace, options, shells: Shells::default(), terminals }) }
     }
 
     pub fn workspace(&self) -> &Workspace {
@@ -124,9 +131,11 @@ impl LocalTools {
         KINDS.contains(&kind)
     }
 
-    /// Kills background shells.
+    /// Kills background shells, and removes their output with the tools' own terminals folder
+    /// (a folder the host named stays). A later background shell makes the folder again.
     pub fn close(&self) {
         self.inner.shells.kill_all();
+        self.inner.terminals.remove();
     }
 
     /// Runs one exec request. `Ok(None)`: not a kind these tools implement. Failures of the
@@ -162,14 +171,14 @@ impl LocalTools {
             "shell" | "shellStream" => {
                 let args: pb::ShellArgs = parse("ShellArgs", args)?;
                 let t = &self.inner;
-                to_json("ShellResult", &shell::run(&t.workspace, &t.options, &t.shells, &args, ctx).await)
+                to_json("ShellResult", &shell::run(&t.workspace, &t.options, &t.shells, &t.terminals, &args, ctx).await)
             }
             "backgroundShellSpawn" => {
                 let args: pb::BackgroundShellSpawnArgs = parse("BackgroundShellSpawnArgs", args)?;
                 let t = &self.inner;
                 to_json(
                     "BackgroundShellSpawnResult",
-                    &shell::spawn_background(&t.workspace, &t.options, &t.shells, &args),
+                    &shell::spawn_background(&t.workspace, &t.options, &t.shells, &t.terminals, &args),
                 )
             }
             "writeShellStdin" => {

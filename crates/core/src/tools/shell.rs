@@ -14,7 +14,7 @@ use tokio::process::{Child, ChildStdin, Command};
 use crate::host::{ExecContext, ShellOutput};
 use crate::proto::agent::v1 as pb;
 
-use super::{ToolOptions, Workspace};
+use super::{TerminalsFolder, ToolOptions, Workspace};
 
 /// How long pipes are still drained after the shell exits: a command that leaves a daemon
 /// holding stdout (`server &`) must not hold the result forever.
@@ -214,6 +214,7 @@ pub async fn run(
     ws: &Workspace,
     opts: &ToolOptions,
     shells: &Shells,
+    terminals: &TerminalsFolder,
     args: &pb::ShellArgs,
     ctx: &ExecContext,
 ) -> pb::ShellResult {
@@ -245,11 +246,11 @@ pub async fn run(
             enable_write_shell_stdin_tool: true,
             ..Default::default()
         };
-        return match spawn_background(ws, opts, shells, &spawn).result {
+        return match spawn_background(ws, opts, shells, terminals, &spawn).result {
             Some(pb::background_shell_spawn_result::Result::Success(s)) => pb::ShellResult {
                 is_background: Some(true),
                 pid: s.pid,
-                terminals_folder: Some(opts.terminals_dir.display().to_string()),
+                terminals_folder: Some(terminals.path().display().to_string()),
                 result: Some(R::Success(pb::ShellSuccess {
                     command,
                     working_directory: wd,
@@ -486,6 +487,7 @@ pub fn spawn_background(
     ws: &Workspace,
     opts: &ToolOptions,
     shells: &Shells,
+    terminals: &TerminalsFolder,
     args: &pb::BackgroundShellSpawnArgs,
 ) -> pb::BackgroundShellSpawnResult {
     use pb::background_shell_spawn_result::Result as R;
@@ -521,10 +523,10 @@ pub fn spawn_background(
         })),
     };
     let shell_id = shells.next_id.fetch_add(1, Ordering::Relaxed) + 1;
-    if let Err(e) = std::fs::create_dir_all(&opts.terminals_dir) {
-        return spawn_error(format!("cannot create {}: {e}", opts.terminals_dir.display()));
+    if let Err(e) = terminals.ensure() {
+        return spawn_error(format!("cannot create {}: {e}", terminals.path().display()));
     }
-    let log_path = opts.terminals_dir.join(format!("{shell_id}.txt"));
+    let log_path = terminals.path().join(format!("{shell_id}.txt"));
     let mut cmd = shell_command(opts, &command, &cwd);
     cmd.stdin(if args.enable_write_shell_stdin_tool { Stdio::piped() } else { Stdio::null() })
         .stdout(Stdio::piped())

@@ -40,6 +40,23 @@ impl Workspace {
         Ok(Self { roots: canonical })
     }
 
+    /// Adds a root that may not exist yet (a folder made on first use). Its parent is
+    /// canonicalised like any root; its own name is kept as written, so whatever later appears
+    /// there (a symlink elsewhere, say) is checked through it rather than trusted now.
+    pub fn with_pending_root(mut self, root: &Path) -> Self {
+        let absolute = if root.is_absolute() {
+            normalize(root)
+        } else {
+            normalize(&std::env::current_dir().unwrap_or_default().join(root))
+        };
+        let root = match (absolute.parent(), absolute.file_name()) {
+            (Some(parent), Some(name)) => resolve_existing_prefix(parent).join(name),
+            _ => absolute,
+        };
+        self.roots.push(root);
+        self
+    }
+
     pub fn roots(&self) -> &[PathBuf] {
         &self.roots
     }
