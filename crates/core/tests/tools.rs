@@ -663,6 +663,14 @@ async fn a_terminals_folder_the_host_names_is_made_when_needed_and_kept() {
     f.tools.close();
     drop(f);
     assert_eq!(std::fs::read_to_string(named.join("1.txt")).unwrap(), "kept\n");
+
+    // A relative folder is fixed against the working directory of the moment.
+    let relative = Fixture::with(|o| o.terminals_dir = PathBuf::from("terminals-not-made"));
+    let cwd = std::env::current_dir().unwrap();
+    assert_eq!(relative.tools.options().terminals_dir, cwd.join("terminals-not-made"));
+    let roots = relative.tools.workspace().roots();
+    assert_eq!(roots.last().unwrap(), &std::fs::canonicalize(&cwd).unwrap().join("terminals-not-made"));
+    assert!(!cwd.join("terminals-not-made").exists());
 }
 
 #[tokio::test]

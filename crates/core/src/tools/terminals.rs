@@ -17,10 +17,12 @@ pub(super) struct TerminalsFolder {
 }
 
 impl TerminalsFolder {
-    /// The host's folder, or when `configured` is empty one of these tools' own.
+    /// The host's folder (made absolute now, so a later change of the process's working
+    /// directory cannot move it), or when `configured` is empty one of these tools' own.
     pub(super) fn new(configured: &Path) -> Self {
         if !configured.as_os_str().is_empty() {
-            return TerminalsFolder { path: configured.to_path_buf(), own: false };
+            let path = std::path::absolute(configured).unwrap_or_else(|_| configured.to_path_buf());
+            return TerminalsFolder { path, own: false };
         }
         static NEXT: AtomicU64 = AtomicU64::new(1);
         let name = format!("cursor-acp-terminals-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));

@@ -44,11 +44,7 @@ impl Workspace {
     /// canonicalised like any root; its own name is kept as written, so whatever later appears
     /// there (a symlink elsewhere, say) is checked through it rather than trusted now.
     pub fn with_pending_root(mut self, root: &Path) -> Self {
-        let absolute = if root.is_absolute() {
-            normalize(root)
-        } else {
-            normalize(&std::env::current_dir().unwrap_or_default().join(root))
-        };
+        let absolute = normalize(&std::path::absolute(root).unwrap_or_else(|_| root.to_path_buf()));
         let root = match (absolute.parent(), absolute.file_name()) {
             (Some(parent), Some(name)) => resolve_existing_prefix(parent).join(name),
             _ => absolute,
