@@ -816,3 +816,66 @@ async fn h2_streams_past_a_connections_cap_get_a_connection_of_their_own() {
     futures::future::join_all((0..8).map(|i| first_update(t.open(&format!("again-{i}"), None)))).await;
     assert_eq!(b.connections_accepted(), 3, "no new connection while the old ones have room");
 }
+
+/// What a peer offers in its first SETTINGS and connection WINDOW_UPDATE, read from the raw
+/// frames that follow the preface: (window per stream, window of the connection).
+async fn advertised_windows(io: &mut (impl tokio::io::AsyncRead + Unpin)) -> (u32, u32) {
+    use tokio::io::AsyncReadExt;
+    const DEFAULT_WINDOW: u32 = 65_535;
+    let (mut stream_window, mut connection_window) = (None, None);
+    while stream_window.is_none() || connection_window.is_none() {
+        let mut header = [0u8; 9];
+        io.read_exact(&mut header).await.expect("a frame header");
+        let len = u32::from_be_bytes([0, header[0], header[1], header[2]]) as usize;
+        let (kind, flags) = (header[3], header[4]);
+        let stream = u32::from_be_bytes([header[5], header[6], header[7], header[8]]) & 0x7fff_ffff;
+        let mut payload = vec![0; len];
+        io.read_exact(&mut payload).await.expect("a frame payload");
+        match kind {
+            // SETTINGS, not its ACK: 6-byte entries; 0x4 is SETTINGS_INITIAL_WINDOW_SIZE.
+            0x4 if flags & 0x1 == 0 => {
+                let initial = payload.chunks(6).find(|entry| entry[..2] == [0, 4]);
+                stream_window = Some(initial.map_or(DEFAULT_WINDOW, |e| u32::from_be_bytes([e[2], e[3], e[4], e[5]])));
+            }
+            // WINDOW_UPDATE of the connection (stream 0): an increment over the initial window.
+            0x8 if stream == 0 => {
+                let increment = u32::from_be_bytes(payload[..4].try_into().unwrap()) & 0x7fff_ffff;
+                connection_window = Some(DEFAULT_WINDOW + increment);
+            }
+            _ => {}
+        }
+    }
+    (stream_window.unwrap(), connection_window.unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn h2_client_and_embedded_server_offer_windows_for_large_messages() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    const PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+    let expected = (H2_STREAM_WINDOW, H2_CONNECTION_WINDOW);
+
+    // The client, against a socket that only reads what its connection preface offers.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let config = TransportConfig {
+        base_url: format!("http://{}", listener.local_addr().unwrap()),
+        kind: TransportKind::H2,
+        ..Default::default()
+    };
+    let t = Transport::new(config).expect("transport");
+    let AgentStream { sender, receiver: _receiver } = t.open("windows", None);
+    let sending = tokio::spawn(async move { sender.send(&run_request("x")).await });
+    let (mut socket, _) = tokio::time::timeout(BOUND, listener.accept()).await.unwrap().unwrap();
+    let mut preface = [0u8; 24];
+    socket.read_exact(&mut preface).await.unwrap();
+    assert_eq!(&preface, PREFACE);
+    assert_eq!(tokio::time::timeout(BOUND, advertised_windows(&mut socket)).await.unwrap(), expected, "client");
+    sending.abort();
+
+    // The embedded backend, to a raw h2c client.
+    let b = backend(json!({ "steps": [{ "type": "turnEnded" }] })).await;
+    let mut socket =
+        tokio::net::TcpStream::connect(b.url().trim_start_matches("http://").trim_end_matches('/')).await.unwrap();
+    socket.write_all(PREFACE).await.unwrap();
+    socket.write_all(&[0, 0, 0, 0x4, 0, 0, 0, 0, 0]).await.unwrap(); // empty SETTINGS
+    assert_eq!(tokio::time::timeout(BOUND, advertised_windows(&mut socket)).await.unwrap(), expected, "server");
+}

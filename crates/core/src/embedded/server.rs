@@ -139,6 +139,12 @@ async fn accept_loop(listener: TcpListener, state: Arc<State>, shutdown: Cancell
         tokio::spawn(async move {
             // HTTP/1.1 and h2c (prior knowledge) on the same port.
             let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+            // The client's windows, so that an upload over h2 is not held to hyper's 1 MiB per
+            // round trip either.
+            builder
+                .http2()
+                .initial_stream_window_size(crate::transport::H2_STREAM_WINDOW)
+                .initial_connection_window_size(crate::transport::H2_CONNECTION_WINDOW);
             if let Some(max) = state.scenario.h2_max_concurrent_streams {
                 builder.http2().max_concurrent_streams(max);
             }

@@ -77,7 +77,9 @@ pub(super) fn http_client(config: &TransportConfig, url: &reqwest::Url) -> Resul
             .http2_prior_knowledge()
             .http2_keep_alive_interval(Duration::from_secs(10))
             .http2_keep_alive_timeout(Duration::from_secs(20))
-            .http2_keep_alive_while_idle(true),
+            .http2_keep_alive_while_idle(true)
+            .http2_initial_stream_window_size(super::H2_STREAM_WINDOW)
+            .http2_initial_connection_window_size(super::H2_CONNECTION_WINDOW),
     };
     if loopback {
         // A local gateway is never reached through a proxy; HTTPS_PROXY/NO_PROXY apply otherwise.

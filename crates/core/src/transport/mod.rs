@@ -49,6 +49,15 @@ pub const DEFAULT_MAX_APPEND_CONNECTIONS: usize = 32;
 /// RFC 9113 §6.5.2 recommends a cap of no less than 100, so 100 fits under every cap a server is
 /// likely to set (hyper's default is 200, nginx's 128).
 pub const DEFAULT_H2_STREAMS_PER_CONNECTION: usize = 100;
+/// HTTP/2 receive windows (`SETTINGS_INITIAL_WINDOW_SIZE` per stream, and the connection's):
+/// how much a peer may send before it must wait a round trip for `WINDOW_UPDATE`. hyper's
+/// defaults (2 MiB and 5 MiB on a client, 1 MiB on a server) let a 12 MiB checkpoint cross a
+/// 40 ms round trip at about 40 MiB/s; 8 MiB covers the bandwidth-delay product of a
+/// gigabit link at 60 ms. The turn loop reads its stream as frames arrive, so the window is
+/// credit, not memory held. (hyper's adaptive window starts at 64 KiB and was slower still.)
+pub const H2_STREAM_WINDOW: u32 = 8 * 1024 * 1024;
+/// See [`H2_STREAM_WINDOW`]; shared by the streams of one connection.
+pub const H2_CONNECTION_WINDOW: u32 = 16 * 1024 * 1024;
 /// Messages smaller than this are sent uncompressed even with gzip on (gzip would grow them).
 pub const MIN_COMPRESS_BYTES: usize = 1024;
 
