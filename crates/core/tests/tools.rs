@@ -583,7 +583,7 @@ async fn shell_is_background_returns_at_once_with_a_shell_id() {
 
 // ---------- dispatch ----------
 
-/// Starts `command` as a background shell and returns its id.
+/// Starts `command` as a background shell; the spawn result as proto3 JSON.
 async fn spawn_background(f: &Fixture, command: &str) -> Value {
     f.run("backgroundShellSpawn", json!({ "command": command })).await
 }
