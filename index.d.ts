@@ -108,6 +108,8 @@ export interface Scenario {
   appendFault?: { seqno?: number; status?: number; delayMs?: number }
   /** HTTP/2 streams one connection may carry at once (default 200). */
   h2MaxConcurrentStreams?: number
+  /** Speak HTTP/1.1 only, like a gateway without h2c (default false). */
+  http1Only?: boolean
 }
 
 /** One stream as the embedded backend saw it. */
@@ -147,6 +149,11 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
 /** A client of Cursor's agent backend (or any server speaking its protocol). */
 export declare class AgentClient {
   constructor(options: AgentClientOptions)
+  /**
+   * The transport the next turn uses: `'h2'` or `'sse'`. With `transport: 'auto'` it is
+   * `'h2'` until a turn finds that the server does not speak HTTP/2.
+   */
+  get transport(): 'sse' | 'h2'
   /** Starts a new conversation. */
   newSession(options?: NewSessionOptions | undefined | null): Session
   /** Continues a conversation from `session.save()`. */
@@ -299,8 +306,11 @@ export interface AgentClientOptions {
   clientType?: string
   /** `x-ghost-mode` (default true). */
   ghostMode?: boolean
-  /** `'sse'` (RunSSE + BidiAppend over HTTP/1.1, default) or `'h2'` (Run over HTTP/2). */
-  transport?: 'sse' | 'h2'
+  /**
+   * `'auto'` (default): Run over HTTP/2 where the server speaks it, else RunSSE + BidiAppend
+   * over HTTP/1.1, as the official client does; `'sse'` or `'h2'` for just one of them.
+   */
+  transport?: 'auto' | 'sse' | 'h2'
   /** `'gzip'` compresses outbound messages of 1 KiB or more (default `'none'`). */
   compression?: 'gzip' | 'none'
   /** BidiAppend payload as lower-case hex `data` (default) or raw `data_binary`. */

@@ -1,7 +1,7 @@
 // The JavaScript session API end to end against the embedded backend, on both transports.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { setup, drain, merged, within, recordsWhen, TRANSPORTS, AgentClient, assertAcpUpdate } from './helpers.mjs'
+import { setup, drain, merged, within, recordsWhen, TRANSPORTS, FAST, AgentClient, startEmbeddedBackend, assertAcpUpdate } from './helpers.mjs'
 
 const FULL_TURN = { steps: [
   { type: 'thinking', text: 'Let me ' },
@@ -148,6 +148,37 @@ for (const transport of TRANSPORTS) {
     }
   })
 }
+
+test("transport 'auto', the default: Run over h2 where the backend speaks it, RunSSE where it speaks only HTTP/1.1", async () => {
+  for (const [http1Only, used] of [[false, 'h2'], [true, 'sse']]) {
+    const backend = await startEmbeddedBackend({ scenario: { ...FULL_TURN, http1Only } })
+    try {
+      const log = []
+      const client = new AgentClient({ baseUrl: backend.url, ...FAST, ...host(log) })
+      assert.equal(client.transport, 'h2', 'h2 until a turn shows otherwise')
+      const session = client.newSession({ cwd: '/w' })
+      for (const text of ['Run the tests', 'Again']) {
+        const turn = session.prompt([{ type: 'text', text }])
+        const updates = merged(await drain(turn))
+        assert.equal((await turn.result).stopReason, 'end_turn', used)
+        // The turn is seen once: nothing of the refused h2 attempt, no resume notice. (The second
+        // turn's usage is unchanged, so it brings no usage_update.)
+        assert.deepEqual(updates.map((u) => u.sessionUpdate).filter((kind) => kind !== 'usage_update'),
+          ['agent_thought_chunk', 'agent_message_chunk', 'tool_call', 'tool_call_update', 'agent_message_chunk'], used)
+      }
+      assert.equal(client.transport, used)
+      // One stream per turn reached the backend, on the transport it speaks; each request was
+      // answered once.
+      const records = backend.records()
+      assert.deepEqual(records.map((r) => r.transport), [used, used])
+      assert.deepEqual(records.map((r) => r.messages[0].message.runRequest.action.userMessageAction.userMessage.text), ['Run the tests', 'Again'])
+      assert.deepEqual(log.map((e) => e.kind), ['read', 'shellStream', 'webSearch', 'read', 'shellStream', 'webSearch'])
+    } finally {
+      backend.close()
+    }
+  }
+  assert.throws(() => new AgentClient({ baseUrl: 'http://127.0.0.1:1', transport: 'h3' }), { code: 'E_INVALID', message: /'auto', 'sse' or 'h2'/ })
+})
 
 test('throwing, rejecting and hanging callbacks become error results; the turn goes on', async () => {
   const scenario = { steps: [

@@ -28,7 +28,8 @@ Options:
   --base-url <url>       backend or local gateway (default https://api2.cursor.sh, env CURSOR_ACP_BASE_URL)
   --model <id>           model for new sessions (default "default", i.e. Auto; env CURSOR_ACP_MODEL)
   --models <a,b,…>       extra models offered in the model picker (env CURSOR_ACP_MODELS)
-  --transport <sse|h2>   RunSSE + BidiAppend over HTTP/1.1 (default) or Run over HTTP/2
+  --transport <mode>     auto (default): Run over HTTP/2 where the server speaks it, else
+                         RunSSE + BidiAppend over HTTP/1.1; sse or h2: only that one
   --embedded             run against the built-in embedded backend (no account, no network)
   --scenario <file>      with --embedded: the scenario JSON to play instead of the demo turn
   --record <file>        with --embedded: write what the backend received there on exit
@@ -81,8 +82,8 @@ try {
 } catch (e) {
   fail(e.message)
 }
-const transport = args.transport ?? 'sse'
-if (!['sse', 'h2'].includes(transport)) fail(`--transport must be sse or h2, got ${JSON.stringify(transport)}`)
+const transport = args.transport ?? 'auto'
+if (!['auto', 'sse', 'h2'].includes(transport)) fail(`--transport must be auto, sse or h2, got ${JSON.stringify(transport)}`)
 if (args.scenario && !args.embedded) fail('--scenario needs --embedded')
 if (args.record && !args.embedded) fail('--record needs --embedded')
 

@@ -123,7 +123,7 @@ pub struct FloorStats {
 
 /// Benchmark helper (not client API): the HTTP/1.1 setup floor under the `many` scenario.
 /// `turns` RunSSE-shaped turns at once against a `bench.FloorServer`, through the reqwest client
-/// a default RunSSE transport uses and nothing else (no protocol, no JS per turn).
+/// a RunSSE transport with default settings uses and nothing else (no protocol, no JS per turn).
 #[napi(namespace = "bench", ts_return_type = "Promise<bench.FloorStats>")]
 pub fn floor_turns<'env>(env: &'env Env, url: String, turns: u32) -> Result<PromiseRaw<'env, FloorStats>> {
     let ms = |d: std::time::Duration| d.as_secs_f64() * 1000.0;

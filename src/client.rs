@@ -42,8 +42,9 @@ pub struct AgentClientOptions {
     pub client_type: Option<String>,
     /// `x-ghost-mode` (default true).
     pub ghost_mode: Option<bool>,
-    /// `'sse'` (RunSSE + BidiAppend over HTTP/1.1, default) or `'h2'` (Run over HTTP/2).
-    #[napi(ts_type = "'sse' | 'h2'")]
+    /// `'auto'` (default): Run over HTTP/2 where the server speaks it, else RunSSE + BidiAppend
+    /// over HTTP/1.1, as the official client does; `'sse'` or `'h2'` for just one of them.
+    #[napi(ts_type = "'auto' | 'sse' | 'h2'")]
     pub transport: Option<String>,
     /// `'gzip'` compresses outbound messages of 1 KiB or more (default `'none'`).
     #[napi(ts_type = "'gzip' | 'none'")]
@@ -129,9 +130,12 @@ fn ms(v: Option<u32>, default: Duration) -> Duration {
 fn parse_config(o: &AgentClientOptions) -> std::result::Result<ClientConfig, CoreError> {
     let defaults = TransportConfig::default();
     let kind = match o.transport.as_deref() {
-        None | Some("sse") => TransportKind::Sse,
+        None | Some("auto") => TransportKind::Auto,
+        Some("sse") => TransportKind::Sse,
         Some("h2") => TransportKind::H2,
-        Some(other) => return Err(CoreError::InvalidInput(format!("transport must be 'sse' or 'h2', got {other:?}"))),
+        Some(other) => {
+            return Err(CoreError::InvalidInput(format!("transport must be 'auto', 'sse' or 'h2', got {other:?}")))
+        }
     };
     let compression = match o.compression.as_deref() {
         None | Some("none") => Compression::None,
@@ -230,6 +234,16 @@ impl AgentClient {
         };
         let inner = CoreClient::new(config, host, kv).map_err(|e| coded(&env, &e))?;
         Ok(AgentClient { inner })
+    }
+
+    /// The transport the next turn uses: `'h2'` or `'sse'`. With `transport: 'auto'` it is
+    /// `'h2'` until a turn finds that the server does not speak HTTP/2.
+    #[napi(getter, ts_return_type = "'sse' | 'h2'")]
+    pub fn transport(&self) -> &'static str {
+        match self.inner.active_transport() {
+            TransportKind::Sse => "sse",
+            TransportKind::H2 | TransportKind::Auto => "h2",
+        }
     }
 
     /// Starts a new conversation.

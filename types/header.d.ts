@@ -108,6 +108,8 @@ export interface Scenario {
   appendFault?: { seqno?: number; status?: number; delayMs?: number }
   /** HTTP/2 streams one connection may carry at once (default 200). */
   h2MaxConcurrentStreams?: number
+  /** Speak HTTP/1.1 only, like a gateway without h2c (default false). */
+  http1Only?: boolean
 }
 
 /** One stream as the embedded backend saw it. */

@@ -98,7 +98,7 @@ async fn turn_with_legacy(client: Legacy, appends: Arc<Semaphore>, port: u16, id
 
 async fn run(mode: &str, port: u16, n: usize) -> Result<(), Error> {
     if mode == "reqwest" {
-        // The bench's own floor, from the library: the client a default RunSSE transport uses.
+        // The bench's own floor, from the library: the client a RunSSE transport with default settings uses.
         let stats = floor_turns(&format!("http://127.0.0.1:{port}"), n).await?;
         let ms = |d: std::time::Duration| d.as_secs_f64() * 1000.0;
         let (wall, p50, p99) = (ms(stats.wall), ms(stats.first_p50), ms(stats.first_p99));

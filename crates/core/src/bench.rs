@@ -216,7 +216,7 @@ pub struct FloorStats {
 }
 
 /// Starts `turns` RunSSE-shaped turns at once against the [`FloorServer`] at `url`, with the
-/// reqwest client that a default RunSSE transport uses and none of the protocol: per turn, a
+/// reqwest client that a RunSSE transport with default settings uses and none of the protocol: per turn, a
 /// stream request on a connection of its own and an append request (at most
 /// [`DEFAULT_MAX_APPEND_CONNECTIONS`] at a time, on kept-alive connections), each turn timed to
 /// the first byte of its stream. Compared with the `many` scenario's p99 first update in the

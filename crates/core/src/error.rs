@@ -19,6 +19,10 @@ pub enum CoreError {
     /// The server's TLS certificate was not accepted: retrying cannot help.
     #[error("network error: {0}")]
     Untrusted(String),
+    /// An automatic transport found that the server does not speak HTTP/2 (nothing of the
+    /// stream reached it); its next streams use HTTP/1.1.
+    #[error("network error: the server does not speak HTTP/2: {0}")]
+    NoHttp2(String),
     /// The response body ended without the Connect end-of-stream frame.
     #[error("network error: the server closed the stream before its end-of-stream frame")]
     StreamClosed,
@@ -54,7 +58,9 @@ impl CoreError {
         match self {
             CoreError::Auth(_) => "E_AUTH",
             CoreError::Server(_) => "E_SERVER",
-            CoreError::Network(_) | CoreError::Untrusted(_) | CoreError::StreamClosed => "E_NETWORK",
+            CoreError::Network(_) | CoreError::Untrusted(_) | CoreError::NoHttp2(_) | CoreError::StreamClosed => {
+                "E_NETWORK"
+            }
             CoreError::Frame(_) | CoreError::Protocol(_) => "E_PROTOCOL",
             CoreError::Timeout(_) => "E_TIMEOUT",
             CoreError::Callback(_) => "E_CALLBACK",

@@ -26,7 +26,7 @@ use crate::prompt;
 use crate::proto::agent::v1 as pb;
 use crate::protojson;
 use crate::translate::Translator;
-use crate::transport::{AgentSender, Transport, TransportConfig};
+use crate::transport::{AgentSender, Transport, TransportConfig, TransportKind};
 pub use crate::updates::DeliverBatch;
 use crate::updates::{QueuedUpdate, Updates};
 use crate::wire;
@@ -148,6 +148,12 @@ impl AgentClient {
             notices: config.notices,
             terminal_output: config.terminal_output,
         })
+    }
+
+    /// The transport the next turn will use: [`TransportKind::H2`] or [`TransportKind::Sse`] (the
+    /// automatic transport's choice so far).
+    pub fn active_transport(&self) -> TransportKind {
+        self.transport.active_kind()
     }
 
     pub fn new_session(&self, options: SessionOptions) -> Result<Session, CoreError> {
@@ -773,6 +779,7 @@ impl TurnLoop {
         }
         let original_request_id = uuid::Uuid::new_v4().to_string();
         let mut attempt: u32 = 0;
+        let mut moved_to_http1 = false;
         let outcome = loop {
             let request_id = if attempt == 0 { original_request_id.clone() } else { uuid::Uuid::new_v4().to_string() };
             let end =
@@ -789,6 +796,9 @@ impl TurnLoop {
                 }
                 AttemptEnd::Cancelled => break Ok(acp::StopReason::Cancelled),
                 AttemptEnd::Failed(_) if self.shared.cancel.is_cancelled() => break Ok(acp::StopReason::Cancelled),
+                // The server does not speak HTTP/2 and never saw this stream: the same attempt
+                // again, on the HTTP/1.1 transport the automatic one has switched to.
+                AttemptEnd::Failed(CoreError::NoHttp2(_)) if !moved_to_http1 => moved_to_http1 = true,
                 AttemptEnd::Failed(e) if e.is_retryable() && attempt < self.timing().resume_attempts => {
                     self.abort_handlers();
                     let swept = self.translator.sweep("Interrupted: the connection was lost; resuming.");
@@ -917,7 +927,13 @@ impl TurnLoop {
             Err(e) => return AttemptEnd::Failed(e),
         };
         if let Err(e) = sender.send_encoded(run_request).await {
-            return AttemptEnd::Failed(e);
+            // The response usually says why the request side closed (a Connect error, a
+            // server that does not speak HTTP/2); the sender only knows that it did.
+            let why = tokio::time::timeout(Duration::from_secs(5), receiver.next()).await;
+            return AttemptEnd::Failed(match why {
+                Ok(Err(from_response)) => from_response,
+                _ => e,
+            });
         }
         if self.shared.cancel.is_cancelled() && self.cancel_deadline.is_none() {
             self.start_cancel(&sender);

@@ -48,12 +48,22 @@ async fn proxy_environment_is_honoured() {
         std::env::set_var("NO_PROXY", "direct.invalid");
     }
     // A non-loopback host goes through the proxy.
-    let t =
-        Transport::new(TransportConfig { base_url: "http://agent.example.invalid:8080".into(), ..Default::default() })
-            .unwrap();
-    let AgentStream { sender, mut receiver } = t.open("via-proxy", None);
-    let _ = sender.send(&heartbeat()).await;
-    let err = tokio::time::timeout(Duration::from_secs(10), receiver.next()).await.unwrap().unwrap_err();
+    let via_proxy = |kind| {
+        Transport::new(TransportConfig {
+            base_url: "http://agent.example.invalid:8080".into(),
+            kind,
+            ..Default::default()
+        })
+        .unwrap()
+    };
+    let open_one = |t: &Transport| {
+        let AgentStream { sender, mut receiver } = t.open("via-proxy", None);
+        async move {
+            let _ = sender.send(&heartbeat()).await;
+            tokio::time::timeout(Duration::from_secs(10), receiver.next()).await.unwrap().unwrap_err()
+        }
+    };
+    let err = open_one(&via_proxy(TransportKind::Sse)).await;
     let lines = proxy.lock().unwrap().clone();
     assert!(
         !lines.is_empty() && lines.iter().all(|l| l.starts_with("POST http://agent.example.invalid:8080/")),
@@ -61,6 +71,24 @@ async fn proxy_environment_is_honoured() {
     );
     // The proxy answered 503 (or cut the connection after answering one of the two requests).
     assert!(["E_SERVER", "E_NETWORK"].contains(&err.code()), "{err}");
+
+    // The automatic transport tries h2c through a proxy, which an HTTP/1.1 proxy refuses, and
+    // goes on over HTTP/1.1 through the same proxy. (A proxy of its own: the last one may still
+    // be getting an append of the stream above.)
+    let (proxy_url, proxy) = fake_proxy();
+    // SAFETY: as above.
+    unsafe { std::env::set_var("HTTP_PROXY", &proxy_url) };
+    let t = via_proxy(TransportKind::Auto);
+    let err = open_one(&t).await;
+    assert!(matches!(err, cursor_acp_core::CoreError::NoHttp2(_)), "{err:?}");
+    assert_eq!(*proxy.lock().unwrap(), ["PRI * HTTP/2.0"]);
+    let err = open_one(&t).await;
+    assert!(["E_SERVER", "E_NETWORK"].contains(&err.code()), "{err}");
+    let lines = proxy.lock().unwrap()[1..].to_vec();
+    assert!(
+        !lines.is_empty() && lines.iter().all(|l| l.starts_with("POST http://agent.example.invalid:8080/")),
+        "the proxy saw {lines:?}"
+    );
 
     // NO_PROXY hosts are reached directly (here: a name that does not resolve).
     let t = Transport::new(TransportConfig { base_url: "http://direct.invalid:8080".into(), ..Default::default() })

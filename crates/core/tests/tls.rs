@@ -1,4 +1,4 @@
-//! Turns over TLS, as against Cursor's backend: both transports reach the embedded backend
+//! Turns over TLS, as against Cursor's backend: every transport reaches the embedded backend
 //! through a TLS endpoint whose certificate authority the system store vouches for (here
 //! `SSL_CERT_FILE`), each offering the protocol it needs by ALPN; a server the store does not
 //! vouch for is refused. The store is read once per process, so this binary holds one test and
@@ -53,9 +53,10 @@ fn pki() -> Pki {
     }
 }
 
-/// Terminates TLS in front of `backend` (which speaks HTTP/1.1 and h2c on plain TCP); records
-/// the protocol each connection agreed on by ALPN, or that its handshake failed.
-async fn tls_front(backend: SocketAddr, pki: &Pki, alpn: Arc<Mutex<Vec<String>>>) -> SocketAddr {
+/// Terminates TLS in front of `backend` (which speaks HTTP/1.1 and h2c on plain TCP), offering
+/// `protocols` by ALPN; records the protocol each connection agreed on, or that its handshake
+/// failed.
+async fn tls_front(backend: SocketAddr, pki: &Pki, alpn: Arc<Mutex<Vec<String>>>, protocols: &[&str]) -> SocketAddr {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut config = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
@@ -63,7 +64,7 @@ async fn tls_front(backend: SocketAddr, pki: &Pki, alpn: Arc<Mutex<Vec<String>>>
         .with_no_client_auth()
         .with_single_cert(vec![pki.leaf.clone()], pki.leaf_key.clone_key())
         .expect("server certificate");
-    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    config.alpn_protocols = protocols.iter().map(|p| p.as_bytes().to_vec()).collect();
     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("address");
@@ -110,7 +111,7 @@ async fn turn(base_url: String, kind: TransportKind) -> Result<(StopReason, Stri
 }
 
 #[test]
-fn both_transports_run_a_turn_over_tls_and_an_unknown_server_is_refused() {
+fn every_transport_runs_a_turn_over_tls_and_an_unknown_server_is_refused() {
     let trusted = pki();
     let store = tempfile::NamedTempFile::new().expect("temp file");
     std::fs::write(store.path(), &trusted.ca_pem).expect("write CA");
@@ -123,8 +124,16 @@ fn both_transports_run_a_turn_over_tls_and_an_unknown_server_is_refused() {
         let scenario = json!({ "steps": [{ "type": "text", "text": "over TLS" }, { "type": "turnEnded" }] });
         let backend = EmbeddedBackend::start(Scenario::from_json(&scenario).expect("scenario")).await.expect("backend");
         let alpn = Arc::new(Mutex::new(Vec::new()));
-        let front = tls_front(backend.addr(), &trusted, alpn.clone()).await;
-        for (kind, protocol) in [(TransportKind::Sse, "http/1.1"), (TransportKind::H2, "h2")] {
+        let front = tls_front(backend.addr(), &trusted, alpn.clone(), &["h2", "http/1.1"]).await;
+        // A TLS front that speaks only HTTP/1.1, as some proxies do: the automatic transport
+        // learns so from ALPN and runs the turn on RunSSE.
+        let http1_front = tls_front(backend.addr(), &trusted, alpn.clone(), &["http/1.1"]).await;
+        for (kind, front, protocol) in [
+            (TransportKind::Sse, front, "http/1.1"),
+            (TransportKind::H2, front, "h2"),
+            (TransportKind::Auto, front, "h2"),
+            (TransportKind::Auto, http1_front, "http/1.1"),
+        ] {
             alpn.lock().expect("alpn lock").clear();
             let outcome = tokio::time::timeout(
                 Duration::from_secs(20),
@@ -140,8 +149,8 @@ fn both_transports_run_a_turn_over_tls_and_an_unknown_server_is_refused() {
         // A certificate from another authority: the handshake fails, the turn fails with a
         // network error naming the certificate, and nothing hangs.
         let handshakes = Arc::new(Mutex::new(Vec::new()));
-        let other_front = tls_front(backend.addr(), &pki(), handshakes.clone()).await;
-        for kind in [TransportKind::Sse, TransportKind::H2] {
+        let other_front = tls_front(backend.addr(), &pki(), handshakes.clone(), &["h2", "http/1.1"]).await;
+        for kind in [TransportKind::Sse, TransportKind::H2, TransportKind::Auto] {
             let outcome = tokio::time::timeout(
                 Duration::from_secs(20),
                 turn(format!("https://localhost:{}", other_front.port()), kind),

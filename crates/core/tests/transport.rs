@@ -231,7 +231,7 @@ async fn scripted_turn_end_to_end_on_both_transports() {
                 }
                 assert_eq!(r.messages.iter().map(|m| m.seqno.unwrap()).collect::<Vec<_>>(), (0..6).collect::<Vec<_>>());
             }
-            TransportKind::H2 => {
+            TransportKind::H2 | TransportKind::Auto => {
                 assert_eq!(h["te"], "trailers");
                 assert!(!h.contains_key("x-cursor-streaming"));
                 assert!(r.appends.is_empty());
@@ -299,7 +299,7 @@ async fn gzip_both_ways() {
                 let hb = r.appends.iter().find(|a| a.seqno == 1).unwrap();
                 assert_eq!(hb.content_encoding, None, "tiny appends stay uncompressed");
             }
-            TransportKind::H2 => {
+            TransportKind::H2 | TransportKind::Auto => {
                 assert!(r.messages[0].compressed);
                 assert!(!r.messages[1].compressed);
             }
@@ -336,7 +336,7 @@ async fn a_message_in_pieces_arrives_whole_on_both_transports() {
             assert!(got == Some(text.as_str()), "{kind:?} {compression:?}: the text arrived whole");
             let compressed = match kind {
                 TransportKind::Sse => r.appends.iter().find(|a| a.seqno == 0).unwrap().content_encoding.is_some(),
-                TransportKind::H2 => r.messages[0].compressed,
+                TransportKind::H2 | TransportKind::Auto => r.messages[0].compressed,
             };
             assert_eq!(compressed, compression == Compression::Gzip, "{kind:?} {compression:?}");
         }
@@ -878,4 +878,111 @@ async fn h2_client_and_embedded_server_offer_windows_for_large_messages() {
     socket.write_all(PREFACE).await.unwrap();
     socket.write_all(&[0, 0, 0, 0x4, 0, 0, 0, 0, 0]).await.unwrap(); // empty SETTINGS
     assert_eq!(tokio::time::timeout(BOUND, advertised_windows(&mut socket)).await.unwrap(), expected, "server");
+}
+
+/// A turn that says hello and ends.
+fn hello() -> serde_json::Value {
+    json!({ "steps": [{ "type": "text", "text": "hello" }, { "type": "turnEnded" }] })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auto_transport_runs_on_h2_where_the_server_speaks_it() {
+    let b = backend(hello()).await;
+    let t = transport(&b, TransportKind::Auto, |_| {});
+    assert_eq!(t.active_kind(), TransportKind::H2);
+    for _ in 0..2 {
+        let seen = drive(&t, run_request("go")).await.expect("turn");
+        assert_eq!((seen.text.as_str(), seen.turn_ended), ("hello", true));
+    }
+    assert_eq!(t.active_kind(), TransportKind::H2);
+    let records = b.records();
+    assert_eq!(records.iter().map(|r| r.transport.as_str()).collect::<Vec<_>>(), ["h2", "h2"]);
+    assert_eq!(b.connections_accepted(), 1, "both turns on one HTTP/2 connection");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auto_transport_moves_to_http1_for_good_when_the_server_speaks_only_that() {
+    let b = backend(json!({ "http1Only": true, "steps": hello()["steps"] })).await;
+    let t = transport(&b, TransportKind::Auto, |_| {});
+    let AgentStream { sender, mut receiver } = t.open(&uuid_like(), None);
+    let _ = sender.send(&run_request("go")).await;
+    let err = tokio::time::timeout(BOUND, receiver.next()).await.expect("settles").expect_err("h2 is refused");
+    assert!(matches!(err, CoreError::NoHttp2(_)), "{err:?}");
+    assert_eq!(err.code(), "E_NETWORK");
+    // Both halves of the stream say so: the turn loop may learn it from either.
+    let err = sender.send(&heartbeat()).await.expect_err("the send side failed too");
+    assert!(matches!(err, CoreError::NoHttp2(_)), "{err:?}");
+    assert_eq!(t.active_kind(), TransportKind::Sse);
+    assert!(b.records().is_empty(), "nothing of the refused stream reached the server");
+
+    // Every later stream is RunSSE + BidiAppend, without trying h2 again.
+    let connections = b.connections_accepted();
+    for _ in 0..2 {
+        let seen = drive(&t, run_request("go")).await.expect("turn over HTTP/1.1");
+        assert_eq!((seen.text.as_str(), seen.turn_ended), ("hello", true));
+    }
+    let records = b.records();
+    assert_eq!(records.iter().map(|r| r.transport.as_str()).collect::<Vec<_>>(), ["sse", "sse"]);
+    assert!(records.iter().all(|r| r.messages[0].kind == "runRequest"), "{records:?}");
+    assert!(b.connections_accepted() > connections);
+}
+
+/// A plain-TCP server that reads what a client sends and then does `reply` to the socket.
+async fn raw_server(reply: &'static [u8]) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut buf = [0u8; 4096];
+                let _ = socket.read(&mut buf).await;
+                let _ = socket.write_all(reply).await;
+            });
+        }
+    });
+    url
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auto_transport_reads_an_http1_answer_or_a_hang_up_to_the_h2_preface_as_no_h2() {
+    // What servers and proxies that speak only HTTP/1.1 do with "PRI * HTTP/2.0": answer with
+    // an HTTP/1.1 error (node, nginx) or hang up.
+    let refusals: [&[u8]; 3] = [
+        b"HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n",
+        b"HTTP/1.1 505 HTTP Version Not Supported\r\ncontent-length: 0\r\n\r\n",
+        b"",
+    ];
+    for reply in refusals {
+        let url = raw_server(reply).await;
+        let t =
+            Transport::new(TransportConfig { base_url: url, kind: TransportKind::Auto, ..Default::default() }).unwrap();
+        let AgentStream { sender, mut receiver } = t.open(&uuid_like(), None);
+        let _ = sender.send(&run_request("go")).await;
+        let err = tokio::time::timeout(BOUND, receiver.next()).await.expect("settles").expect_err("no h2");
+        let reply = String::from_utf8_lossy(reply);
+        assert!(matches!(err, CoreError::NoHttp2(_)), "{reply:?}: {err:?}");
+        assert_eq!(t.active_kind(), TransportKind::Sse, "{reply:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auto_transport_stays_on_h2_when_the_server_is_down() {
+    // A port nobody listens on: the connection is refused, which says nothing about HTTP/2.
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let t = Transport::new(TransportConfig {
+        base_url: format!("http://127.0.0.1:{port}"),
+        kind: TransportKind::Auto,
+        ..Default::default()
+    })
+    .unwrap();
+    let AgentStream { sender, mut receiver } = t.open(&uuid_like(), None);
+    let _ = sender.send(&run_request("go")).await;
+    let err = tokio::time::timeout(BOUND, receiver.next()).await.expect("settles").expect_err("refused");
+    assert!(matches!(err, CoreError::Network(_)), "{err:?}");
+    assert!(err.is_retryable());
+    assert_eq!(t.active_kind(), TransportKind::H2);
 }

@@ -766,3 +766,65 @@ async fn result_with_settles_at_the_end_without_a_reader_holding_the_turn() {
     }));
     assert_eq!(rx.try_recv().expect("at once").unwrap().stop_reason, acp::StopReason::EndTurn);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_default_transport_runs_turns_on_h2_or_on_http1_as_the_server_allows() {
+    assert_eq!(TransportConfig::default().kind, TransportKind::Auto);
+    for (http1_only, used) in [(false, "h2"), (true, "sse")] {
+        let mut scenario = full_turn();
+        scenario["http1Only"] = json!(http1_only);
+        let (backend, client) = setup(scenario, TransportKind::Auto, TestHost::reading(), fast_timing()).await;
+        let session = client.new_session(SessionOptions { cwd: Some("/w".into()), ..Default::default() }).unwrap();
+        for prompt in ["Read a.txt", "And again"] {
+            let turn = session.prompt(text(prompt)).unwrap();
+            let updates = merged(collect(&turn).await);
+            assert_eq!(turn.result().await.unwrap().stop_reason, acp::StopReason::EndTurn, "{used}");
+            // The user sees the turn once: no update of an abandoned attempt, no resume notice.
+            // (The second turn's usage is unchanged, so it brings no usage_update.)
+            let kinds_seen: Vec<&str> = updates
+                .iter()
+                .map(|u| u["sessionUpdate"].as_str().unwrap())
+                .filter(|&kind| kind != "usage_update")
+                .collect();
+            assert_eq!(
+                kinds_seen,
+                ["agent_thought_chunk", "agent_message_chunk", "tool_call", "tool_call_update", "agent_message_chunk"],
+                "{used}: {updates:#?}"
+            );
+        }
+        // One stream per turn reached the server, each with the turn's own message, on the
+        // transport it speaks.
+        let records = backend.records();
+        assert_eq!(records.iter().map(|r| r.transport.as_str()).collect::<Vec<_>>(), [used, used]);
+        for (r, prompt) in records.iter().zip(["Read a.txt", "And again"]) {
+            assert_eq!(kinds(r)[0], "runRequest");
+            let message = &r.messages[0].message["runRequest"]["action"]["userMessageAction"]["userMessage"];
+            assert_eq!(message["text"], prompt, "{used}");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn turns_started_together_all_move_to_http1_when_the_server_speaks_only_that() {
+    // Every turn opens its h2 stream before any of them learns that h2 is refused; each must
+    // still start over on HTTP/1.1, once, and end normally.
+    let scenario = json!({ "http1Only": true, "steps": [{ "type": "text", "text": "hi" }, { "type": "turnEnded" }] });
+    let (backend, client) = setup(scenario, TransportKind::Auto, TestHost::reading(), fast_timing()).await;
+    let turns = (0..20).map(|i| {
+        let session = client.new_session(SessionOptions::default()).unwrap();
+        async move {
+            let turn = session.prompt(text(&format!("turn {i}"))).unwrap();
+            let updates = merged(collect(&turn).await);
+            (turn.result().await.unwrap().stop_reason, updates)
+        }
+    });
+    for (stop, updates) in futures::future::join_all(turns).await {
+        assert_eq!(stop, acp::StopReason::EndTurn);
+        assert_eq!(updates.len(), 1, "{updates:#?}");
+        assert_eq!(updates[0]["content"]["text"], "hi");
+    }
+    let records = backend.records();
+    assert_eq!(records.len(), 20, "one stream per turn reached the server");
+    assert!(records.iter().all(|r| r.transport == "sse"));
+    assert_eq!(client.active_transport(), TransportKind::Sse);
+}

@@ -35,6 +35,10 @@ pub struct Scenario {
     /// hyper's default, 200, when absent.
     #[serde(default)]
     pub h2_max_concurrent_streams: Option<u32>,
+    /// Speak HTTP/1.1 only, like a gateway or proxy without h2c: a client's HTTP/2 connection
+    /// preface is refused.
+    #[serde(default)]
+    pub http1_only: bool,
     /// The turns; see the module docs.
     #[serde(default)]
     pub turns: Vec<Vec<Step>>,

@@ -148,6 +148,9 @@ async fn accept_loop(listener: TcpListener, state: Arc<State>, shutdown: Cancell
             if let Some(max) = state.scenario.h2_max_concurrent_streams {
                 builder.http2().max_concurrent_streams(max);
             }
+            if state.scenario.http1_only {
+                builder = builder.http1_only();
+            }
             let service = hyper::service::service_fn(move |req| handle(state.clone(), req));
             let conn = builder.serve_connection(TokioIo::new(stream), service);
             tokio::select! {

@@ -40,16 +40,24 @@ fn tls_config(kind: TransportKind, https: bool) -> Result<rustls::ClientConfig, 
         }
         Err(_) => builder.with_root_certificates(rustls::RootCertStore::empty()).with_no_client_auth(),
     };
-    // What reqwest would offer: HTTP/1.1 only for RunSSE, h2 only for Run.
-    config.alpn_protocols = vec![match kind {
-        TransportKind::Sse => b"http/1.1".to_vec(),
-        TransportKind::H2 => b"h2".to_vec(),
-    }];
+    // What reqwest would offer: HTTP/1.1 only for RunSSE, h2 only for Run; the automatic
+    // transport offers both and learns from the server's choice whether it speaks h2.
+    config.alpn_protocols = match kind {
+        TransportKind::Sse => vec![b"http/1.1".to_vec()],
+        TransportKind::H2 => vec![b"h2".to_vec()],
+        TransportKind::Auto => vec![b"h2".to_vec(), b"http/1.1".to_vec()],
+    };
     Ok(config)
 }
 
-/// A reqwest client for `config`'s transport at `url` (its base URL, parsed).
-pub(super) fn http_client(config: &TransportConfig, url: &reqwest::Url) -> Result<reqwest::Client, CoreError> {
+/// A reqwest client for a transport of `kind` at `url` (its base URL, parsed), with the rest of
+/// `config`. For [`TransportKind::Auto`] it is the HTTP/2 side: h2c by prior knowledge on a
+/// plain `http` URL, and on `https` whichever protocol the server picks by ALPN.
+pub(super) fn http_client(
+    config: &TransportConfig,
+    kind: TransportKind,
+    url: &reqwest::Url,
+) -> Result<reqwest::Client, CoreError> {
     CRYPTO_PROVIDER.call_once(|| {
         // Another library in the process may have installed one already; that is fine.
         let _ = rustls::crypto::ring::default_provider().install_default();
@@ -68,24 +76,29 @@ pub(super) fn http_client(config: &TransportConfig, url: &reqwest::Url) -> Resul
         // turns to reuse; more idle sockets than that only hold buffers (with many sessions,
         // most of their idle memory).
         .pool_max_idle_per_host(config.max_append_connections + IDLE_STREAM_CONNECTIONS);
-    builder = match config.kind {
+    let https = url.scheme() == "https";
+    builder = match kind {
         // Appends are never retried (module docs); reqwest's retries are for h2's refused
         // streams anyway, and turning them off spares a copy of every request it keeps
         // in case one is needed.
         TransportKind::Sse => builder.http1_only().retry(reqwest::retry::never().max_retries_per_request(0)),
-        TransportKind::H2 => builder
-            .http2_prior_knowledge()
-            .http2_keep_alive_interval(Duration::from_secs(10))
-            .http2_keep_alive_timeout(Duration::from_secs(20))
-            .http2_keep_alive_while_idle(true)
-            .http2_initial_stream_window_size(super::H2_STREAM_WINDOW)
-            .http2_initial_connection_window_size(super::H2_CONNECTION_WINDOW),
+        TransportKind::H2 | TransportKind::Auto => {
+            if kind == TransportKind::H2 || !https {
+                builder = builder.http2_prior_knowledge();
+            }
+            builder
+                .http2_keep_alive_interval(Duration::from_secs(10))
+                .http2_keep_alive_timeout(Duration::from_secs(20))
+                .http2_keep_alive_while_idle(true)
+                .http2_initial_stream_window_size(super::H2_STREAM_WINDOW)
+                .http2_initial_connection_window_size(super::H2_CONNECTION_WINDOW)
+        }
     };
     if loopback {
         // A local gateway is never reached through a proxy; HTTPS_PROXY/NO_PROXY apply otherwise.
         builder = builder.no_proxy();
     }
-    builder = builder.tls_backend_preconfigured(tls_config(config.kind, url.scheme() == "https")?);
+    builder = builder.tls_backend_preconfigured(tls_config(kind, https)?);
     builder.build().map_err(|e| CoreError::InvalidInput(error_chain(&e)))
 }
 
@@ -133,7 +146,7 @@ impl H2Connections {
             Some(connection) => connection,
             // The first client was built from the same config, so this fails only if the system
             // does (out of sockets or memory); the stream then queues on the least busy one.
-            None => match http_client(&self.config, &self.url) {
+            None => match http_client(&self.config, self.config.kind, &self.url) {
                 Ok(client) => {
                     let connection = H2Connection { client, streams: Arc::default() };
                     connections.push(connection.clone());

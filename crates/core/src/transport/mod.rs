@@ -6,6 +6,8 @@
 //!   counter, at most 16 in flight, each with a deadline, never retried.
 //! * [`TransportKind::H2`]: `Run`, one bidirectional HTTP/2 Connect stream (h2c for `http://`),
 //!   spread over as many connections as the streams in flight need (see [`H2Connections`]).
+//! * [`TransportKind::Auto`]: `Run` over HTTP/2 while the server speaks it, as the official
+//!   client does; RunSSE + BidiAppend for good once it shows it does not (see [`AutoConnections`]).
 //!
 //! Headers follow client-behaviour §2.4. The token lives in [`Secret`] and is only ever written
 //! into the `authorization` header; no error, log or `Debug` output contains it.
@@ -84,10 +86,12 @@ impl fmt::Debug for Secret {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum TransportKind {
     /// RunSSE + BidiAppend over HTTP/1.1 (the seed protocol).
-    #[default]
     Sse,
     /// Run over HTTP/2.
     H2,
+    /// Run over HTTP/2 where the server speaks it, else RunSSE + BidiAppend.
+    #[default]
+    Auto,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -142,7 +146,7 @@ impl Default for TransportConfig {
             client_version: DEFAULT_CLIENT_VERSION.into(),
             client_type: "cli".into(),
             ghost_mode: true,
-            kind: TransportKind::Sse,
+            kind: TransportKind::Auto,
             compression: Compression::None,
             append_encoding: AppendEncoding::Hex,
             limits: Limits::default(),
@@ -160,7 +164,8 @@ impl Default for TransportConfig {
 pub(crate) fn default_sse_client(base_url: &str) -> Result<reqwest::Client, CoreError> {
     let url = reqwest::Url::parse(base_url)
         .map_err(|e| CoreError::InvalidInput(format!("baseUrl {base_url:?} is not a URL: {e}")))?;
-    http_client(&TransportConfig { base_url: base_url.to_string(), ..TransportConfig::default() }, &url)
+    let config = TransportConfig { base_url: base_url.to_string(), kind: TransportKind::Sse, ..Default::default() };
+    http_client(&config, TransportKind::Sse, &url)
 }
 
 /// A decoded server message together with the exact bytes it arrived as (the turn loop keeps
@@ -201,12 +206,28 @@ struct TransportInner {
 }
 
 /// What a transport's requests go through.
-#[derive(Clone)]
 enum Connections {
     /// RunSSE and BidiAppend: one reqwest client and its pool of HTTP/1.1 connections.
     Http1(reqwest::Client),
     /// Run: streams spread over HTTP/2 connections.
     H2(Arc<H2Connections>),
+    /// Either of those, as the server allows.
+    Auto(AutoConnections),
+}
+
+/// The automatic transport's connections: `Run` over HTTP/2 until a stream shows that the
+/// server does not speak it, then RunSSE + BidiAppend over HTTP/1.1 for the client's lifetime.
+///
+/// What shows it: on `https`, the server picking HTTP/1.1 by ALPN (we offer both); on a plain
+/// `http` URL, where h2c goes by prior knowledge, the connection failing after it was made and
+/// before any response, as a server or proxy that speaks only HTTP/1.1 does on reading the
+/// HTTP/2 preface (answering 400, 505, or closing). A server that is down fails to connect
+/// and changes nothing. The stream that finds out fails with [`CoreError::NoHttp2`]; nothing
+/// of it reached the server, so the turn loop starts it again on HTTP/1.1.
+struct AutoConnections {
+    h2: Arc<H2Connections>,
+    http1: reqwest::Client,
+    on_http1: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl fmt::Debug for Transport {
@@ -235,10 +256,15 @@ impl Transport {
             return Err(CoreError::InvalidInput("h2StreamsPerConnection must be at least 1".into()));
         }
         let config = Arc::new(config);
-        let client = http_client(&config, &url)?;
+        let client = http_client(&config, config.kind, &url)?;
         let connections = match config.kind {
             TransportKind::Sse => Connections::Http1(client),
             TransportKind::H2 => Connections::H2(Arc::new(H2Connections::new(config.clone(), url.clone(), client))),
+            TransportKind::Auto => Connections::Auto(AutoConnections {
+                h2: Arc::new(H2Connections::new(config.clone(), url.clone(), client)),
+                http1: http_client(&config, TransportKind::Sse, &url)?,
+                on_http1: Arc::default(),
+            }),
         };
         let headers = RequestHeaders::new(protocol_headers(&config)?, config.compression);
         let base = config.base_url.trim_end_matches('/');
@@ -258,6 +284,17 @@ impl Transport {
         &self.inner.config
     }
 
+    /// The transport the next stream will use: [`TransportKind::Sse`] or [`TransportKind::H2`]
+    /// (an automatic transport says which one it has settled on so far).
+    pub fn active_kind(&self) -> TransportKind {
+        match &self.inner.connections {
+            Connections::Http1(_) => TransportKind::Sse,
+            Connections::H2(_) => TransportKind::H2,
+            Connections::Auto(auto) if auto.on_http1.load(std::sync::atomic::Ordering::Relaxed) => TransportKind::Sse,
+            Connections::Auto(_) => TransportKind::H2,
+        }
+    }
+
     /// Opens one agent stream. `request_id` is also the `x-request-id` header (and, for SSE, the
     /// `BidiRequestId`); `original_request_id`, when set, stays stable across resume attempts.
     /// Must be called inside a tokio runtime: the request starts at once, in the background.
@@ -267,7 +304,14 @@ impl Transport {
         let fail_tx = Arc::new(fail_tx);
         match &self.inner.connections {
             Connections::Http1(client) => self.open_sse(client, request_id, &ids, fail_tx, fail_rx),
-            Connections::H2(connections) => self.open_h2(connections, &ids, fail_tx, fail_rx),
+            Connections::H2(connections) => self.open_h2(connections, &ids, fail_tx, fail_rx, None),
+            Connections::Auto(auto) if auto.on_http1.load(std::sync::atomic::Ordering::Relaxed) => {
+                self.open_sse(&auto.http1, request_id, &ids, fail_tx, fail_rx)
+            }
+            Connections::Auto(auto) => {
+                let fallback = Fallback { on_http1: auto.on_http1.clone(), h2c: self.inner.run_url.scheme() == "http" };
+                self.open_h2(&auto.h2, &ids, fail_tx, fail_rx, Some(fallback))
+            }
         }
     }
 
@@ -307,6 +351,7 @@ impl Transport {
         ids: &RequestIds,
         fail_tx: Arc<watch::Sender<Option<CoreError>>>,
         fail_rx: watch::Receiver<Option<CoreError>>,
+        fallback: Option<Fallback>,
     ) -> AgentStream {
         let gzip = self.inner.config.compression == Compression::Gzip;
         // One item per frame, in the buffers `connect::encode_frame_pieces` made of it.
@@ -320,7 +365,10 @@ impl Transport {
             reqwest::Body::wrap_stream(body_stream),
         );
         let (client, slot) = connections.checkout();
-        let response = spawn_request(&client, request);
+        let response = match fallback {
+            None => spawn_request(&client, request),
+            Some(fallback) => spawn_auto_run_request(&client, request, fallback, fail_tx.clone()),
+        };
         let mut receiver = AgentReceiver::new(response, self.inner.config.limits, fail_rx);
         receiver.slot = Some(slot);
         AgentStream {
@@ -439,14 +487,52 @@ type ResponseTask = JoinHandle<Result<reqwest::Response, CoreError>>;
 /// Starts the request now, so the stream opens even before anyone reads from it.
 fn spawn_request(client: &reqwest::Client, request: reqwest::Request) -> ResponseTask {
     let response = client.execute(request);
+    tokio::spawn(async move { ok_or_http_error(response.await.map_err(CoreError::from)?).await })
+}
+
+/// The response if its status is a success, else the error its status and body say.
+async fn ok_or_http_error(response: reqwest::Response) -> Result<reqwest::Response, CoreError> {
+    let status = response.status();
+    if !status.is_success() {
+        let body = read_capped(response, 64 * 1024).await;
+        return Err(CoreError::from_connect(ConnectError::from_http(status.as_u16(), &body)));
+    }
+    Ok(response)
+}
+
+/// What an automatic transport's `Run` request needs to report that the server does not speak
+/// HTTP/2 (see [`AutoConnections`]).
+struct Fallback {
+    on_http1: Arc<std::sync::atomic::AtomicBool>,
+    /// h2c by prior knowledge (a plain `http` URL) rather than h2 chosen by ALPN.
+    h2c: bool,
+}
+
+/// [`spawn_request`] for a `Run` request of an automatic transport: a response over HTTP/1.1,
+/// or a connection that fails after it was made and before any response on h2c, switches the
+/// transport to HTTP/1.1 and fails the stream, both halves, with [`CoreError::NoHttp2`].
+fn spawn_auto_run_request(
+    client: &reqwest::Client,
+    request: reqwest::Request,
+    fallback: Fallback,
+    failure: Arc<watch::Sender<Option<CoreError>>>,
+) -> ResponseTask {
+    let response = client.execute(request);
     tokio::spawn(async move {
-        let response = response.await.map_err(CoreError::from)?;
-        let status = response.status();
-        if !status.is_success() {
-            let body = read_capped(response, 64 * 1024).await;
-            return Err(CoreError::from_connect(ConnectError::from_http(status.as_u16(), &body)));
-        }
-        Ok(response)
+        let why = match response.await {
+            Ok(response) if response.version() == reqwest::Version::HTTP_2 => {
+                return ok_or_http_error(response).await;
+            }
+            Ok(response) => {
+                format!("it answered over {:?} (status {})", response.version(), response.status().as_u16())
+            }
+            Err(e) if fallback.h2c && !e.is_connect() && !e.is_timeout() => error_chain(&e),
+            Err(e) => return Err(CoreError::from(e)),
+        };
+        fallback.on_http1.store(true, std::sync::atomic::Ordering::Relaxed);
+        let err = CoreError::NoHttp2(why);
+        record_failure(&failure, err.clone());
+        Err(err)
     })
 }
 
