@@ -22,21 +22,27 @@ test('bench smoke run: every scenario measured for both clients, and they produc
   assert.ok(results.results.check.addon.updates.length >= 5, 'the check scenario produced updates')
   for (const name of ['stream', 'large-up', 'large-down', 'many', 'cancel-ack', 'cancel-silent', 'first']) {
     for (const impl of ['addon', 'baseline']) {
-      const figures = results.results[name]?.[impl]
-      assert.ok(figures && Object.values(figures).every(Number.isFinite), `${name} ${impl}: ${JSON.stringify(figures)}`)
+      const { transport, ...figures } = results.results[name]?.[impl] ?? {}
+      assert.ok(Object.keys(figures).length && Object.values(figures).every(Number.isFinite), `${name} ${impl}: ${JSON.stringify(figures)}`)
+      // Like for like: the addon's default transport settles on h2 here, and the baseline uses h2.
+      assert.equal(transport, 'h2', `${name} ${impl}`)
     }
   }
+  assert.match(run.stdout, /Both clients on h2: the addon on its default transport/)
   assert.equal(results.results.many.addon.completed, results.size.many.sessions)
   assert.ok(results.results.decodeCeiling.framesPerSec > 0)
   // The bounds the targets are read against, measured in the same run.
   const floor = results.results.floor
   assert.ok(floor.firstP50Ms > 0 && floor.firstP50Ms <= floor.firstP99Ms && floor.firstP99Ms <= floor.wallMs, JSON.stringify(floor))
   assert.ok(results.results['large-up'].addon.stringReadMs > 0)
-  assert.equal(results.results.manyH2.completed, results.size.many.sessions, 'many on h2: every turn completed')
-  const upH2 = results.results.largeUpH2
-  assert.ok(upH2.mbPerSec > 0 && upH2.peakRssAboveIdleMiB > 0, `large-up on h2: ${JSON.stringify(upH2)}`)
-  assert.match(run.stdout, /\| large-up \| on transport 'h2': MB\/s \/ peak RSS above idle MiB \|/)
-  assert.match(run.stdout, /\| many \| transport floor: first byte p99 ms/)
+  const manySse = results.results.manySse
+  assert.equal(manySse.completed, results.size.many.sessions, 'many on RunSSE: every turn completed')
+  assert.equal(manySse.transport, 'sse')
+  const upSse = results.results.largeUpSse
+  assert.ok(upSse.mbPerSec > 0 && upSse.peakRssAboveIdleMiB > 0, `large-up on RunSSE: ${JSON.stringify(upSse)}`)
+  assert.equal(upSse.transport, 'sse')
+  assert.match(run.stdout, /\| large-up \| on transport 'sse': MB\/s \/ peak RSS above idle MiB \|/)
+  assert.match(run.stdout, /\| many \| HTTP\/1.1 floor under 'sse': first byte p99 ms/)
   assert.equal(results.targets.length, 13)
   assert.match(run.stdout, /\| stream \| wall ms \|/)
 })

@@ -10,6 +10,9 @@ const mib = 1024 * 1024
 
 // ---------- the two implementations behind one shape ----------
 
+// The implementation a measurement made, for the transport its turns used.
+let made
+
 async function implementation(impl, url, { content = 'bench file\n', cancelTimeoutMs = 2000, transport } = {}) {
   if (impl === 'addon') {
     const { AgentClient } = require('../index.js')
@@ -20,8 +23,10 @@ async function implementation(impl, url, { content = 'bench file\n', cancelTimeo
       exec: (req) => (req.kind === 'read' ? { success: { path: req.args.path, content: exec.content() } } : undefined),
     })
     const exec = { content: () => content }
-    return {
+    return made = {
       exec,
+      // The transport its turns used ('h2' or 'sse'); `transport: 'auto'` settles on one.
+      transport: () => client.transport,
       session() {
         const session = client.newSession({ cwd: '/bench' })
         return {
@@ -44,12 +49,17 @@ async function implementation(impl, url, { content = 'bench file\n', cancelTimeo
   }
   const { BaselineClient } = await import('./baseline/client.mjs')
   const exec = { content: () => content }
-  return {
+  // The addon's default, 'auto', settles on h2 against the embedded backend: the baseline goes
+  // the same way, and run.mjs checks that both did.
+  const baselineTransport = transport === 'sse' ? 'sse' : 'h2'
+  return made = {
     exec,
+    transport: () => baselineTransport,
     session() {
       const client = new BaselineClient({
         baseUrl: url,
         cancelTimeoutMs,
+        transport: baselineTransport,
         exec: ({ kind, args }) => (kind === 'read' ? { result: { case: 'success', value: { path: args.path, output: { case: 'content', value: exec.content() } } } } : undefined),
       })
       return {
@@ -73,7 +83,7 @@ const percentile = (xs, p) => {
 // ---------- scenarios ----------
 
 async function stream() {
-  const impl = await implementation(spec.impl, spec.url)
+  const impl = await implementation(spec.impl, spec.url, { transport: spec.transport })
   const session = impl.session()
   let updates = 0
   let chars = 0
@@ -131,7 +141,7 @@ async function largeUp() {
 }
 
 async function largeDown() {
-  const impl = await implementation(spec.impl, spec.url)
+  const impl = await implementation(spec.impl, spec.url, { transport: spec.transport })
   const session = impl.session()
   gc()
   const idle = rss()
@@ -143,7 +153,6 @@ async function largeDown() {
 }
 
 async function many() {
-  // `spec.transport`: the addon on another transport than its default (RunSSE over HTTP/1.1).
   const impl = await implementation(spec.impl, spec.url, { transport: spec.transport })
   gc()
   const before = rss()
@@ -175,7 +184,7 @@ async function floor() {
 }
 
 async function cancel() {
-  const impl = await implementation(spec.impl, spec.url, { cancelTimeoutMs: spec.size.boundMs })
+  const impl = await implementation(spec.impl, spec.url, { cancelTimeoutMs: spec.size.boundMs, transport: spec.transport })
   const samples = []
   for (let i = 0; i < spec.size.cancels; i++) {
     const session = impl.session()
@@ -193,7 +202,7 @@ async function cancel() {
 }
 
 async function first() {
-  const impl = await implementation(spec.impl, spec.url)
+  const impl = await implementation(spec.impl, spec.url, { transport: spec.transport })
   const session = impl.session()
   const samples = []
   for (let i = 0; i < spec.size.prompts; i++) {
@@ -208,7 +217,7 @@ async function first() {
 
 /** Both implementations on one scenario: the updates they produce, normalized for comparison. */
 async function check() {
-  const impl = await implementation(spec.impl, spec.url)
+  const impl = await implementation(spec.impl, spec.url, { transport: spec.transport })
   const session = impl.session()
   const updates = []
   const { done } = session.turn('check', (u) => updates.push(u))
@@ -239,6 +248,7 @@ async function check() {
 const run = { stream, 'large-up': largeUp, 'large-down': largeDown, many, floor, 'cancel-ack': cancel, 'cancel-silent': cancel, first, check }[spec.scenario]
 try {
   const result = await run()
+  if (made) result.transport = made.transport()
   process.stdout.write(`${JSON.stringify(result)}\n`)
   process.exit(0)
 } catch (e) {

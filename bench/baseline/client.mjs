@@ -1,15 +1,18 @@
 // The benchmark's yardstick: a pure-JavaScript client of the same protocol (RunSSE + BidiAppend
-// over Node's http, protobuf by @bufbuild/protobuf generated from the project's proto/), doing
+// over Node's http, or Run over Node's http2; protobuf by @bufbuild/protobuf generated from the
+// project's proto/), doing
 // what the addon does for the bench scenarios: Connect framing, decoding every server message,
 // answering execs and KV, heartbeats, cancel with a bound, and producing ACP updates.
 // Not a product surface; `bench/run.mjs` checks that it produces the same updates as the addon.
 import http from 'node:http'
+import http2 from 'node:http2'
 import { randomUUID } from 'node:crypto'
 import { create, fromBinary, toBinary } from '@bufbuild/protobuf'
 import * as pb from './gen/agent_v1_pb.js'
 import * as ai from './gen/aiserver_v1_pb.js'
 
 const RUN_SSE = '/agent.v1.AgentService/RunSSE'
+const RUN = '/agent.v1.AgentService/Run'
 const BIDI_APPEND = '/aiserver.v1.BidiService/BidiAppend'
 const HEARTBEAT_MS = 5000
 
@@ -45,6 +48,29 @@ class FrameDecoder {
   }
 }
 
+// Run streams go to an HTTP/2 connection carrying fewer than 100 streams, or to a new one, with
+// the addon's receive windows (8 MiB per stream, 16 MiB per connection), so neither client is
+// held to a smaller window than the other.
+const H2_STREAMS_PER_CONNECTION = 100
+const h2Connections = new Map()
+
+function runStream(origin, headers) {
+  const connections = h2Connections.get(origin) ?? []
+  h2Connections.set(origin, connections)
+  let connection = connections.find((c) => c.streams < H2_STREAMS_PER_CONNECTION && !c.session.closed && !c.session.destroyed)
+  if (!connection) {
+    const session = http2.connect(origin, { settings: { initialWindowSize: 8 * 1024 * 1024 } })
+    session.on('connect', () => session.setLocalWindowSize(16 * 1024 * 1024))
+    session.on('error', () => {})
+    connection = { session, streams: 0 }
+    connections.push(connection)
+  }
+  connection.streams++
+  const stream = connection.session.request({ ':method': 'POST', ':path': RUN, ...headers })
+  stream.on('close', () => { connection.streams-- })
+  return stream
+}
+
 function post(url, headers, body) {
   return new Promise((resolve, reject) => {
     const req = http.request(url, { method: 'POST', agent: keepAlive, headers: { ...headers, 'content-length': body.length } }, (res) => {
@@ -67,8 +93,9 @@ export class BaselineClient {
    * @param {(req: {kind: string, args: object}) => Promise<object> | object} [o.exec]  returns the result message init
    * @param {number} [o.cancelTimeoutMs]
    */
-  constructor({ baseUrl, exec, cancelTimeoutMs = 2000 }) {
+  constructor({ baseUrl, exec, cancelTimeoutMs = 2000, transport = 'sse' }) {
     this.baseUrl = baseUrl
+    this.transport = transport
     this.exec = exec
     this.cancelTimeoutMs = cancelTimeoutMs
     this.conversationId = randomUUID()
@@ -90,10 +117,18 @@ export class BaselineClient {
       'x-cursor-client-type': 'cli',
       'x-ghost-mode': 'true',
     }
+    const h2 = this.transport === 'h2'
     let seqno = 0
     const appends = []
     const send = (message) => {
-      const data = Buffer.from(toBinary(pb.AgentClientMessageSchema, create(pb.AgentClientMessageSchema, { message }))).toString('hex')
+      const encoded = toBinary(pb.AgentClientMessageSchema, create(pb.AgentClientMessageSchema, { message }))
+      if (h2) {
+        return new Promise((resolve, reject) => {
+          if (stream.destroyed || stream.writableEnded) return reject(new Error('the Run stream is closed'))
+          stream.write(envelope(encoded), (err) => (err ? reject(err) : resolve()))
+        })
+      }
+      const data = Buffer.from(encoded).toString('hex')
       const body = toBinary(ai.BidiAppendRequestSchema, create(ai.BidiAppendRequestSchema, { data, requestId: { requestId }, appendSeqno: BigInt(seqno++) }))
       const p = post(this.baseUrl + BIDI_APPEND, headers, Buffer.from(body))
       appends.push(p.catch(() => {}))
@@ -187,26 +222,37 @@ export class BaselineClient {
     }
 
     const decoder = new FrameDecoder()
-    const stream = http.request(this.baseUrl + RUN_SSE, {
-      method: 'POST',
-      agent: keepAlive,
-      headers: { ...headers, 'content-type': 'application/connect+proto', 'x-cursor-streaming': 'true' },
-    }, (res) => {
-      res.on('data', (c) => {
-        try {
-          for (const frame of decoder.push(c)) {
-            if (frame.flags & 0x02) return finish('end_turn')
-            handle(fromBinary(pb.AgentServerMessageSchema, frame.data))
-          }
-        } catch {
-          finish('end_turn')
+    const onData = (c) => {
+      try {
+        for (const frame of decoder.push(c)) {
+          if (frame.flags & 0x02) return finish('end_turn')
+          handle(fromBinary(pb.AgentServerMessageSchema, frame.data))
         }
+      } catch {
+        finish('end_turn')
+      }
+    }
+    const streamHeaders = { ...headers, 'content-type': 'application/connect+proto' }
+    let stream
+    if (h2) {
+      stream = runStream(new URL(this.baseUrl).origin, { ...streamHeaders, te: 'trailers' })
+      stream.on('response', (h) => { if (h[':status'] !== 200) finish('end_turn') })
+      stream.on('data', onData)
+      stream.on('end', () => finish('end_turn'))
+      stream.on('error', () => finish('end_turn'))
+    } else {
+      stream = http.request(this.baseUrl + RUN_SSE, {
+        method: 'POST',
+        agent: keepAlive,
+        headers: { ...streamHeaders, 'x-cursor-streaming': 'true' },
+      }, (res) => {
+        res.on('data', onData)
+        res.on('end', () => finish('end_turn'))
+        res.on('error', () => finish('end_turn'))
       })
-      res.on('end', () => finish('end_turn'))
-      res.on('error', () => finish('end_turn'))
-    })
-    stream.on('error', () => finish('end_turn'))
-    stream.end(envelope(toBinary(ai.BidiRequestIdSchema, create(ai.BidiRequestIdSchema, { requestId }))))
+      stream.on('error', () => finish('end_turn'))
+      stream.end(envelope(toBinary(ai.BidiRequestIdSchema, create(ai.BidiRequestIdSchema, { requestId }))))
+    }
 
     const userMessage = { text, messageId: randomUUID() }
     send({
