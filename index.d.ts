@@ -468,7 +468,7 @@ export declare namespace bench {
   /**
    * Benchmark helper (not client API): the HTTP/1.1 setup floor under the `many` scenario.
    * `turns` RunSSE-shaped turns at once against a `bench.FloorServer`, through the reqwest client
-   * a default RunSSE transport uses and nothing else (no protocol, no JS per turn).
+   * a RunSSE transport with default settings uses and nothing else (no protocol, no JS per turn).
    */
   export function floorTurns(url: string, turns: number): Promise<bench.FloorStats>
   /** Benchmark helper (not client API): starts a `bench.FloorServer` on 127.0.0.1. */
