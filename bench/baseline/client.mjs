@@ -26,25 +26,40 @@ function envelope(payload) {
   return out
 }
 
-/** Incremental Connect envelope decoder over arbitrary chunking. */
+/**
+ * Incremental Connect envelope decoder over arbitrary chunking. Chunks are only joined once the
+ * next frame is whole, so a large frame arriving in many small chunks (HTTP/2 DATA frames are
+ * 16 KiB) is copied once, not once per chunk.
+ */
 class FrameDecoder {
   constructor(maxFrame = 16 * 1024 * 1024) {
-    this.buf = Buffer.alloc(0)
+    this.chunks = []
+    this.length = 0
+    this.need = 5
     this.max = maxFrame
   }
 
   *push(chunk) {
-    this.buf = this.buf.length ? Buffer.concat([this.buf, chunk]) : chunk
+    this.chunks.push(chunk)
+    this.length += chunk.length
+    if (this.length < this.need) return
+    const buf = this.chunks.length === 1 ? this.chunks[0] : Buffer.concat(this.chunks, this.length)
     let off = 0
-    while (this.buf.length - off >= 5) {
-      const flags = this.buf[off]
-      const len = this.buf.readUInt32BE(off + 1)
+    this.need = 5
+    while (buf.length - off >= 5) {
+      const flags = buf[off]
+      const len = buf.readUInt32BE(off + 1)
       if (len > this.max) throw new Error(`frame of ${len} bytes exceeds the limit`)
-      if (this.buf.length - off - 5 < len) break
-      yield { flags, data: this.buf.subarray(off + 5, off + 5 + len) }
+      if (buf.length - off - 5 < len) {
+        this.need = 5 + len
+        break
+      }
+      yield { flags, data: buf.subarray(off + 5, off + 5 + len) }
       off += 5 + len
     }
-    this.buf = off === this.buf.length ? Buffer.alloc(0) : this.buf.subarray(off)
+    const rest = buf.subarray(off)
+    this.chunks = rest.length ? [rest] : []
+    this.length = rest.length
   }
 }
 
