@@ -19,9 +19,9 @@ pub enum CoreError {
     /// The server's TLS certificate was not accepted: retrying cannot help.
     #[error("network error: {0}")]
     Untrusted(String),
-    /// An automatic transport found that the server does not speak HTTP/2 (nothing of the
-    /// stream reached it); its next streams use HTTP/1.1.
-    #[error("network error: the server does not speak HTTP/2: {0}")]
+    /// An automatic transport found that the server does not offer `Run` over HTTP/2 (nothing
+    /// of the stream reached an agent); its next streams use RunSSE over HTTP/1.1.
+    #[error("network error: the server does not offer Run over HTTP/2: {0}")]
     NoHttp2(String),
     /// The response body ended without the Connect end-of-stream frame.
     #[error("network error: the server closed the stream before its end-of-stream frame")]

@@ -986,3 +986,63 @@ async fn auto_transport_stays_on_h2_when_the_server_is_down() {
     assert!(err.is_retryable());
     assert_eq!(t.active_kind(), TransportKind::H2);
 }
+
+/// A server that speaks HTTP/1.1 and h2c but knows none of the protocol's paths: every request
+/// gets 404. Records each request's version and path.
+async fn not_found_server() -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    use hyper_util::rt::{TokioExecutor, TokioIo};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = seen.clone();
+    tokio::spawn(async move {
+        while let Ok((socket, _)) = listener.accept().await {
+            let log = log.clone();
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(move |req: http::Request<hyper::body::Incoming>| {
+                    log.lock().unwrap().push(format!("{:?} {}", req.version(), req.uri().path()));
+                    async {
+                        let body = http_body_util::Full::new(bytes::Bytes::from_static(b"404 page not found"));
+                        Ok::<_, std::convert::Infallible>(http::Response::builder().status(404).body(body).unwrap())
+                    }
+                });
+                let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+                let _ = builder.serve_connection(TokioIo::new(socket), service).await;
+            });
+        }
+    });
+    (url, seen)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auto_transport_moves_to_runsse_when_an_h2_server_has_no_run() {
+    // A gateway written for RunSSE alone may still speak HTTP/2 (Go does over TLS by itself).
+    let (url, seen) = not_found_server().await;
+    let t = Transport::new(TransportConfig { base_url: url, kind: TransportKind::Auto, ..Default::default() }).unwrap();
+    let AgentStream { sender, mut receiver } = t.open(&uuid_like(), None);
+    let _ = sender.send(&run_request("go")).await;
+    let err = tokio::time::timeout(BOUND, receiver.next()).await.expect("settles").expect_err("no Run");
+    assert!(matches!(err, CoreError::NoHttp2(_)), "{err:?}");
+    assert!(err.to_string().contains("no Run endpoint"), "{err}");
+    assert_eq!(t.active_kind(), TransportKind::Sse);
+    assert_eq!(*seen.lock().unwrap(), ["HTTP/2.0 /agent.v1.AgentService/Run"]);
+
+    // The next stream is RunSSE; its 404 is this server's answer, and stays an error.
+    let AgentStream { sender, mut receiver } = t.open(&uuid_like(), None);
+    let _ = sender.send(&run_request("go")).await;
+    let err = tokio::time::timeout(BOUND, receiver.next()).await.expect("settles").expect_err("404");
+    assert!(matches!(err, CoreError::Server(_)), "{err:?}");
+    assert_eq!(err.connect_error().and_then(|e| e.http_status), Some(404));
+    let seen = seen.lock().unwrap().clone();
+    assert!(seen[1..].iter().all(|r| r.starts_with("HTTP/1.1 /")), "{seen:?}");
+    assert!(seen.contains(&"HTTP/1.1 /agent.v1.AgentService/RunSSE".to_string()), "{seen:?}");
+
+    // On `transport: 'h2'` the same 404 is an error, not a reason to change transports.
+    let (url, _) = not_found_server().await;
+    let t = Transport::new(TransportConfig { base_url: url, kind: TransportKind::H2, ..Default::default() }).unwrap();
+    let AgentStream { sender, mut receiver } = t.open(&uuid_like(), None);
+    let _ = sender.send(&run_request("go")).await;
+    let err = tokio::time::timeout(BOUND, receiver.next()).await.expect("settles").expect_err("404");
+    assert!(matches!(err, CoreError::Server(_)), "{err:?}");
+    assert_eq!(t.active_kind(), TransportKind::H2);
+}

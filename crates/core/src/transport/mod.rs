@@ -216,14 +216,19 @@ enum Connections {
 }
 
 /// The automatic transport's connections: `Run` over HTTP/2 until a stream shows that the
-/// server does not speak it, then RunSSE + BidiAppend over HTTP/1.1 for the client's lifetime.
+/// server does not offer it, then RunSSE + BidiAppend over HTTP/1.1 for the client's lifetime.
 ///
-/// What shows it: on `https`, the server picking HTTP/1.1 by ALPN (we offer both); on a plain
-/// `http` URL, where h2c goes by prior knowledge, the connection failing after it was made and
-/// before any response, as a server or proxy that speaks only HTTP/1.1 does on reading the
-/// HTTP/2 preface (answering 400, 505, or closing). A server that is down fails to connect
-/// and changes nothing. The stream that finds out fails with [`CoreError::NoHttp2`]; nothing
-/// of it reached the server, so the turn loop starts it again on HTTP/1.1.
+/// What shows it:
+/// * on `https`, the server picking HTTP/1.1 by ALPN (we offer both);
+/// * on a plain `http` URL, where h2c goes by prior knowledge, the connection failing after it
+///   was made and before any response, as a server or proxy that speaks only HTTP/1.1 does on
+///   reading the HTTP/2 preface (answering 400, 505, or closing);
+/// * a server that speaks HTTP/2 but has no `Run`, as a gateway written for RunSSE alone may
+///   (Go serves h2 over TLS by itself): HTTP 404, 405 or 501, or Connect `unimplemented`.
+///
+/// A server that is down fails to connect and changes nothing. The stream that finds out fails
+/// with [`CoreError::NoHttp2`]; nothing of it reached an agent, so the turn loop starts it
+/// again on HTTP/1.1.
 struct AutoConnections {
     h2: Arc<H2Connections>,
     http1: reqwest::Client,
@@ -490,6 +495,11 @@ fn spawn_request(client: &reqwest::Client, request: reqwest::Request) -> Respons
     tokio::spawn(async move { ok_or_http_error(response.await.map_err(CoreError::from)?).await })
 }
 
+/// Whether a `Run` request's error response says that the server has no such endpoint.
+fn no_run_endpoint(err: &ConnectError) -> bool {
+    err.code == connect::Code::Unimplemented || matches!(err.http_status, Some(404 | 405 | 501))
+}
+
 /// The response if its status is a success, else the error its status and body say.
 async fn ok_or_http_error(response: reqwest::Response) -> Result<reqwest::Response, CoreError> {
     let status = response.status();
@@ -508,9 +518,9 @@ struct Fallback {
     h2c: bool,
 }
 
-/// [`spawn_request`] for a `Run` request of an automatic transport: a response over HTTP/1.1,
-/// or a connection that fails after it was made and before any response on h2c, switches the
-/// transport to HTTP/1.1 and fails the stream, both halves, with [`CoreError::NoHttp2`].
+/// [`spawn_request`] for a `Run` request of an automatic transport: what shows that the server
+/// does not offer `Run` over HTTP/2 (see [`AutoConnections`]) switches the transport to
+/// HTTP/1.1 and fails the stream, both halves, with [`CoreError::NoHttp2`].
 fn spawn_auto_run_request(
     client: &reqwest::Client,
     request: reqwest::Request,
@@ -520,9 +530,10 @@ fn spawn_auto_run_request(
     let response = client.execute(request);
     tokio::spawn(async move {
         let why = match response.await {
-            Ok(response) if response.version() == reqwest::Version::HTTP_2 => {
-                return ok_or_http_error(response).await;
-            }
+            Ok(response) if response.version() == reqwest::Version::HTTP_2 => match ok_or_http_error(response).await {
+                Err(CoreError::Server(e)) if no_run_endpoint(&e) => format!("it has no Run endpoint ({e})"),
+                other => return other,
+            },
             Ok(response) => {
                 format!("it answered over {:?} (status {})", response.version(), response.status().as_u16())
             }
