@@ -1046,3 +1046,34 @@ async fn auto_transport_moves_to_runsse_when_an_h2_server_has_no_run() {
     assert!(matches!(err, CoreError::Server(_)), "{err:?}");
     assert_eq!(t.active_kind(), TransportKind::H2);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auto_transport_moves_to_runsse_when_run_ends_at_once_as_unimplemented() {
+    // A Connect server answers a streaming method it lacks with 200 and an end-of-stream error.
+    let b = backend(json!({ "turns": [
+        [{ "type": "error", "code": "unimplemented", "message": "agent.v1.AgentService.Run is not implemented" }],
+        hello()["steps"]
+    ] }))
+    .await;
+    let t = transport(&b, TransportKind::Auto, |_| {});
+    let AgentStream { sender, mut receiver } = t.open(&uuid_like(), None);
+    let _ = sender.send(&run_request("go")).await;
+    let err = tokio::time::timeout(BOUND, receiver.next()).await.expect("settles").expect_err("no Run");
+    assert!(matches!(err, CoreError::NoHttp2(_)), "{err:?}");
+    assert_eq!(t.active_kind(), TransportKind::Sse);
+    let seen = drive(&t, run_request("go")).await.expect("turn over RunSSE");
+    assert_eq!((seen.text.as_str(), seen.turn_ended), ("hello", true));
+    assert_eq!(b.records().iter().map(|r| r.transport.as_str()).collect::<Vec<_>>(), ["h2", "sse"]);
+
+    // `unimplemented` after the stream has carried a message is the agent's error, not the
+    // transport's: it stays an error, and the transport stays on h2.
+    let b = backend(json!({ "steps": [
+        { "type": "text", "text": "hi" },
+        { "type": "error", "code": "unimplemented", "message": "no such tool" }
+    ] }))
+    .await;
+    let t = transport(&b, TransportKind::Auto, |_| {});
+    let err = drive(&t, run_request("go")).await.expect_err("the agent's error");
+    assert!(matches!(err, CoreError::Server(_)), "{err:?}");
+    assert_eq!(t.active_kind(), TransportKind::H2);
+}

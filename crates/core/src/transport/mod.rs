@@ -224,7 +224,8 @@ enum Connections {
 ///   was made and before any response, as a server or proxy that speaks only HTTP/1.1 does on
 ///   reading the HTTP/2 preface (answering 400, 505, or closing);
 /// * a server that speaks HTTP/2 but has no `Run`, as a gateway written for RunSSE alone may
-///   (Go serves h2 over TLS by itself): HTTP 404, 405 or 501, or Connect `unimplemented`.
+///   (Go serves h2 over TLS by itself): HTTP 404, 405 or 501, or Connect `unimplemented`, as
+///   the response or as the end of the stream before any message.
 ///
 /// A server that is down fails to connect and changes nothing. The stream that finds out fails
 /// with [`CoreError::NoHttp2`]; nothing of it reached an agent, so the turn loop starts it
@@ -370,12 +371,13 @@ impl Transport {
             reqwest::Body::wrap_stream(body_stream),
         );
         let (client, slot) = connections.checkout();
-        let response = match fallback {
+        let response = match fallback.clone() {
             None => spawn_request(&client, request),
             Some(fallback) => spawn_auto_run_request(&client, request, fallback, fail_tx.clone()),
         };
         let mut receiver = AgentReceiver::new(response, self.inner.config.limits, fail_rx);
         receiver.slot = Some(slot);
+        receiver.no_run_unless_a_message = fallback.map(|f| f.on_http1);
         AgentStream {
             sender: AgentSender {
                 inner: Arc::new(SenderInner::H2 { body: std::sync::Mutex::new(Some(body_tx)), gzip, failure: fail_tx }),
@@ -512,6 +514,7 @@ async fn ok_or_http_error(response: reqwest::Response) -> Result<reqwest::Respon
 
 /// What an automatic transport's `Run` request needs to report that the server does not speak
 /// HTTP/2 (see [`AutoConnections`]).
+#[derive(Clone)]
 struct Fallback {
     on_http1: Arc<std::sync::atomic::AtomicBool>,
     /// h2c by prior knowledge (a plain `http` URL) rather than h2 chosen by ALPN.
@@ -890,6 +893,10 @@ pub struct AgentReceiver {
     response_headers: HeaderMap,
     /// The stream's place on an HTTP/2 connection, held as long as the stream can be read.
     slot: Option<StreamSlot>,
+    /// On an automatic transport's `Run` stream until its first message: the flag that moves
+    /// the transport to HTTP/1.1 should the stream end at once with Connect `unimplemented`
+    /// (a Connect server's answer for a streaming method it lacks comes in the body).
+    no_run_unless_a_message: Option<Arc<std::sync::atomic::AtomicBool>>,
 }
 
 impl Drop for AgentReceiver {
@@ -909,6 +916,7 @@ impl AgentReceiver {
             trailers: Default::default(),
             response_headers: HeaderMap::new(),
             slot: None,
+            no_run_unless_a_message: None,
         }
     }
 
@@ -937,6 +945,7 @@ impl AgentReceiver {
         match self.decoder.next_frame() {
             Err(e) => Some(self.fail(e.into())),
             Ok(Some(Frame::Message(raw))) => {
+                self.no_run_unless_a_message = None;
                 // Decoded in place on the heap, never moved whole (see `ServerFrame`).
                 let mut message = Box::<AgentServerMessage>::default();
                 Some(match message.merge(raw.clone()) {
@@ -947,7 +956,13 @@ impl AgentReceiver {
             Ok(Some(Frame::End(end))) => {
                 self.trailers = end.metadata;
                 Some(match end.error {
-                    Some(err) => self.fail(CoreError::from_connect(err)),
+                    Some(err) => match self.no_run_unless_a_message.take() {
+                        Some(on_http1) if no_run_endpoint(&err) => {
+                            on_http1.store(true, std::sync::atomic::Ordering::Relaxed);
+                            self.fail(CoreError::NoHttp2(format!("it has no Run endpoint ({err})")))
+                        }
+                        _ => self.fail(CoreError::from_connect(err)),
+                    },
                     None => {
                         self.state = ResponseState::Done;
                         Ok(None)
