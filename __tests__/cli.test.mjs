@@ -473,3 +473,33 @@ test('questions go to elicitation forms when offered; an accepted plan switches 
     await agent.stop()
   }
 })
+
+test('--transport: auto by default (h2 on a backend that speaks it, RunSSE on one that does not), sse or h2 when asked', async () => {
+  const turn = { steps: [{ type: 'text', text: 'hi' }, { type: 'turnEnded' }] }
+  const cases = [
+    [[], turn, 'h2'],
+    [[], { ...turn, http1Only: true }, 'sse'],
+    [['--transport', 'sse'], turn, 'sse'],
+    [['--transport', 'h2'], turn, 'h2'],
+  ]
+  for (const [args, scenario, used] of cases) {
+    const agent = startAgent({ args, scenario })
+    let records
+    try {
+      await agent.agent.request('initialize', INIT)
+      const { sessionId } = await agent.agent.request('session/new', { cwd: tempDir(), mcpServers: [] })
+      const response = await within(10_000, agent.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'hello' }] }), 'prompt')
+      assert.equal(response.stopReason, 'end_turn', `${args} ${used}`)
+      assert.equal(textOf(agent.updatesFor(sessionId)), 'hi')
+    } finally {
+      ({ records } = await agent.stop())
+    }
+    assert.deepEqual(records.map((r) => r.transport), [used], `${JSON.stringify(args)}, http1Only ${!!scenario.http1Only}`)
+  }
+  const bad = spawn(process.execPath, [CLI, '--transport', 'h3'], { stdio: ['ignore', 'ignore', 'pipe'] })
+  let stderr = ''
+  bad.stderr.on('data', (c) => { stderr += c })
+  const code = await new Promise((resolve) => bad.on('exit', resolve))
+  assert.equal(code, 2)
+  assert.match(stderr, /--transport must be auto, sse or h2/)
+})
