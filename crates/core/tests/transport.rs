@@ -1027,15 +1027,22 @@ async fn auto_transport_moves_to_runsse_when_an_h2_server_has_no_run() {
     assert_eq!(t.active_kind(), TransportKind::Sse);
     assert_eq!(*seen.lock().unwrap(), ["HTTP/2.0 /agent.v1.AgentService/Run"]);
 
-    // The next stream is RunSSE; its 404 is this server's answer, and stays an error.
+    // The next stream is RunSSE + BidiAppend; its 404 is this server's answer, and stays an error.
     let AgentStream { sender, mut receiver } = t.open(&uuid_like(), None);
     let _ = sender.send(&run_request("go")).await;
     let err = tokio::time::timeout(BOUND, receiver.next()).await.expect("settles").expect_err("404");
     assert!(matches!(err, CoreError::Server(_)), "{err:?}");
     assert_eq!(err.connect_error().and_then(|e| e.http_status), Some(404));
+    // The append's 404 may fail the stream before the stream request is logged.
+    let run_sse = "HTTP/1.1 /agent.v1.AgentService/RunSSE".to_string();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while !seen.lock().unwrap().contains(&run_sse) && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     let seen = seen.lock().unwrap().clone();
-    assert!(seen[1..].iter().all(|r| r.starts_with("HTTP/1.1 /")), "{seen:?}");
-    assert!(seen.contains(&"HTTP/1.1 /agent.v1.AgentService/RunSSE".to_string()), "{seen:?}");
+    assert!(seen.contains(&run_sse), "{seen:?}");
+    let http1 = ["HTTP/1.1 /agent.v1.AgentService/RunSSE", "HTTP/1.1 /aiserver.v1.BidiService/BidiAppend"];
+    assert!(seen[1..].iter().all(|r| http1.contains(&r.as_str())), "{seen:?}");
 
     // On `transport: 'h2'` the same 404 is an error, not a reason to change transports.
     let (url, _) = not_found_server().await;
