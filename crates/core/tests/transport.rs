@@ -927,6 +927,13 @@ async fn auto_transport_moves_to_http1_for_good_when_the_server_speaks_only_that
     assert!(b.connections_accepted() > connections);
 }
 
+/// The error a stream of `t` ends with: opened, sent a run request, read until it fails.
+async fn stream_error(t: &Transport) -> CoreError {
+    let AgentStream { sender, mut receiver } = t.open(&uuid_like(), None);
+    let _ = sender.send(&run_request("go")).await;
+    tokio::time::timeout(BOUND, receiver.next()).await.expect("settles").expect_err("the stream fails")
+}
+
 /// A plain-TCP server that reads what a client sends and then does `reply` to the socket.
 async fn raw_server(reply: &'static [u8]) -> String {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -957,9 +964,7 @@ async fn auto_transport_reads_an_http1_answer_or_a_hang_up_to_the_h2_preface_as_
         let url = raw_server(reply).await;
         let t =
             Transport::new(TransportConfig { base_url: url, kind: TransportKind::Auto, ..Default::default() }).unwrap();
-        let AgentStream { sender, mut receiver } = t.open(&uuid_like(), None);
-        let _ = sender.send(&run_request("go")).await;
-        let err = tokio::time::timeout(BOUND, receiver.next()).await.expect("settles").expect_err("no h2");
+        let err = stream_error(&t).await;
         let reply = String::from_utf8_lossy(reply);
         assert!(matches!(err, CoreError::NoHttp2(_)), "{reply:?}: {err:?}");
         assert_eq!(t.active_kind(), TransportKind::Sse, "{reply:?}");
@@ -979,9 +984,7 @@ async fn auto_transport_stays_on_h2_when_the_server_is_down() {
         ..Default::default()
     })
     .unwrap();
-    let AgentStream { sender, mut receiver } = t.open(&uuid_like(), None);
-    let _ = sender.send(&run_request("go")).await;
-    let err = tokio::time::timeout(BOUND, receiver.next()).await.expect("settles").expect_err("refused");
+    let err = stream_error(&t).await;
     assert!(matches!(err, CoreError::Network(_)), "{err:?}");
     assert!(err.is_retryable());
     assert_eq!(t.active_kind(), TransportKind::H2);
@@ -1019,18 +1022,14 @@ async fn auto_transport_moves_to_runsse_when_an_h2_server_has_no_run() {
     // A gateway written for RunSSE alone may still speak HTTP/2 (Go does over TLS by itself).
     let (url, seen) = not_found_server().await;
     let t = Transport::new(TransportConfig { base_url: url, kind: TransportKind::Auto, ..Default::default() }).unwrap();
-    let AgentStream { sender, mut receiver } = t.open(&uuid_like(), None);
-    let _ = sender.send(&run_request("go")).await;
-    let err = tokio::time::timeout(BOUND, receiver.next()).await.expect("settles").expect_err("no Run");
+    let err = stream_error(&t).await;
     assert!(matches!(err, CoreError::NoHttp2(_)), "{err:?}");
     assert!(err.to_string().contains("no Run endpoint"), "{err}");
     assert_eq!(t.active_kind(), TransportKind::Sse);
     assert_eq!(*seen.lock().unwrap(), ["HTTP/2.0 /agent.v1.AgentService/Run"]);
 
     // The next stream is RunSSE + BidiAppend; its 404 is this server's answer, and stays an error.
-    let AgentStream { sender, mut receiver } = t.open(&uuid_like(), None);
-    let _ = sender.send(&run_request("go")).await;
-    let err = tokio::time::timeout(BOUND, receiver.next()).await.expect("settles").expect_err("404");
+    let err = stream_error(&t).await;
     assert!(matches!(err, CoreError::Server(_)), "{err:?}");
     assert_eq!(err.connect_error().and_then(|e| e.http_status), Some(404));
     // The append's 404 may fail the stream before the stream request is logged.
@@ -1047,9 +1046,7 @@ async fn auto_transport_moves_to_runsse_when_an_h2_server_has_no_run() {
     // On `transport: 'h2'` the same 404 is an error, not a reason to change transports.
     let (url, _) = not_found_server().await;
     let t = Transport::new(TransportConfig { base_url: url, kind: TransportKind::H2, ..Default::default() }).unwrap();
-    let AgentStream { sender, mut receiver } = t.open(&uuid_like(), None);
-    let _ = sender.send(&run_request("go")).await;
-    let err = tokio::time::timeout(BOUND, receiver.next()).await.expect("settles").expect_err("404");
+    let err = stream_error(&t).await;
     assert!(matches!(err, CoreError::Server(_)), "{err:?}");
     assert_eq!(t.active_kind(), TransportKind::H2);
 }
@@ -1063,9 +1060,7 @@ async fn auto_transport_moves_to_runsse_when_run_ends_at_once_as_unimplemented()
     ] }))
     .await;
     let t = transport(&b, TransportKind::Auto, |_| {});
-    let AgentStream { sender, mut receiver } = t.open(&uuid_like(), None);
-    let _ = sender.send(&run_request("go")).await;
-    let err = tokio::time::timeout(BOUND, receiver.next()).await.expect("settles").expect_err("no Run");
+    let err = stream_error(&t).await;
     assert!(matches!(err, CoreError::NoHttp2(_)), "{err:?}");
     assert_eq!(t.active_kind(), TransportKind::Sse);
     let seen = drive(&t, run_request("go")).await.expect("turn over RunSSE");

@@ -14,6 +14,7 @@
 
 use std::fmt;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -233,7 +234,14 @@ enum Connections {
 struct AutoConnections {
     h2: Arc<H2Connections>,
     http1: reqwest::Client,
-    on_http1: Arc<std::sync::atomic::AtomicBool>,
+    on_http1: Arc<AtomicBool>,
+}
+
+impl AutoConnections {
+    /// Whether a stream has shown that the server does not offer `Run` over HTTP/2.
+    fn moved_to_http1(&self) -> bool {
+        self.on_http1.load(Ordering::Relaxed)
+    }
 }
 
 impl fmt::Debug for Transport {
@@ -296,7 +304,7 @@ impl Transport {
         match &self.inner.connections {
             Connections::Http1(_) => TransportKind::Sse,
             Connections::H2(_) => TransportKind::H2,
-            Connections::Auto(auto) if auto.on_http1.load(std::sync::atomic::Ordering::Relaxed) => TransportKind::Sse,
+            Connections::Auto(auto) if auto.moved_to_http1() => TransportKind::Sse,
             Connections::Auto(_) => TransportKind::H2,
         }
     }
@@ -311,7 +319,7 @@ impl Transport {
         match &self.inner.connections {
             Connections::Http1(client) => self.open_sse(client, request_id, &ids, fail_tx, fail_rx),
             Connections::H2(connections) => self.open_h2(connections, &ids, fail_tx, fail_rx, None),
-            Connections::Auto(auto) if auto.on_http1.load(std::sync::atomic::Ordering::Relaxed) => {
+            Connections::Auto(auto) if auto.moved_to_http1() => {
                 self.open_sse(&auto.http1, request_id, &ids, fail_tx, fail_rx)
             }
             Connections::Auto(auto) => {
@@ -516,7 +524,7 @@ async fn ok_or_http_error(response: reqwest::Response) -> Result<reqwest::Respon
 /// HTTP/2 (see [`AutoConnections`]).
 #[derive(Clone)]
 struct Fallback {
-    on_http1: Arc<std::sync::atomic::AtomicBool>,
+    on_http1: Arc<AtomicBool>,
     /// h2c by prior knowledge (a plain `http` URL) rather than h2 chosen by ALPN.
     h2c: bool,
 }
@@ -543,7 +551,7 @@ fn spawn_auto_run_request(
             Err(e) if fallback.h2c && !e.is_connect() && !e.is_timeout() => error_chain(&e),
             Err(e) => return Err(CoreError::from(e)),
         };
-        fallback.on_http1.store(true, std::sync::atomic::Ordering::Relaxed);
+        fallback.on_http1.store(true, Ordering::Relaxed);
         let err = CoreError::NoHttp2(why);
         record_failure(&failure, err.clone());
         Err(err)
@@ -896,7 +904,7 @@ pub struct AgentReceiver {
     /// On an automatic transport's `Run` stream until its first message: the flag that moves
     /// the transport to HTTP/1.1 should the stream end at once with Connect `unimplemented`
     /// (a Connect server's answer for a streaming method it lacks comes in the body).
-    no_run_unless_a_message: Option<Arc<std::sync::atomic::AtomicBool>>,
+    no_run_unless_a_message: Option<Arc<AtomicBool>>,
 }
 
 impl Drop for AgentReceiver {
@@ -958,7 +966,7 @@ impl AgentReceiver {
                 Some(match end.error {
                     Some(err) => match self.no_run_unless_a_message.take() {
                         Some(on_http1) if no_run_endpoint(&err) => {
-                            on_http1.store(true, std::sync::atomic::Ordering::Relaxed);
+                            on_http1.store(true, Ordering::Relaxed);
                             self.fail(CoreError::NoHttp2(format!("it has no Run endpoint ({err})")))
                         }
                         _ => self.fail(CoreError::from_connect(err)),
