@@ -26,6 +26,17 @@ fn transport(b: &EmbeddedBackend, kind: TransportKind, tweak: impl FnOnce(&mut T
     Transport::new(config).expect("transport")
 }
 
+/// A transport of `kind` with default settings, for a server other than the embedded backend.
+fn transport_at(base_url: &str, kind: TransportKind) -> Transport {
+    Transport::new(TransportConfig { base_url: base_url.to_string(), kind, ..Default::default() }).expect("transport")
+}
+
+/// The URL of a local port nobody listens on.
+fn unreachable_url() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    format!("http://{}", listener.local_addr().unwrap())
+}
+
 fn client(m: pb::agent_client_message::Message) -> pb::AgentClientMessage {
     pb::AgentClientMessage { message: Some(m) }
 }
@@ -609,14 +620,9 @@ async fn append_deadline_is_enforced() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unreachable_server_is_a_network_error() {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    drop(listener);
+    let url = unreachable_url();
     for kind in KINDS {
-        let t = Transport::new(TransportConfig { base_url: url.clone(), kind, ..Default::default() }).unwrap();
-        let AgentStream { sender, mut receiver } = t.open("nowhere", None);
-        let _ = sender.send(&run_request("x")).await;
-        let err = tokio::time::timeout(BOUND, receiver.next()).await.unwrap().unwrap_err();
+        let err = stream_error(&transport_at(&url, kind)).await;
         assert_eq!(err.code(), "E_NETWORK", "{kind:?}: {err:?}");
     }
 }
@@ -962,8 +968,7 @@ async fn auto_transport_reads_an_http1_answer_or_a_hang_up_to_the_h2_preface_as_
     ];
     for reply in refusals {
         let url = raw_server(reply).await;
-        let t =
-            Transport::new(TransportConfig { base_url: url, kind: TransportKind::Auto, ..Default::default() }).unwrap();
+        let t = transport_at(&url, TransportKind::Auto);
         let err = stream_error(&t).await;
         let reply = String::from_utf8_lossy(reply);
         assert!(matches!(err, CoreError::NoHttp2(_)), "{reply:?}: {err:?}");
@@ -974,16 +979,7 @@ async fn auto_transport_reads_an_http1_answer_or_a_hang_up_to_the_h2_preface_as_
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn auto_transport_stays_on_h2_when_the_server_is_down() {
     // A port nobody listens on: the connection is refused, which says nothing about HTTP/2.
-    let port = {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.local_addr().unwrap().port()
-    };
-    let t = Transport::new(TransportConfig {
-        base_url: format!("http://127.0.0.1:{port}"),
-        kind: TransportKind::Auto,
-        ..Default::default()
-    })
-    .unwrap();
+    let t = transport_at(&unreachable_url(), TransportKind::Auto);
     let err = stream_error(&t).await;
     assert!(matches!(err, CoreError::Network(_)), "{err:?}");
     assert!(err.is_retryable());
@@ -1021,7 +1017,7 @@ async fn not_found_server() -> (String, std::sync::Arc<std::sync::Mutex<Vec<Stri
 async fn auto_transport_moves_to_runsse_when_an_h2_server_has_no_run() {
     // A gateway written for RunSSE alone may still speak HTTP/2 (Go does over TLS by itself).
     let (url, seen) = not_found_server().await;
-    let t = Transport::new(TransportConfig { base_url: url, kind: TransportKind::Auto, ..Default::default() }).unwrap();
+    let t = transport_at(&url, TransportKind::Auto);
     let err = stream_error(&t).await;
     assert!(matches!(err, CoreError::NoHttp2(_)), "{err:?}");
     assert!(err.to_string().contains("no Run endpoint"), "{err}");
@@ -1045,7 +1041,7 @@ async fn auto_transport_moves_to_runsse_when_an_h2_server_has_no_run() {
 
     // On `transport: 'h2'` the same 404 is an error, not a reason to change transports.
     let (url, _) = not_found_server().await;
-    let t = Transport::new(TransportConfig { base_url: url, kind: TransportKind::H2, ..Default::default() }).unwrap();
+    let t = transport_at(&url, TransportKind::H2);
     let err = stream_error(&t).await;
     assert!(matches!(err, CoreError::Server(_)), "{err:?}");
     assert_eq!(t.active_kind(), TransportKind::H2);

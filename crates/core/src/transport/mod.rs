@@ -244,6 +244,13 @@ impl AutoConnections {
     }
 }
 
+/// Moves an automatic transport to HTTP/1.1 for good (`on_http1` is its
+/// [`AutoConnections::on_http1`]); returns the error for the stream that showed why.
+fn move_to_http1(on_http1: &AtomicBool, why: String) -> CoreError {
+    on_http1.store(true, Ordering::Relaxed);
+    CoreError::NoHttp2(why)
+}
+
 impl fmt::Debug for Transport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Transport")
@@ -551,8 +558,7 @@ fn spawn_auto_run_request(
             Err(e) if fallback.h2c && !e.is_connect() && !e.is_timeout() => error_chain(&e),
             Err(e) => return Err(CoreError::from(e)),
         };
-        fallback.on_http1.store(true, Ordering::Relaxed);
-        let err = CoreError::NoHttp2(why);
+        let err = move_to_http1(&fallback.on_http1, why);
         record_failure(&failure, err.clone());
         Err(err)
     })
@@ -966,8 +972,7 @@ impl AgentReceiver {
                 Some(match end.error {
                     Some(err) => match self.no_run_unless_a_message.take() {
                         Some(on_http1) if no_run_endpoint(&err) => {
-                            on_http1.store(true, Ordering::Relaxed);
-                            self.fail(CoreError::NoHttp2(format!("it has no Run endpoint ({err})")))
+                            self.fail(move_to_http1(&on_http1, format!("it has no Run endpoint ({err})")))
                         }
                         _ => self.fail(CoreError::from_connect(err)),
                     },
