@@ -51,6 +51,20 @@ test('results are read as JSON.stringify reads them, with proto3 JSON forms for 
   assert.equal(results.get(2).success.content, 'a\uFFFDb')
 })
 
+test('a large result arrives exactly, read while its memory is faulted in on another thread', async () => {
+  // Over 2 Mi UTF-16 units the addon faults the destination in while V8 flattens the string:
+  // a rope (as `+` and `repeat` build) of one- to four-byte characters, and a flat string.
+  const rope = ('a'.repeat(1000) + 'é€🌍\n').repeat(3000)
+  const flat = Buffer.from(rope).toString()
+  assert.ok(rope.length > 3_000_000)
+  const results = await readResults([
+    (r) => ({ success: { path: r.args.path, content: rope } }),
+    (r) => ({ success: { path: r.args.path, content: flat } }),
+  ])
+  assert.ok(results.get(1).success.content === rope, 'the rope arrives exactly')
+  assert.ok(results.get(2).success.content === flat, 'the flat string arrives exactly')
+})
+
 test('byte arrays fill bytes fields as they are and string fields as UTF-8 text', async () => {
   const results = await readResults([
     (r) => ({ success: { path: r.args.path, data: Buffer.from([0, 255, 1, 2]) } }),

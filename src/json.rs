@@ -19,6 +19,7 @@
 use std::fmt::Display;
 use std::ptr;
 
+use cursor_acp_core::hugepages;
 use napi::bindgen_prelude::*;
 use napi::sys;
 use serde_json::{Map, Number, Value};
@@ -173,9 +174,16 @@ impl Reader {
         let capacity = units * 3 + 1;
         let mut buf: Vec<u8> = Vec::with_capacity(capacity);
         let mut written = 0;
-        self.ok(unsafe {
-            sys::napi_get_value_string_utf8(self.env, value, buf.as_mut_ptr().cast(), capacity, &mut written)
-        })?;
+        let (env, dest) = (self.env, buf.as_mut_ptr());
+        // V8 flattens the string before it copies a byte, so the destination's pages (at least
+        // one byte per UTF-16 unit) can be faulted in on another core meanwhile.
+        // SAFETY: `buf` outlives the call and is not touched by Rust until it returns.
+        let status = unsafe {
+            hugepages::populate_during(dest, units, || {
+                sys::napi_get_value_string_utf8(env, value, dest.cast(), capacity, &mut written)
+            })
+        };
+        self.ok(status)?;
         // SAFETY: N-API wrote `written` bytes (the capacity always suffices).
         unsafe { buf.set_len(written) };
         if buf.capacity() - written > 64 * 1024 {
