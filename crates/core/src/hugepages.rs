@@ -87,8 +87,9 @@ pub unsafe fn populate_during<R>(block: *mut u8, len: usize, work: impl FnOnce()
     }
     // Whole pages only: madvise needs an aligned start, and a partial page at either end is
     // faulted by its writer.
-    let start = (block as usize).next_multiple_of(populate::PAGE);
-    let end = (block as usize + len) / populate::PAGE * populate::PAGE;
+    let page = populate::page_size();
+    let start = (block as usize).next_multiple_of(page);
+    let end = (block as usize + len) / page * page;
     if end <= start {
         return work();
     }
@@ -104,9 +105,16 @@ pub unsafe fn populate_during<R>(block: *mut u8, len: usize, work: impl FnOnce()
 #[cfg(target_os = "linux")]
 mod populate {
     use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::OnceLock;
 
-    pub const PAGE: usize = 4096;
     static UNSUPPORTED: AtomicBool = AtomicBool::new(false);
+
+    /// The base page size: 4 KiB on x86-64, 4, 16 or 64 KiB on arm64 kernels.
+    pub fn page_size() -> usize {
+        static PAGE: OnceLock<usize> = OnceLock::new();
+        // SAFETY: sysconf only reads a system constant.
+        *PAGE.get_or_init(|| usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096).max(4096))
+    }
 
     pub fn supported() -> bool {
         !UNSUPPORTED.load(Ordering::Relaxed)
@@ -125,7 +133,9 @@ mod populate {
 
 #[cfg(not(target_os = "linux"))]
 mod populate {
-    pub const PAGE: usize = 4096;
+    pub fn page_size() -> usize {
+        4096
+    }
 
     pub fn supported() -> bool {
         false
@@ -195,9 +205,10 @@ mod tests {
 
     /// How many of the whole pages in `block..block + len` are resident.
     fn resident_pages(block: *const u8, len: usize) -> (usize, usize) {
-        let start = (block as usize).next_multiple_of(4096);
-        let end = (block as usize + len) / 4096 * 4096;
-        let mut vec = vec![0u8; (end - start) / 4096];
+        let page = populate::page_size();
+        let start = (block as usize).next_multiple_of(page);
+        let end = (block as usize + len) / page * page;
+        let mut vec = vec![0u8; (end - start) / page];
         // SAFETY: the range is mapped (inside a live block) and `vec` has a byte per page.
         let rc = unsafe { libc::mincore(start as *mut libc::c_void, end - start, vec.as_mut_ptr()) };
         assert_eq!(rc, 0, "mincore: {}", std::io::Error::last_os_error());
@@ -238,7 +249,7 @@ mod tests {
 
     #[test]
     fn a_small_block_is_left_to_its_writer() {
-        let len = POPULATE_MIN - 4096;
+        let len = POPULATE_MIN - populate::page_size();
         let mut small: Vec<u8> = Vec::with_capacity(len);
         let before = resident_pages(small.as_ptr(), len).0;
         unsafe { populate_during(small.as_mut_ptr(), len, || ()) };
