@@ -43,13 +43,19 @@ unsafe impl GlobalAlloc for HugePageAllocator {
 /// Asks for huge pages on the whole 2 MiB pages inside a large block; returns the block.
 fn advised(block: *mut u8, len: usize) -> *mut u8 {
     if len >= HUGE_BLOCK_MIN && !block.is_null() {
-        let start = (block as usize).next_multiple_of(HUGE_PAGE);
-        let end = (block as usize + len) / HUGE_PAGE * HUGE_PAGE;
-        if end > start {
-            advise_huge_pages(start, end - start);
+        if let Some((start, len)) = whole_pages(block, len, HUGE_PAGE) {
+            advise_huge_pages(start, len);
         }
     }
     block
+}
+
+/// The start and length of the whole `page`-sized, `page`-aligned pages inside
+/// `block..block + len`, if there are any.
+fn whole_pages(block: *const u8, len: usize, page: usize) -> Option<(usize, usize)> {
+    let start = (block as usize).next_multiple_of(page);
+    let end = (block as usize + len) / page * page;
+    (end > start).then(|| (start, end - start))
 }
 
 #[cfg(target_os = "linux")]
@@ -87,17 +93,14 @@ pub unsafe fn populate_during<R>(block: *mut u8, len: usize, work: impl FnOnce()
     }
     // Whole pages only: madvise needs an aligned start, and a partial page at either end is
     // faulted by its writer.
-    let page = populate::page_size();
-    let start = (block as usize).next_multiple_of(page);
-    let end = (block as usize + len) / page * page;
-    if end <= start {
+    let Some((start, len)) = whole_pages(block, len, populate::page_size()) else {
         return work();
-    }
+    };
     std::thread::scope(|scope| {
         // A thread that cannot start leaves the faults to the writer, as without it.
         let _helper = std::thread::Builder::new()
             .name("populate".into())
-            .spawn_scoped(scope, move || populate::write_fault(start, end - start));
+            .spawn_scoped(scope, move || populate::write_fault(start, len));
         work()
     })
 }
@@ -206,11 +209,10 @@ mod tests {
     /// How many of the whole pages in `block..block + len` are resident.
     fn resident_pages(block: *const u8, len: usize) -> (usize, usize) {
         let page = populate::page_size();
-        let start = (block as usize).next_multiple_of(page);
-        let end = (block as usize + len) / page * page;
-        let mut vec = vec![0u8; (end - start) / page];
+        let (start, len) = whole_pages(block, len, page).expect("the block spans whole pages");
+        let mut vec = vec![0u8; len / page];
         // SAFETY: the range is mapped (inside a live block) and `vec` has a byte per page.
-        let rc = unsafe { libc::mincore(start as *mut libc::c_void, end - start, vec.as_mut_ptr()) };
+        let rc = unsafe { libc::mincore(start as *mut libc::c_void, len, vec.as_mut_ptr()) };
         assert_eq!(rc, 0, "mincore: {}", std::io::Error::last_os_error());
         (vec.iter().filter(|b| **b & 1 == 1).count(), vec.len())
     }
