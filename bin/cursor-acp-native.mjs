@@ -4,18 +4,15 @@
 // backend (or a local gateway, or the embedded backend with --embedded). stdout carries only
 // ACP JSON lines; everything else goes to stderr.
 import fs from 'node:fs'
-import { createRequire } from 'node:module'
 import { Readable, Writable } from 'node:stream'
 import { parseArgs } from 'node:util'
 import { ndJsonStream } from '@agentclientprotocol/sdk'
 
+import { loadAddon } from '../cli/addon.mjs'
 import { createAgent } from '../cli/agent.mjs'
-import { DEMO_SCENARIO } from '../cli/demo.mjs'
 import { createLogger, parseLevel } from '../cli/log.mjs'
 import { SessionStore, defaultCacheDir } from '../cli/store.mjs'
 import { VERSION } from '../cli/version.mjs'
-
-const require = createRequire(import.meta.url)
 
 // Anything printed by accident must not corrupt the protocol stream.
 for (const name of /** @type {const} */ (['log', 'info', 'debug'])) console[name] = (...args) => console.error(...args)
@@ -100,15 +97,17 @@ let baseUrl = args['base-url'] ?? env.CURSOR_ACP_BASE_URL ?? 'https://api2.curso
 /** @type {import('../index.js').EmbeddedBackend | null} */
 let backend = null
 if (args.embedded) {
-  /** @type {typeof import('../index.js')} */
-  const { startEmbeddedBackend } = require('../index.js')
-  let scenario = DEMO_SCENARIO
+  const { startEmbeddedBackend } = loadAddon()
+  /** @type {import('../index.js').Scenario} */
+  let scenario
   if (args.scenario) {
     try {
       scenario = JSON.parse(fs.readFileSync(args.scenario, 'utf8'))
     } catch (e) {
       fail(`cannot read the scenario ${args.scenario}: ${errorMessage(e)}`)
     }
+  } else {
+    scenario = (await import('../cli/demo.mjs')).DEMO_SCENARIO
   }
   if (args.record) scenario = { ...scenario, record: true }
   try {

@@ -2,12 +2,12 @@
 // The MCP servers an editor hands to `session/new` (stdio, streamable HTTP, SSE), connected with
 // the MCP client SDK: their tools are advertised to Cursor in the request context, and the
 // server's `mcp` exec requests call them (behind a permission prompt, see exec-mapping.mjs).
-import { Client, SSEClientTransport, StreamableHTTPClientTransport } from '@modelcontextprotocol/client'
-import { StdioClientTransport } from '@modelcontextprotocol/client/stdio'
-
+// The MCP client SDK is loaded with the first server: it takes longer to load than Node takes
+// to start, and most sessions have no MCP servers.
 import { VERSION } from './version.mjs'
 
 /** @typedef {import('@agentclientprotocol/sdk').McpServer} McpServerConfig */
+/** @typedef {import('@modelcontextprotocol/client').Client} Client */
 /** @typedef {import('@modelcontextprotocol/client').Transport} Transport */
 /** @typedef {Awaited<ReturnType<Client['listTools']>>['tools'][number]} Tool */
 /** @typedef {Awaited<ReturnType<Client['callTool']>>} CallToolResult */
@@ -24,6 +24,10 @@ import { VERSION } from './version.mjs'
 const CONNECT_TIMEOUT_MS = 30_000
 const CALL_TIMEOUT_MS = 10 * 60_000
 
+/** @type {Promise<typeof import('@modelcontextprotocol/client')> | undefined} */
+let mcpClientSdk
+const loadMcpClientSdk = () => (mcpClientSdk ??= import('@modelcontextprotocol/client'))
+
 /**
  * @param {{ name: string, value: string }[] | undefined} list
  * @returns {Record<string, string>}
@@ -33,16 +37,19 @@ const pairs = (list) => Object.fromEntries((list ?? []).map(({ name, value }) =>
 /**
  * @param {McpServerConfig} config
  * @param {string} cwd
- * @returns {Transport}
+ * @returns {Promise<Transport>}
  */
-function transportFor(config, cwd) {
+async function transportFor(config, cwd) {
   if ('type' in config && config.type === 'http') {
+    const { StreamableHTTPClientTransport } = await loadMcpClientSdk()
     return new StreamableHTTPClientTransport(new URL(config.url), { requestInit: { headers: pairs(config.headers) } })
   }
   if ('type' in config && config.type === 'sse') {
+    const { SSEClientTransport } = await loadMcpClientSdk()
     return new SSEClientTransport(new URL(config.url), { requestInit: { headers: pairs(config.headers) } })
   }
   const stdio = /** @type {import('@agentclientprotocol/sdk').McpServerStdio} */ (config)
+  const { StdioClientTransport } = await import('@modelcontextprotocol/client/stdio')
   return new StdioClientTransport({ command: stdio.command, args: stdio.args ?? [], env: { ...cleanEnv(process.env), ...pairs(stdio.env) }, cwd, stderr: 'ignore' })
 }
 
@@ -127,15 +134,18 @@ export class McpServers {
    * @param {string} cwd
    */
   async connect(config, cwd) {
-    const client = new Client({ name: 'cursor-acp-native', version: VERSION })
+    /** @type {Client | undefined} */
+    let client
     try {
-      await withTimeout(client.connect(transportFor(config, cwd)), CONNECT_TIMEOUT_MS, `MCP server ${config.name}`)
+      const { Client } = await loadMcpClientSdk()
+      client = new Client({ name: 'cursor-acp-native', version: VERSION })
+      await withTimeout(client.connect(await transportFor(config, cwd)), CONNECT_TIMEOUT_MS, `MCP server ${config.name}`)
       const { tools } = await withTimeout(client.listTools(), CONNECT_TIMEOUT_MS, `MCP server ${config.name}`)
       this.servers.set(config.name, { client, tools, instructions: client.getInstructions() })
       this.log.info(`MCP server ${config.name}: ${tools.length} tools`)
     } catch (e) {
       this.log.warn(`MCP server ${config.name} is unavailable: ${e instanceof Error ? e.message : String(e)}`)
-      client.close().catch(() => {})
+      client?.close().catch(() => {})
     }
   }
 

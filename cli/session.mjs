@@ -6,9 +6,9 @@
 // exec-mapping.mjs, interaction-mapping.mjs and request-context.mjs, behind the permission flow
 // of permissions.mjs.
 import path from 'node:path'
-import { createRequire } from 'node:module'
 import { RequestError } from '@agentclientprotocol/sdk'
 
+import { loadAddon } from './addon.mjs'
 import { ExecMapping } from './exec-mapping.mjs'
 import { InteractionMapping } from './interaction-mapping.mjs'
 import { McpServers } from './mcp.mjs'
@@ -46,10 +46,6 @@ import { UpdateRelay } from './update-relay.mjs'
  * @property {string[]} [models]  extra entries of the model picker
  * @property {Partial<AgentClientOptions>} [clientOptions]  passed to the addon's client as they are
  */
-
-const require = createRequire(import.meta.url)
-/** @type {typeof import('../index.js')} */
-const { AgentClient, LocalTools } = require('../index.js')
 
 const TITLE_LENGTH = 80
 
@@ -95,6 +91,7 @@ export class AgentSession {
     /** Aborted once the running (or last) turn is cancelled. */
     this.cancellation = new AbortController()
 
+    const { AgentClient, LocalTools } = loadAddon()
     this.relay = new UpdateRelay(peer.client, sessionId)
     /** @type {import('./permissions.mjs').TurnControl} */
     const turn = { cancellation: () => this.cancellation.signal, cancel: () => this.cancel() }
