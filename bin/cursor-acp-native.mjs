@@ -3,14 +3,17 @@
 // cursor-acp-native: an Agent Client Protocol agent over stdio, backed by Cursor's agent
 // backend (or a local gateway, or the embedded backend with --embedded). stdout carries only
 // ACP JSON lines; everything else goes to stderr.
+//
+// Start-up is kept short: editors start an agent per thread and wait for `initialize`. What is
+// loaded here is small; the ACP SDK and the agent come right after the first `initialize` is
+// answered (see cli/stdio.mjs), the addon with the first session, the MCP client SDK with the
+// first MCP server.
 import fs from 'node:fs'
-import { Readable, Writable } from 'node:stream'
 import { parseArgs } from 'node:util'
-import { ndJsonStream } from '@agentclientprotocol/sdk'
 
 import { loadAddon } from '../cli/addon.mjs'
-import { createAgent } from '../cli/agent.mjs'
 import { createLogger, parseLevel } from '../cli/log.mjs'
+import { serveStdio } from '../cli/stdio.mjs'
 import { SessionStore, defaultCacheDir } from '../cli/store.mjs'
 import { VERSION } from '../cli/version.mjs'
 
@@ -143,16 +146,25 @@ const config = {
   env,
 }
 
-const stream = ndJsonStream(Writable.toWeb(process.stdout), /** @type {ReadableStream<Uint8Array>} */ (Readable.toWeb(process.stdin)))
-const connection = createAgent(config).connect(stream)
-log.info(`cursor-acp-native ${VERSION} ready (${baseUrl}, sessions in ${store.dir})`)
-
+/** @type {import('@agentclientprotocol/sdk').AgentConnection | null} */
+let connection = null
+let stopping = false
 const shutdown = () => {
-  connection.close()
+  stopping = true
+  connection?.close()
   backend?.close()
 }
 process.on('SIGTERM', shutdown)
 process.on('SIGINT', shutdown)
+
+connection = await serveStdio({
+  input: process.stdin,
+  output: process.stdout,
+  loadAgent: async () => (await import('../cli/agent.mjs')).createAgent(config),
+  log,
+})
+log.info(`cursor-acp-native ${VERSION} ready (${baseUrl}, sessions in ${store.dir})`)
+if (stopping) connection.close()
 await connection.closed
 if (args.record && backend) {
   try {
