@@ -191,3 +191,14 @@ test('what the client sends after the early answer reaches the agent once the SD
   assert.equal(lines().filter((m) => m.id === 1).length, 1)
   connection.close()
 })
+
+test('SIGTERM before any request ends the agent', async () => {
+  const agent = rawAgent()
+  // Let it get to reading stdin; nothing is ever sent.
+  await new Promise((resolve) => setTimeout(resolve, 500))
+  agent.child.kill('SIGTERM')
+  const timer = setTimeout(() => agent.child.kill('SIGKILL'), 5000)
+  const [code, signal] = await new Promise((resolve) => agent.child.on('exit', (c, s) => resolve([c, s])))
+  clearTimeout(timer)
+  assert.deepEqual([code, signal], [0, null], 'it exits by itself, not by the SIGKILL 5 s later')
+})

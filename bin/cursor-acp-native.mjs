@@ -151,7 +151,9 @@ let connection = null
 let stopping = false
 const shutdown = () => {
   stopping = true
-  connection?.close()
+  // Before the first request, the agent waits on stdin: ending it ends the agent.
+  if (connection) connection.close()
+  else process.stdin.destroy()
   backend?.close()
 }
 process.on('SIGTERM', shutdown)

@@ -74,9 +74,10 @@ function readFirstLine(input) {
     /** @param {string | null} line */
     const finish = (line) => {
       input.off('readable', onReadable)
-      input.off('end', onEnd)
+      for (const event of ['end', 'close', 'error']) input.off(event, onEnd)
       resolve({ line, consumed: Buffer.concat(chunks) })
     }
+    // The end of the input, or the input closed or failed (the agent is being stopped).
     const onEnd = () => finish(null)
     const onReadable = () => {
       /** @type {Buffer | null} */
@@ -96,7 +97,7 @@ function readFirstLine(input) {
       }
     }
     input.on('readable', onReadable)
-    input.on('end', onEnd)
+    for (const event of ['end', 'close', 'error']) input.on(event, onEnd)
   })
 }
 
@@ -116,7 +117,7 @@ function inputFrom(first, input, ready) {
     },
     async pull(controller) {
       await ready
-      if (input.readableEnded) return controller.close()
+      if (input.readableEnded || input.destroyed) return controller.close()
       rest ??= /** @type {ReadableStream<Uint8Array>} */ (Readable.toWeb(input)).getReader()
       const { value, done } = await rest.read()
       if (done) controller.close()
