@@ -18,7 +18,6 @@ import { readTextOrNull } from './text-files.mjs'
 /** @typedef {import('../index.js').LocalTools} LocalTools */
 /** @typedef {import('../index.js').agent.FetchResult} FetchResult */
 /** @typedef {import('../index.js').agent.McpResult} McpResult */
-/** @typedef {import('../index.js').agent.WriteResult} WriteResult */
 /** @typedef {import('../index.js').agent.WriteSuccess} WriteSuccess */
 /** @typedef {import('./permissions.mjs').PermissionFlow} PermissionFlow */
 /** @typedef {import('./permissions.mjs').Card} Card */

@@ -10,7 +10,6 @@ import { VERSION } from './version.mjs'
 /** @typedef {import('@modelcontextprotocol/client').Client} Client */
 /** @typedef {import('@modelcontextprotocol/client').Transport} Transport */
 /** @typedef {Awaited<ReturnType<Client['listTools']>>['tools'][number]} Tool */
-/** @typedef {Awaited<ReturnType<Client['callTool']>>} CallToolResult */
 /** @typedef {import('../index.js').agent.McpArgs} McpArgs */
 /** @typedef {import('../index.js').agent.McpResult} McpResult */
 /** @typedef {import('../index.js').agent.McpSuccess} McpSuccess */
@@ -18,8 +17,10 @@ import { VERSION } from './version.mjs'
 /** @typedef {import('../index.js').agent.McpInstructions} McpInstructions */
 /** @typedef {import('../index.js').agent.McpToolResultContentItem} McpContentItem */
 
-/** A server's tool an `mcp` exec names. */
-/** @typedef {{ server: string, tool: Tool, client: Client }} FoundTool */
+/**
+ * A server's tool an `mcp` exec names.
+ * @typedef {{ server: string, tool: Tool, client: Client }} FoundTool
+ */
 
 const CONNECT_TIMEOUT_MS = 30_000
 const CALL_TIMEOUT_MS = 10 * 60_000

@@ -137,7 +137,7 @@ function inputFrom(first, input, ready) {
  * @param {string} line
  * @returns {EarlyAnswer | null}
  */
-export function acceptableInitialize(line) {
+function acceptableInitialize(line) {
   let message
   try {
     message = JSON.parse(line)
