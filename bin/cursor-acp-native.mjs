@@ -1,24 +1,24 @@
 #!/usr/bin/env node
+// @ts-check
 // cursor-acp-native: an Agent Client Protocol agent over stdio, backed by Cursor's agent
 // backend (or a local gateway, or the embedded backend with --embedded). stdout carries only
 // ACP JSON lines; everything else goes to stderr.
+//
+// Start-up is kept short: editors start an agent per thread and wait for `initialize`. What is
+// loaded here is small; the ACP SDK and the agent come right after the first `initialize` is
+// answered (see cli/stdio.mjs), the addon with the first session, the MCP client SDK with the
+// first MCP server.
 import fs from 'node:fs'
-import { Readable, Writable } from 'node:stream'
 import { parseArgs } from 'node:util'
-import { createRequire } from 'node:module'
-import { ndJsonStream } from '@agentclientprotocol/sdk'
 
-import { createAgent } from '../cli/agent.mjs'
-import { isCursorHost } from '../cli/auth.mjs'
-import { DEMO_SCENARIO } from '../cli/demo.mjs'
+import { loadAddon } from '../cli/addon.mjs'
 import { createLogger, parseLevel } from '../cli/log.mjs'
+import { serveStdio } from '../cli/stdio.mjs'
 import { SessionStore, defaultCacheDir } from '../cli/store.mjs'
+import { VERSION } from '../cli/version.mjs'
 
 // Anything printed by accident must not corrupt the protocol stream.
-for (const name of ['log', 'info', 'debug']) console[name] = (...args) => console.error(...args)
-
-const require = createRequire(import.meta.url)
-const { version } = require('../package.json')
+for (const name of /** @type {const} */ (['log', 'info', 'debug'])) console[name] = (...args) => console.error(...args)
 
 const USAGE = `Usage: cursor-acp-native [options]
 
@@ -40,14 +40,19 @@ Options:
 Credentials: CURSOR_ACCESS_TOKEN, or CURSOR_API_KEY (exchanged for a token). Local gateways and
 --embedded need none.`
 
+/**
+ * @param {string} message
+ * @returns {never}
+ */
 function fail(message) {
   process.stderr.write(`cursor-acp-native: ${message}\n\n${USAGE}\n`)
   process.exit(2)
 }
 
+/** @type {ReturnType<typeof parseOptions>} */
 let args
-try {
-  args = parseArgs({
+function parseOptions() {
+  return parseArgs({
     options: {
       'base-url': { type: 'string' },
       model: { type: 'string' },
@@ -63,66 +68,76 @@ try {
     },
     strict: true,
   }).values
+}
+try {
+  args = parseOptions()
 } catch (e) {
-  fail(e.message)
+  fail(errorMessage(e))
 }
 if (args.help) {
   process.stdout.write(`${USAGE}\n`)
   process.exit(0)
 }
 if (args.version) {
-  process.stdout.write(`${version}\n`)
+  process.stdout.write(`${VERSION}\n`)
   process.exit(0)
 }
 
 const env = process.env
+/** @type {import('../cli/log.mjs').Logger} */
 let log
 try {
   log = createLogger(parseLevel(args['log-level'] ?? env.CURSOR_ACP_LOG))
 } catch (e) {
-  fail(e.message)
+  fail(errorMessage(e))
 }
 const transport = args.transport ?? 'auto'
-if (!['auto', 'sse', 'h2'].includes(transport)) fail(`--transport must be auto, sse or h2, got ${JSON.stringify(transport)}`)
+if (transport !== 'auto' && transport !== 'sse' && transport !== 'h2') fail(`--transport must be auto, sse or h2, got ${JSON.stringify(transport)}`)
 if (args.scenario && !args.embedded) fail('--scenario needs --embedded')
 if (args.record && !args.embedded) fail('--record needs --embedded')
 
 let baseUrl = args['base-url'] ?? env.CURSOR_ACP_BASE_URL ?? 'https://api2.cursor.sh'
+/** @type {import('../index.js').EmbeddedBackend | null} */
 let backend = null
 if (args.embedded) {
-  const { startEmbeddedBackend } = require('../index.js')
-  let scenario = DEMO_SCENARIO
+  const { startEmbeddedBackend } = loadAddon()
+  /** @type {import('../index.js').Scenario} */
+  let scenario
   if (args.scenario) {
     try {
       scenario = JSON.parse(fs.readFileSync(args.scenario, 'utf8'))
     } catch (e) {
-      fail(`cannot read the scenario ${args.scenario}: ${e.message}`)
+      fail(`cannot read the scenario ${args.scenario}: ${errorMessage(e)}`)
     }
+  } else {
+    scenario = (await import('../cli/demo.mjs')).DEMO_SCENARIO
   }
   if (args.record) scenario = { ...scenario, record: true }
   try {
     backend = await startEmbeddedBackend({ scenario })
   } catch (e) {
-    fail(`invalid scenario: ${e.message}`)
+    fail(`invalid scenario: ${errorMessage(e)}`)
   }
   baseUrl = backend.url
   log.info(`embedded backend on ${baseUrl}`)
 }
 
+/** @type {Partial<import('../index.js').AgentClientOptions>} */
 let clientOptions = {}
 if (env.CURSOR_ACP_CLIENT_OPTIONS) {
   try {
     clientOptions = JSON.parse(env.CURSOR_ACP_CLIENT_OPTIONS)
   } catch (e) {
-    fail(`CURSOR_ACP_CLIENT_OPTIONS is not JSON: ${e.message}`)
+    fail(`CURSOR_ACP_CLIENT_OPTIONS is not JSON: ${errorMessage(e)}`)
   }
 }
 
 const store = new SessionStore(args['cache-dir'] ?? defaultCacheDir(env))
+/** @type {import('../cli/agent.mjs').AgentConfig} */
 const config = {
   baseUrl,
   transport,
-  needsAuth: !args.embedded && isCursorHost(baseUrl),
+  embedded: args.embedded ?? false,
   model: args.model ?? env.CURSOR_ACP_MODEL ?? 'default',
   models: (args.models ?? env.CURSOR_ACP_MODELS ?? '').split(',').map((m) => m.trim()).filter(Boolean),
   clientOptions,
@@ -131,24 +146,40 @@ const config = {
   env,
 }
 
-const stream = ndJsonStream(Writable.toWeb(process.stdout), Readable.toWeb(process.stdin))
-const connection = createAgent(config).connect(stream)
-log.info(`cursor-acp-native ${version} ready (${baseUrl}, sessions in ${store.dir})`)
-
+/** @type {import('@agentclientprotocol/sdk').AgentConnection | null} */
+let connection = null
+let stopping = false
 const shutdown = () => {
-  connection.close()
+  stopping = true
+  // Before the first request, the agent waits on stdin: ending it ends the agent.
+  if (connection) connection.close()
+  else process.stdin.destroy()
   backend?.close()
 }
 process.on('SIGTERM', shutdown)
 process.on('SIGINT', shutdown)
+
+connection = await serveStdio({
+  input: process.stdin,
+  output: process.stdout,
+  loadAgent: async () => (await import('../cli/agent.mjs')).createAgent(config),
+  log,
+})
+log.info(`cursor-acp-native ${VERSION} ready (${baseUrl}, sessions in ${store.dir})`)
+if (stopping) connection.close()
 await connection.closed
-if (args.record) {
+if (args.record && backend) {
   try {
     fs.writeFileSync(args.record, JSON.stringify(backend.records()))
   } catch (e) {
-    log.error(`cannot write ${args.record}: ${e.message}`)
+    log.error(`cannot write ${args.record}: ${errorMessage(e)}`)
   }
 }
 backend?.close()
 // Native handles (sockets, timers of finished turns) must not keep a stdio agent alive.
 setTimeout(() => process.exit(0), 100).unref()
+
+/** @param {unknown} e */
+function errorMessage(e) {
+  return e instanceof Error ? e.message : String(e)
+}

@@ -1,48 +1,90 @@
+// @ts-check
 // The ACP agent: `initialize`, `authenticate`, the session lifecycle (new, load, resume, list,
-// close, delete), modes and config options, prompt and cancel — on @agentclientprotocol/sdk's
-// agent app, with every session backed by the addon.
+// close, delete), modes and config options, and prompt and cancel handed to the session — on
+// @agentclientprotocol/sdk's agent app, with every session backed by the addon.
 import { randomUUID } from 'node:crypto'
 import path from 'node:path'
-import { createRequire } from 'node:module'
-import { agent, RequestError, PROTOCOL_VERSION } from '@agentclientprotocol/sdk'
+import { agent, RequestError } from '@agentclientprotocol/sdk'
 
-import { AUTH_METHODS, Credentials } from './auth.mjs'
-import { AgentSession, toRequestError } from './session.mjs'
+import { Credentials, isCursorHost } from './auth.mjs'
+import { initializeResponse } from './initialize.mjs'
+import { toRequestError } from './request-errors.mjs'
+import { AgentSession } from './session.mjs'
 
-const require = createRequire(import.meta.url)
-const { version } = require('../package.json')
+/** @typedef {import('@agentclientprotocol/sdk').AgentApp} AgentApp */
+/** @typedef {import('@agentclientprotocol/sdk').AgentContext} AgentContext */
+/** @typedef {import('@agentclientprotocol/sdk').ClientCapabilities} ClientCapabilities */
+/** @typedef {import('@agentclientprotocol/sdk').McpServer} McpServerConfig */
+/** @typedef {import('./store.mjs').SessionRecord} SessionRecord */
 
+/**
+ * How the agent was started.
+ * @typedef {import('./session.mjs').SessionSettings & {
+ *   embedded: boolean,
+ *   store: import('./store.mjs').SessionStore,
+ *   log: import('./log.mjs').Logger,
+ *   env?: NodeJS.ProcessEnv,
+ * }} AgentConfig
+ */
+
+/** Sessions per page of `session/list`. */
 const PAGE_SIZE = 50
 
 /**
- * @param {object} config
- * @param {string} config.baseUrl
- * @param {boolean} config.needsAuth   credentials are required (Cursor's own service)
- * @param {import('./store.mjs').SessionStore} config.store
- * @param {ReturnType<import('./log.mjs').createLogger>} config.log
+ * @param {unknown} cwd
+ * @param {string} [what]
+ * @returns {string}
+ */
+function absolute(cwd, what = 'cwd') {
+  if (typeof cwd !== 'string' || !path.isAbsolute(cwd)) throw RequestError.invalidParams({ [what]: cwd }, `${what} must be an absolute path`)
+  return cwd
+}
+
+/**
+ * @param {AgentConfig} config
+ * @returns {AgentApp}
  */
 export function createAgent(config) {
   const { store, log } = config
-  const credentials = new Credentials({ baseUrl: config.baseUrl, env: config.env ?? process.env, needsAuth: config.needsAuth, log })
-  /** Shared by every session: the connection, the client's capabilities, the config. */
-  const shared = { conn: null, caps: {}, config, store, log, token: null }
+  // Cursor's own service refuses requests without credentials; local gateways and the embedded backend need none.
+  const needsAuth = !config.embedded && isCursorHost(config.baseUrl)
+  const credentials = new Credentials({ baseUrl: config.baseUrl, env: config.env ?? process.env, needsAuth, log })
+  /** @type {AgentContext | null} */
+  let client = null
+  /** @type {ClientCapabilities} */
+  let capabilities = {}
+  /** @type {import('./session.mjs').ClientPeer} */
+  const peer = {
+    client: () => {
+      if (!client) throw new Error('the agent is not connected')
+      return client
+    },
+    capabilities: () => capabilities,
+  }
+  /** @type {Map<string, AgentSession>} */
   const sessions = new Map()
 
+  /** @param {string} sessionId */
   const live = (sessionId) => {
     const session = sessions.get(sessionId)
     if (!session) throw RequestError.sessionNotFound(sessionId)
     return session
   }
 
-  const absolute = (cwd, what = 'cwd') => {
-    if (typeof cwd !== 'string' || !path.isAbsolute(cwd)) throw RequestError.invalidParams({ [what]: cwd }, `${what} must be an absolute path`)
-    return cwd
+  /** @param {string} sessionId */
+  const stored = (sessionId) => {
+    const record = store.get(sessionId)
+    if (!record) throw RequestError.sessionNotFound(sessionId)
+    return record
   }
 
+  /**
+   * @param {{ sessionId: string, cwd: string, additionalDirectories?: string[] | null, mcpServers?: McpServerConfig[], record?: SessionRecord }} o
+   */
   const open = async ({ sessionId, cwd, additionalDirectories, mcpServers, record }) => {
-    shared.token = await credentials.token()
+    const accessToken = await credentials.token()
     try {
-      const session = new AgentSession({ sessionId, cwd, additionalDirectories: additionalDirectories ?? [], mcpServers, agent: shared, record })
+      const session = new AgentSession({ sessionId, cwd, additionalDirectories: additionalDirectories ?? [], mcpServers, record, peer, settings: config, store, log, accessToken })
       sessions.set(sessionId, session)
       return session
     } catch (e) {
@@ -50,22 +92,22 @@ export function createAgent(config) {
     }
   }
 
-  /** What new/load/resume answer with. */
+  /**
+   * What new/load/resume answer with.
+   * @param {AgentSession} session
+   */
   const state = (session) => ({ modes: session.modes(), configOptions: session.configOptions() })
 
-  /** Updates that must follow the response (clients drop updates for sessions they do not know yet). */
+  /**
+   * Updates that must follow the response (clients drop updates for sessions they do not know yet).
+   * @param {AgentSession} session
+   */
   const afterResponse = (session) =>
     setImmediate(() => session.sendCommands().catch((e) => log.debug('available_commands_update failed:', e)))
 
-  const stored = (sessionId) => {
-    const record = store.get(sessionId)
-    if (!record) throw RequestError.sessionNotFound(sessionId)
-    return record
-  }
-
   return agent({ name: 'cursor-acp-native' })
     .onConnect((connection) => {
-      shared.conn = connection.client
+      client = connection.client
       // The editor went away: stop every turn and every background shell.
       connection.closed.finally(() => {
         for (const session of sessions.values()) session.close()
@@ -73,19 +115,9 @@ export function createAgent(config) {
       })
     })
     .onRequest('initialize', async ({ params }) => {
-      shared.caps = params.clientCapabilities ?? {}
+      capabilities = params.clientCapabilities ?? {}
       log.info(`client ${params.clientInfo?.name ?? 'unknown'} ${params.clientInfo?.version ?? ''} (protocol ${params.protocolVersion})`)
-      return {
-        protocolVersion: Math.min(params.protocolVersion, PROTOCOL_VERSION),
-        agentCapabilities: {
-          loadSession: true,
-          promptCapabilities: { image: true, audio: false, embeddedContext: true },
-          mcpCapabilities: { http: true, sse: true },
-          sessionCapabilities: { list: {}, resume: {}, close: {}, delete: {} },
-        },
-        authMethods: AUTH_METHODS,
-        agentInfo: { name: 'cursor-acp-native', title: 'Cursor (native)', version },
-      }
+      return initializeResponse(params)
     })
     .onRequest('authenticate', async ({ params }) => {
       await credentials.authenticate(params.methodId)
@@ -110,7 +142,7 @@ export function createAgent(config) {
         mcpServers: params.mcpServers,
         record,
       })
-      // The whole history goes out before the response (ACP: load replays, then answers).
+      // The whole history goes out before the response: load replays, then answers.
       try {
         await session.replay()
       } catch (e) {
@@ -187,4 +219,3 @@ export function createAgent(config) {
       sessions.get(params.sessionId)?.cancel()
     })
 }
-

@@ -1,13 +1,16 @@
+// @ts-check
 // Credentials for the backend: CURSOR_ACCESS_TOKEN as is, or CURSOR_API_KEY exchanged once for an
 // access token, or none for a local gateway. Secrets never reach logs or error messages.
 import { RequestError } from '@agentclientprotocol/sdk'
 
-export const AUTH_METHODS = [
-  { id: 'cursor-access-token', name: 'Cursor access token', description: 'Set CURSOR_ACCESS_TOKEN in the agent environment' },
-  { id: 'cursor-api-key', name: 'Cursor API key', description: 'Set CURSOR_API_KEY in the agent environment; it is exchanged for an access token' },
-]
+import { AUTH_METHOD_IDS } from './initialize.mjs'
 
-/** Whether `baseUrl` is Cursor's own service (which needs credentials) rather than a local gateway. */
+const EXCHANGE_TIMEOUT_MS = 30_000
+
+/**
+ * Whether `baseUrl` is Cursor's own service (which needs credentials) rather than a local gateway.
+ * @param {string} baseUrl
+ */
 export function isCursorHost(baseUrl) {
   try {
     const host = new URL(baseUrl).hostname
@@ -18,15 +21,26 @@ export function isCursorHost(baseUrl) {
 }
 
 export class Credentials {
+  /**
+   * @param {object} o
+   * @param {string} o.baseUrl
+   * @param {NodeJS.ProcessEnv} [o.env]
+   * @param {boolean} o.needsAuth  whether the backend refuses requests without credentials
+   * @param {import('./log.mjs').Logger} o.log
+   */
   constructor({ baseUrl, env = process.env, needsAuth, log }) {
     this.baseUrl = baseUrl
     this.env = env
     this.needsAuth = needsAuth
     this.log = log
+    /** @type {string | null} */
     this.exchanged = null
   }
 
-  /** The access token to use, exchanging an API key on first use; null for local gateways. */
+  /**
+   * The access token to use, exchanging an API key on first use; null for local gateways.
+   * @returns {Promise<string | null>}
+   */
   async token() {
     if (this.env.CURSOR_ACCESS_TOKEN) return this.env.CURSOR_ACCESS_TOKEN
     if (this.env.CURSOR_API_KEY) return this.exchange()
@@ -34,13 +48,16 @@ export class Credentials {
     return null
   }
 
-  /** `authenticate`: checks that the chosen method's secret is present (and works, for API keys). */
+  /**
+   * `authenticate`: checks that the chosen method's secret is present (and works, for API keys).
+   * @param {string} methodId
+   */
   async authenticate(methodId) {
-    if (methodId === 'cursor-access-token') {
+    if (methodId === AUTH_METHOD_IDS.accessToken) {
       if (!this.env.CURSOR_ACCESS_TOKEN) throw RequestError.invalidParams(undefined, 'CURSOR_ACCESS_TOKEN is not set in the agent environment')
       return
     }
-    if (methodId === 'cursor-api-key') {
+    if (methodId === AUTH_METHOD_IDS.apiKey) {
       if (!this.env.CURSOR_API_KEY) throw RequestError.invalidParams(undefined, 'CURSOR_API_KEY is not set in the agent environment')
       this.exchanged = null
       await this.exchange()
@@ -49,6 +66,7 @@ export class Credentials {
     throw RequestError.invalidParams({ methodId }, `unknown auth method ${JSON.stringify(methodId)}`)
   }
 
+  /** @returns {Promise<string>} */
   async exchange() {
     if (this.exchanged) return this.exchanged
     const url = new URL('/auth/exchange_user_api_key', this.baseUrl)
@@ -58,21 +76,22 @@ export class Credentials {
         method: 'POST',
         headers: { authorization: `Bearer ${this.env.CURSOR_API_KEY}`, 'content-type': 'application/json' },
         body: '{}',
-        signal: AbortSignal.timeout(30_000),
+        signal: AbortSignal.timeout(EXCHANGE_TIMEOUT_MS),
       })
     } catch (e) {
-      throw RequestError.internalError({ code: 'E_NETWORK', message: `API key exchange failed: ${e.cause?.code ?? e.name}` })
+      const error = /** @type {{ name?: string, cause?: { code?: string } }} */ (e)
+      throw RequestError.internalError({ code: 'E_NETWORK', message: `API key exchange failed: ${error.cause?.code ?? error.name}` })
     }
     if (response.status === 401 || response.status === 403) {
       throw RequestError.internalError({ code: 'E_AUTH', message: `the API key was refused (HTTP ${response.status})` })
     }
     if (!response.ok) throw RequestError.internalError({ code: 'E_SERVER', message: `API key exchange failed with HTTP ${response.status}` })
-    const body = await response.json().catch(() => ({}))
+    const body = /** @type {{ accessToken?: unknown }} */ (await response.json().catch(() => ({})))
     if (typeof body.accessToken !== 'string' || !body.accessToken) {
       throw RequestError.internalError({ code: 'E_PROTOCOL', message: 'API key exchange answered without an accessToken' })
     }
     this.log.info('exchanged the API key for an access token')
     this.exchanged = body.accessToken
-    return this.exchanged
+    return body.accessToken
   }
 }

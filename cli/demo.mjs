@@ -1,6 +1,8 @@
+// @ts-check
 // The scripted turn `--embedded` plays when no --scenario is given: thinking, a text answer, an
 // ls and a shell command run locally (the shell behind a permission prompt), usage, end of turn.
 // It repeats for every prompt. No account and no network are involved.
+/** @type {import('../index.js').Scenario} */
 export const DEMO_SCENARIO = {
   // A person answers the permission prompt: give them time.
   waitTimeoutMs: 600_000,

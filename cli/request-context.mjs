@@ -1,0 +1,68 @@
+// @ts-check
+// The request context Cursor asks for at the start of a turn: the workspace's rules (AGENTS.md,
+// .cursorrules, .cursor/rules/*.md and *.mdc of every root), the MCP servers' tools and
+// instructions, and the environment (OS, shell, time zone, workspace and terminals folders).
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+
+import { readTextOrNull } from './text-files.mjs'
+
+/** @typedef {import('../index.js').RequestContext} RequestContext */
+/** @typedef {import('../index.js').agent.CursorRule} CursorRule */
+
+/** Larger rule files are left out. */
+const RULE_LIMIT_BYTES = 64 * 1024
+
+/**
+ * @param {object} o
+ * @param {string} o.cwd
+ * @param {string[]} o.additionalDirectories
+ * @param {import('./mcp.mjs').McpServers} o.mcp
+ * @param {string} o.terminalsDir  where background shells write their output
+ * @returns {Promise<RequestContext>}
+ */
+export async function requestContext({ cwd, additionalDirectories, mcp, terminalsDir }) {
+  await mcp.ready
+  const roots = [cwd, ...additionalDirectories]
+  let timeZone
+  try {
+    timeZone = Intl.DateTimeFormat().resolvedOptions().timeZone
+  } catch {}
+  return {
+    rules: workspaceRules(roots),
+    tools: mcp.definitions(),
+    mcpInstructions: mcp.instructions(),
+    env: {
+      osVersion: `${os.type()} ${os.release()}`,
+      workspacePaths: roots,
+      shell: process.env.SHELL || (process.platform === 'win32' ? 'cmd.exe' : '/bin/sh'),
+      timeZone,
+      projectFolder: cwd,
+      terminalsFolder: terminalsDir,
+    },
+  }
+}
+
+/**
+ * @param {string[]} roots
+ * @returns {CursorRule[]}
+ */
+function workspaceRules(roots) {
+  /** @type {CursorRule[]} */
+  const rules = []
+  /** @param {string} file */
+  const addRule = (file) => {
+    const content = readTextOrNull(file, RULE_LIMIT_BYTES)
+    if (content?.trim()) rules.push({ fullPath: file, content })
+  }
+  for (const root of roots) {
+    addRule(path.join(root, 'AGENTS.md'))
+    addRule(path.join(root, '.cursorrules'))
+    const dir = path.join(root, '.cursor', 'rules')
+    try {
+      for (const name of fs.readdirSync(dir).sort()) if (name.endsWith('.mdc') || name.endsWith('.md')) addRule(path.join(dir, name))
+    } catch {}
+  }
+  return rules
+}

@@ -1,0 +1,21 @@
+// @ts-check
+// The addon's coded errors as JSON-RPC errors: `E_AUTH` becomes auth_required (-32000, which
+// makes editors offer the auth methods), `E_INVALID` invalid params (-32602), anything else an
+// internal error (-32603); the code, message and Cursor's error details ride along in `data`.
+import { RequestError } from '@agentclientprotocol/sdk'
+
+/**
+ * @param {unknown} e
+ * @returns {RequestError}
+ */
+export function toRequestError(e) {
+  if (e instanceof RequestError) return e
+  const coded = /** @type {Partial<import('../index.js').CodedError> | undefined} */ (e)
+  /** @type {{ code: string, message: string, cursorError?: string, connectCode?: string }} */
+  const data = { code: coded?.code ?? 'E_INTERNAL', message: coded?.message ?? String(e) }
+  if (coded?.cursorError) data.cursorError = coded.cursorError
+  if (coded?.connectCode) data.connectCode = coded.connectCode
+  if (coded?.code === 'E_AUTH') return RequestError.authRequired(data, data.message)
+  if (coded?.code === 'E_INVALID') return RequestError.invalidParams(data, data.message)
+  return RequestError.internalError(data, data.message)
+}
