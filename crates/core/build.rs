@@ -32,6 +32,8 @@ fn main() {
     for field in [
         ".agent.v1.AgentServerMessage.message.exec_server_message",
         ".agent.v1.AgentServerMessage.message.conversation_checkpoint_update",
+        // Not in the oneof, but in every server frame: the rare timing breakdown (56 bytes inline).
+        ".agent.v1.AgentServerMessage.ttft_breakdown",
         ".agent.v1.InteractionUpdate.message.partial_tool_call",
         ".agent.v1.InteractionUpdate.message.tool_call_started",
         ".agent.v1.InteractionUpdate.message.tool_call_completed",

@@ -37,6 +37,7 @@ fn text_delta_frame(text: &str) -> Bytes {
                 is_server_notice: false,
             })),
         })),
+        ..Default::default()
     };
     encode_message(&message, false, 0)
 }

@@ -1,6 +1,7 @@
 //! Generic decoding of exec requests / interaction queries and encoding of their replies,
-//! driven by the descriptors: the args field N of `ExecServerMessage` is answered by field N of
-//! `ExecClientMessage` (the sheet's numbering rule), and likewise for interaction queries.
+//! driven by the descriptors: an `ExecServerMessage` branch is answered by the `ExecClientMessage`
+//! branch named after it (`read_args` → `read_result`), an `InteractionQuery` branch by the
+//! `InteractionResponse` branch of the same number.
 
 use bytes::{Bytes, BytesMut};
 use prost::encoding::{encode_key, encode_varint, WireType};
@@ -77,19 +78,29 @@ fn field_type(container: &str, number: u32) -> Result<MessageDescriptor, String>
     }
 }
 
-/// `ExecServerMessage.shell_stream_args`: answered by stream events (field 14) and finally a
-/// `shell_result` (field 2), which is what the host returns.
-const SHELL_STREAM_ARGS: u32 = 14;
-const SHELL_RESULT: u32 = 2;
-
-/// The `ExecClientMessage` field that carries the host's result for `request`: the same
-/// number as the args, except streaming shells whose final result is a `shell_result`.
-pub fn result_field(request: &ExecRequest) -> u32 {
-    if request.field == SHELL_STREAM_ARGS {
-        SHELL_RESULT
-    } else {
-        request.field
-    }
+/// The `ExecClientMessage` field that carries the host's result for `request`: the branch
+/// named after the args branch (`read_args` → `read_result`, `git_diff_request` →
+/// `git_diff_response`). Names, not numbers: the older branches share their numbers, newer
+/// ones do not (`pi_read_args` = 45 is answered by `pi_read_result` = 46, while 45 is
+/// `hook_additional_contexts`). A streaming shell (`shell_stream_args`) is answered by stream
+/// events and finally a `shell_result`, which is what the host returns.
+pub fn result_field(request: &ExecRequest) -> Result<u32, String> {
+    let args = descriptor("agent.v1.ExecServerMessage")
+        .get_field(request.field)
+        .ok_or_else(|| format!("ExecServerMessage has no field {}", request.field))?;
+    let result_name = match args.name() {
+        "shell_stream_args" => "shell_result".to_string(),
+        name => match (name.strip_suffix("_args"), name.strip_suffix("_request")) {
+            (Some(stem), _) => format!("{stem}_result"),
+            (None, Some(stem)) => format!("{stem}_response"),
+            (None, None) => return Err(format!("ExecServerMessage.{name} names no result branch")),
+        },
+    };
+    descriptor("agent.v1.ExecClientMessage")
+        .get_field_by_name(&result_name)
+        .filter(|f| f.containing_oneof().is_some_and(|o| o.name() == "message"))
+        .map(|f| f.number())
+        .ok_or_else(|| format!("ExecClientMessage has no {result_name} branch answering {}", args.name()))
 }
 
 /// How a streaming shell ended, read from the `AgentClientMessage` carrying its final
@@ -104,7 +115,7 @@ pub fn shell_stream_outcome(client_message: &Pieces) -> Option<(i32, bool)> {
     }
 }
 
-/// Partial views of `AgentClientMessage` → `ExecClientMessage.shell_result` (`SHELL_RESULT`)
+/// Partial views of `AgentClientMessage` → `ExecClientMessage.shell_result` (2)
 /// → `ShellResult.{success, failure}`: same numbers as `proto/`, every other field skipped.
 mod shell_view {
     #[derive(Clone, PartialEq, prost::Message)]
@@ -150,7 +161,7 @@ mod shell_view {
 
 /// Name of the result message that answers `request` (e.g. `agent.v1.ReadResult`).
 pub fn exec_result_type(request: &ExecRequest) -> Result<String, String> {
-    Ok(field_type("agent.v1.ExecClientMessage", result_field(request))?.full_name().to_string())
+    Ok(field_type("agent.v1.ExecClientMessage", result_field(request)?)?.full_name().to_string())
 }
 
 /// The JSON for a byte array the host returned at `path` of its result for `request`: base64
@@ -160,7 +171,7 @@ pub fn byte_array_json(request: &ExecRequest, path: &[String], data: Vec<u8>) ->
     use base64::Engine as _;
     let shown = path.join(".");
     let (last, parents) = path.split_last().ok_or("a byte array is not a result")?;
-    let mut desc = field_type("agent.v1.ExecClientMessage", result_field(request))?;
+    let mut desc = field_type("agent.v1.ExecClientMessage", result_field(request)?)?;
     let field_named = |desc: &MessageDescriptor, name: &str| {
         desc.get_field_by_json_name(name)
             .or_else(|| desc.get_field_by_name(name))
@@ -206,7 +217,7 @@ pub fn exec_client_message(id: u32, exec_id: &str, field: u32, result: &impl pro
 /// Large values (a file's content, a command's output) are moved into the encoding, not copied:
 /// a 12 MiB read result goes from the host's JSON to the wire without a second 12 MiB buffer.
 pub fn exec_result(request: &ExecRequest, result: serde_json::Value) -> Result<Pieces, String> {
-    let field = result_field(request);
+    let field = result_field(request)?;
     let message = from_json(field_type("agent.v1.ExecClientMessage", field)?, result)?;
     let result_len = prost::Message::encoded_len(&message);
     Ok(exec_reply(request.id, &request.exec_id, field, result_len, 0, |out| encode_spliced(message, out)))
@@ -304,7 +315,7 @@ fn encode_spliced(mut msg: DynamicMessage, out: &mut Splicer) {
 /// The result type's own error branch (`{error:{error, path?}}`), when it has one whose message
 /// carries an `error` string; otherwise `None` (the caller then throws).
 pub fn exec_error_result(request: &ExecRequest, message: &str) -> Option<Bytes> {
-    let field = result_field(request);
+    let field = result_field(request).ok()?;
     let desc = field_type("agent.v1.ExecClientMessage", field).ok()?;
     let error_field = desc.get_field_by_name("error")?;
     let Kind::Message(error_desc) = error_field.kind() else { return None };
@@ -411,6 +422,7 @@ mod tests {
                 id: 300,
                 exec_id: "exec-1".into(),
                 message: Some(pb::exec_client_message::Message::ReadResult(result.clone())),
+                ..Default::default()
             }))),
         }
         .encode_to_vec();
@@ -432,7 +444,7 @@ mod tests {
         // The content is a piece of its own (moved, not copied into a bigger buffer).
         assert!(pieces.chunks().iter().any(|c| c.len() == content.len() && c[..] == *content.as_bytes()));
         // Byte for byte what prost-reflect encodes for the same message in one buffer.
-        let field = result_field(&req);
+        let field = result_field(&req).unwrap();
         let message = from_json(field_type("agent.v1.ExecClientMessage", field).unwrap(), json).unwrap();
         let whole = exec_client_message(7, "e7", field, &message);
         assert_eq!(pieces.len(), whole.len());
@@ -523,6 +535,42 @@ mod tests {
     }
 
     #[test]
+    fn every_exec_branch_is_answered_by_the_result_branch_named_after_it() {
+        let server = descriptor("agent.v1.ExecServerMessage");
+        let client = descriptor("agent.v1.ExecClientMessage");
+        let branches = server.oneofs().find(|o| o.name() == "message").unwrap();
+        for args in branches.fields() {
+            let request = ExecRequest {
+                id: 1,
+                exec_id: String::new(),
+                kind: String::new(),
+                args: serde_json::Value::Null,
+                field: args.number(),
+            };
+            let number = result_field(&request).unwrap_or_else(|e| panic!("{}: {e}", args.name()));
+            let result = client.get_field(number).unwrap();
+            assert!(!result.is_list(), "{} → {}", args.name(), result.name());
+            assert!(exec_result_type(&request).unwrap().ends_with("Result") || result.name().ends_with("_response"));
+        }
+        // Where the numbers part: 45 is hook_additional_contexts in ExecClientMessage.
+        let answer = |field| {
+            let request = ExecRequest {
+                id: 1,
+                exec_id: String::new(),
+                kind: String::new(),
+                args: serde_json::Value::Null,
+                field,
+            };
+            client.get_field(result_field(&request).unwrap()).unwrap().name().to_string()
+        };
+        assert_eq!(answer(45), "pi_read_result"); // pi_read_args
+        assert_eq!(answer(52), "mini_swe_agent_bash_result"); // mini_swe_agent_bash_args → 55
+        assert_eq!(answer(44), "git_diff_response"); // git_diff_request
+        assert_eq!(answer(14), "shell_result"); // shell_stream_args
+        assert_eq!(answer(29), "redacted_read_result");
+    }
+
+    #[test]
     fn unknown_exec_branch_is_none_not_an_error() {
         // id 7, exec_id "e", then field 99 (unknown) LEN 0.
         let raw = [0x08, 0x07, 0x7a, 0x01, b'e', 0x9a, 0x06, 0x00];
@@ -597,24 +645,28 @@ mod tests {
     #[test]
     fn every_interaction_kind_has_an_explicit_refusal() {
         use pb::interaction_query::Query as Q;
-        let queries = [
-            Q::WebSearchRequestQuery(Default::default()),
-            Q::AskQuestionInteractionQuery(Default::default()),
-            Q::SwitchModeRequestQuery(Default::default()),
-            Q::CreatePlanRequestQuery(Default::default()),
-            Q::WebFetchRequestQuery(Default::default()),
-            Q::McpAuthRequestQuery(Default::default()),
-            Q::GenerateImageRequestQuery(Default::default()),
-            Q::PrManagementRequestQuery(Default::default()),
-            Q::ReplaceEnvArgs(Default::default()),
-        ];
-        for q in queries {
-            let raw = pb::InteractionQuery { id: 3, query: Some(q) }.encode_to_vec();
+        // Every branch of the schema's InteractionQuery, each with an empty query message.
+        let query = descriptor("agent.v1.InteractionQuery");
+        let branches = query.oneofs().find(|o| o.name() == "query").unwrap();
+        assert!(branches.fields().len() >= 11, "connect_scm (14) is among them");
+        for branch in branches.fields() {
+            let Kind::Message(inner) = branch.kind() else { panic!("{} is not a message", branch.name()) };
+            let mut msg = DynamicMessage::new(query.clone());
+            msg.set_field_by_name("id", Value::U32(3));
+            msg.set_field(&branch, Value::Message(DynamicMessage::new(inner)));
+            let raw = prost::Message::encode_to_vec(&msg);
             let (_, req) = decode_interaction(&raw).unwrap();
             let req = req.unwrap();
             let resp = pb::InteractionResponse::decode(interaction_rejection(&req, "no")).unwrap();
             assert_eq!(resp.id, 3);
             let text = format!("{:?}", resp.result.expect("a branch is always set"));
+            if req.kind == "setupVmEnvironment" {
+                // SetupVmEnvironmentResult has only `success`: the schema offers no refusal,
+                // so the answer is the empty result (checked here so a newer schema that adds
+                // one is noticed).
+                assert_eq!(text, "SetupVmEnvironmentResult(SetupVmEnvironmentResult { result: None })");
+                continue;
+            }
             assert!(
                 text.contains("Rejected") || text.contains("Error") || text.contains("Failure"),
                 "{} → {text}",

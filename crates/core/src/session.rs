@@ -1195,7 +1195,7 @@ async fn answer_kv(blobs: Arc<dyn BlobStore>, kv: pb::KvServerMessage, timeout: 
     let message = match kv.message {
         Some(pb::kv_server_message::Message::GetBlobArgs(args)) => {
             let data = tokio::time::timeout(timeout, blobs.get(args.blob_id)).await.ok().and_then(Result::ok).flatten();
-            Some(C::GetBlobResult(pb::GetBlobResult { blob_data: data }))
+            Some(C::GetBlobResult(pb::GetBlobResult { blob_data: data, ..Default::default() }))
         }
         Some(pb::kv_server_message::Message::SetBlobArgs(args)) => {
             let error = match tokio::time::timeout(timeout, blobs.set(args.blob_id, args.blob_data)).await {
@@ -1206,7 +1206,7 @@ async fn answer_kv(blobs: Arc<dyn BlobStore>, kv: pb::KvServerMessage, timeout: 
             Some(C::SetBlobResult(pb::SetBlobResult { error }))
         }
         // An unknown KV branch: a get result with no data is the harmless answer.
-        None => Some(C::GetBlobResult(pb::GetBlobResult { blob_data: None })),
+        None => Some(C::GetBlobResult(pb::GetBlobResult::default())),
     };
     pb::KvClientMessage { id: kv.id, message }
 }
@@ -1328,6 +1328,7 @@ async fn run_exec(
                 let result = pb::RequestContextResult {
                     result: Some(pb::request_context_result::Result::Success(pb::RequestContextSuccess {
                         request_context: Some(ctx),
+                        ..Default::default()
                     })),
                 };
                 Some(bridge::exec_client_message(id, exec_id, request.field, &result))

@@ -31,7 +31,7 @@ pub(crate) fn decode(payload: &Bytes) -> Result<Queued, String> {
     }
     check(&descriptor("agent.v1.AgentClientMessage"), payload, RECURSION_LIMIT)?;
     let head = ReplyHead::decode(&payload[..]).map_err(|e| e.to_string())?.exec_client_message.unwrap_or_default();
-    let reply = ExecClientMessage { id: head.id, exec_id: head.exec_id, message: None };
+    let reply = ExecClientMessage { id: head.id, exec_id: head.exec_id, ..Default::default() };
     Ok(Box::new(AgentClientMessage {
         message: Some(agent_client_message::Message::ExecClientMessage(Box::new(reply))),
     }))
@@ -272,6 +272,7 @@ mod tests {
             message: Some(exec_client_message::Message::ReadResult(ReadResult {
                 result: Some(read_result::Result::Success(ReadSuccess { path: "p".into(), ..Default::default() })),
             })),
+            ..Default::default()
         };
         let bytes =
             AgentClientMessage { message: Some(agent_client_message::Message::ExecClientMessage(Box::new(reply))) }

@@ -86,7 +86,7 @@ enum Flow {
 }
 
 fn server_msg(message: pb::agent_server_message::Message) -> pb::AgentServerMessage {
-    pb::AgentServerMessage { message: Some(message) }
+    pb::AgentServerMessage { message: Some(message), ..Default::default() }
 }
 
 fn update(u: pb::interaction_update::Message) -> pb::AgentServerMessage {

@@ -421,6 +421,7 @@ pub async fn run(
             aborted: true,
             local_execution_time_ms: Some(elapsed),
             output_location: None,
+            ..Default::default()
         }),
         Ending::WaitFailed(e) => {
             R::SpawnError(pb::ShellSpawnError { command, working_directory: wd, error: e.to_string() })
