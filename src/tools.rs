@@ -101,7 +101,7 @@ impl LocalTools {
     pub fn resolve(&self, env: Env, path: String) -> Result<String> {
         match self.inner.workspace().resolve(&path) {
             Ok(p) => Ok(p.display().to_string()),
-            Err(e) => Err(coded(&env, &CoreError::InvalidInput(e.0))),
+            Err(e) => Err(coded(&env, &CoreError::InvalidInput(e.to_string()))),
         }
     }
 

@@ -28,7 +28,7 @@ use terminals::TerminalsFolder;
 
 pub use files::line_count;
 pub use shell::Shells;
-pub use workspace::{Escape, Workspace};
+pub use workspace::{PathRefused, Workspace, MAX_PATH_BYTES};
 
 /// Limits and environment of the tools.
 #[derive(Debug, Clone)]
@@ -110,7 +110,7 @@ impl LocalTools {
             .then(|| std::fs::canonicalize(terminals.path()).ok().filter(|dir| dir.is_dir()))
             .flatten();
         let workspace = existing
-            .and_then(|dir| Workspace::new(workspace.roots().iter().cloned().chain([dir])).ok())
+            .and_then(|dir| Workspace::new(workspace.roots().into_iter().chain([dir])).ok())
             .unwrap_or_else(|| workspace.with_pending_root(terminals.path()));
         Self { inner: Arc::new(Inner { workspace, options, shells: Shells::default(), terminals }) }
     }

@@ -14,6 +14,7 @@ use tokio::process::{Child, ChildStdin, Command};
 use crate::host::{ExecContext, ShellOutput};
 use crate::proto::agent::v1 as pb;
 
+use super::workspace::Failure;
 use super::{TerminalsFolder, ToolOptions, Workspace};
 
 /// How long pipes are still drained after the shell exits: a command that leaves a daemon
@@ -203,11 +204,12 @@ enum Ending {
 
 /// Resolves the working directory, or the `rejected` / `spawn_error` reason.
 fn working_directory(ws: &Workspace, requested: &str) -> Result<PathBuf, (bool, String)> {
-    let dir = ws.resolve(requested).map_err(|e| (true, e.0))?;
-    if !dir.is_dir() {
-        return Err((false, format!("working directory {} does not exist", dir.display())));
+    let located = ws.locate(requested).map_err(|e| (true, e.to_string()))?;
+    match located.metadata() {
+        Ok(m) if m.is_dir() => Ok(located.absolute),
+        Err(Failure::Refused(e)) => Err((true, e.to_string())),
+        _ => Err((false, format!("working directory {} does not exist", located.absolute.display()))),
     }
-    Ok(dir)
 }
 
 pub async fn run(
