@@ -62,6 +62,7 @@ pub fn build(o: &LocalToolsOptions) -> std::result::Result<CoreTools, CoreError>
         shell_timeout: o.shell_timeout_ms.map_or(d.shell_timeout, |ms| Duration::from_millis(ms as u64)),
         shell: o.shell.as_ref().map(PathBuf::from),
         env,
+        env_policy: d.env_policy,
         terminals_dir: o.terminals_dir.as_ref().map_or(d.terminals_dir, PathBuf::from),
     };
     Ok(CoreTools::new(workspace, options))

@@ -585,16 +585,24 @@ async fn the_own_terminals_folder_refuses_a_symlink_put_in_its_place() {
 }
 
 #[tokio::test]
-async fn a_terminals_folder_the_host_names_is_made_when_needed_and_kept() {
+async fn a_terminals_folder_the_host_names_is_made_when_needed_and_kept_without_the_output() {
     let parent = tempfile::tempdir().unwrap();
     let named = parent.path().join("terminals").join("session-1");
     let f = Fixture::with(|o| o.terminals_dir = named.clone());
     assert!(!named.exists());
-    spawn_background(&f, "echo kept").await;
-    assert_eq!(wait_for_file(&named.join("1.txt")).await, "kept\n");
+    std::fs::create_dir_all(&named).unwrap();
+    std::fs::write(named.join("notes.txt"), "the host's").unwrap();
+    spawn_background(&f, "echo shown").await;
+    assert_eq!(wait_for_file(&named.join("1.txt")).await, "shown\n");
+    // The output goes with the tools (it may hold whatever a command printed); the folder and
+    // what the host put there stay.
     f.tools.close();
+    assert!(!named.join("1.txt").exists(), "close() left the output");
+    spawn_background(&f, "echo again").await;
+    assert_eq!(wait_for_file(&named.join("2.txt")).await, "again\n");
     drop(f);
-    assert_eq!(std::fs::read_to_string(named.join("1.txt")).unwrap(), "kept\n");
+    assert!(!named.join("2.txt").exists(), "dropping the tools left the output");
+    assert_eq!(std::fs::read_to_string(named.join("notes.txt")).unwrap(), "the host's");
 
     // A relative folder is fixed against the working directory of the moment.
     let relative = Fixture::with(|o| o.terminals_dir = PathBuf::from("terminals-not-made"));
