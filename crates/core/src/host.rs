@@ -150,7 +150,7 @@ pub const MAX_BLOB_ID_BYTES: usize = 64;
 ///
 /// Blobs hold the conversation, so they are private to the user whatever the umask: the folder
 /// is 0700 and every file 0600 (a folder or blob made by an older version is narrowed when the
-/// store opens). A blob is written to a temporary file in the same folder, named after the
+/// store opens, unless another user owns it). A blob is written to a temporary file in the same folder, named after the
 /// blob and the writing process (`.<hex>.<pid>-<n>.tmp`), then renamed, so a crash never leaves
 /// a truncated blob under a valid id; temporaries of processes that are gone (killed mid-write)
 /// are removed when the store opens.
@@ -168,7 +168,8 @@ impl DirBlobStore {
         #[cfg(unix)]
         std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
         builder.create(&dir).map_err(failed)?;
-        private(&dir, 0o700).map_err(failed)?;
+        // A folder of another owner cannot be narrowed; the blobs in it are 0600 all the same.
+        let _ = private(&dir, 0o700);
         let store = DirBlobStore { dir };
         store.sweep();
         Ok(store)

@@ -459,12 +459,16 @@ impl Located {
 }
 
 /// Options that never wait on an open: a FIFO without a writer, a terminal.
+#[cfg(unix)]
 fn never_blocking(mut options: OpenOptions) -> OpenOptions {
-    #[cfg(unix)]
-    {
-        use cap_std::fs::OpenOptionsExt;
-        options.custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY);
-    }
+    use cap_std::fs::OpenOptionsExt;
+    options.custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY);
+    options
+}
+
+/// Windows has no FIFOs to open by path; what is not a regular file is refused after the open.
+#[cfg(not(unix))]
+fn never_blocking(options: OpenOptions) -> OpenOptions {
     options
 }
 
