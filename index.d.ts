@@ -213,8 +213,8 @@ export declare class LocalTools {
    */
   glob(args: GlobToolArgs): Promise<GlobToolResult>
   /**
-   * Kills every background shell started through these tools, and removes their output
-   * when it is in the tools' own folder (a `terminalsDir` you gave stays).
+   * Kills every background shell started through these tools and removes their output
+   * files (a `terminalsDir` you gave stays, without them).
    */
   close(): void
 }
@@ -386,6 +386,24 @@ export interface EmbeddedBackendOptions {
   port?: number
 }
 
+/** How shells' environment is made from this process's (patterns are globs, case-insensitive). */
+export interface EnvPolicyOptions {
+  /**
+   * Start from every variable (`'all'`, the default), the core set (`'core'`: `PATH`, `HOME`,
+   * `USER`, `SHELL`, `TMPDIR`, `LANG`, `LC_*`, `TERM`, `TZ`, and Windows' system variables)
+   * or none (`'none'`: only `env`).
+   */
+  inherit?: 'all' | 'core' | 'none'
+  /** More names never to inherit (`['AWS_*', 'DATABASE_URL']`). */
+  exclude?: Array<string>
+  /**
+   * Names inherited whatever `inherit` and the excludes say (`['GITHUB_TOKEN']` for `gh`,
+   * `['MYAPP_*']` over `'core'`). Never this product's credentials: set those in `env` if a
+   * shell really needs one.
+   */
+  include?: Array<string>
+}
+
 /** Blob storage callbacks; they replace the built-in store. Ids are lower-case hex. */
 export interface KvOptions {
   get: (blobId: string) => Uint8Array | null | undefined | Promise<Uint8Array | null | undefined>
@@ -414,11 +432,21 @@ export interface LocalToolsOptions {
   shellTimeoutMs?: number
   /** Shell run as `<shell> -c <command>` (default bash, else sh). */
   shell?: string
-  /** Extra environment for shells. */
+  /**
+   * Variables set for every shell, over whatever `envPolicy` inherits (even names it would
+   * drop: you asked for them).
+   */
   env?: Record<string, string>
   /**
-   * Where background shells write `<shellId>.txt`, made when the first one starts. Default:
-   * a folder of these tools' own in the temp dir, removed by `close()`.
+   * Which of this process's variables shells inherit. Default: all but `CURSOR_API_KEY`,
+   * `CURSOR_ACCESS_TOKEN` and names that look like secrets (`*KEY*`, `*SECRET*`, `*TOKEN*`,
+   * `*PASSWORD*`, `*PASSWD*`, `*CREDENTIAL*`).
+   */
+  envPolicy?: EnvPolicyOptions
+  /**
+   * Where background shells write `<shellId>.txt` (0600), made (0700) when the first one
+   * starts. Default: a folder of these tools' own in the temp dir. `close()` removes the
+   * output files, and the folder when it is the tools' own.
    */
   terminalsDir?: string
 }

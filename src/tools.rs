@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use cursor_acp_core::host::ExecContext as CoreExecContext;
-use cursor_acp_core::tools::{LocalTools as CoreTools, ToolOptions, Workspace};
+use cursor_acp_core::tools::{check_env_policy, EnvPolicy, Inherit, LocalTools as CoreTools, ToolOptions, Workspace};
 use cursor_acp_core::{CancellationToken, CoreError};
 use napi::bindgen_prelude::*;
 use napi::Env;
@@ -38,11 +38,54 @@ pub struct LocalToolsOptions {
     pub shell_timeout_ms: Option<u32>,
     /// Shell run as `<shell> -c <command>` (default bash, else sh).
     pub shell: Option<String>,
-    /// Extra environment for shells.
+    /// Variables set for every shell, over whatever `envPolicy` inherits (even names it would
+    /// drop: you asked for them).
     pub env: Option<HashMap<String, String>>,
-    /// Where background shells write `<shellId>.txt`, made when the first one starts. Default:
-    /// a folder of these tools' own in the temp dir, removed by `close()`.
+    /// Which of this process's variables shells inherit. Default: all but `CURSOR_API_KEY`,
+    /// `CURSOR_ACCESS_TOKEN` and names that look like secrets (`*KEY*`, `*SECRET*`, `*TOKEN*`,
+    /// `*PASSWORD*`, `*PASSWD*`, `*CREDENTIAL*`).
+    pub env_policy: Option<EnvPolicyOptions>,
+    /// Where background shells write `<shellId>.txt` (0600), made (0700) when the first one
+    /// starts. Default: a folder of these tools' own in the temp dir. `close()` removes the
+    /// output files, and the folder when it is the tools' own.
     pub terminals_dir: Option<String>,
+}
+
+/// How shells' environment is made from this process's (patterns are globs, case-insensitive).
+#[napi(object, object_to_js = false)]
+pub struct EnvPolicyOptions {
+    /// Start from every variable (`'all'`, the default), the core set (`'core'`: `PATH`, `HOME`,
+    /// `USER`, `SHELL`, `TMPDIR`, `LANG`, `LC_*`, `TERM`, `TZ`, and Windows' system variables)
+    /// or none (`'none'`: only `env`).
+    #[napi(ts_type = "'all' | 'core' | 'none'")]
+    pub inherit: Option<String>,
+    /// More names never to inherit (`['AWS_*', 'DATABASE_URL']`).
+    pub exclude: Option<Vec<String>>,
+    /// Names inherited whatever `inherit` and the excludes say (`['GITHUB_TOKEN']` for `gh`,
+    /// `['MYAPP_*']` over `'core'`). Never this product's credentials: set those in `env` if a
+    /// shell really needs one.
+    pub include: Option<Vec<String>>,
+}
+
+fn env_policy(o: Option<&EnvPolicyOptions>) -> std::result::Result<EnvPolicy, CoreError> {
+    let Some(o) = o else { return Ok(EnvPolicy::default()) };
+    let inherit = match o.inherit.as_deref() {
+        None | Some("all") => Inherit::All,
+        Some("core") => Inherit::Core,
+        Some("none") => Inherit::None,
+        Some(other) => {
+            return Err(CoreError::InvalidInput(format!(
+                "envPolicy.inherit must be 'all', 'core' or 'none', not {other:?}"
+            )))
+        }
+    };
+    let policy = EnvPolicy {
+        inherit,
+        exclude: o.exclude.clone().unwrap_or_default(),
+        include: o.include.clone().unwrap_or_default(),
+    };
+    check_env_policy(&policy)?;
+    Ok(policy)
 }
 
 pub fn build(o: &LocalToolsOptions) -> std::result::Result<CoreTools, CoreError> {
@@ -62,6 +105,7 @@ pub fn build(o: &LocalToolsOptions) -> std::result::Result<CoreTools, CoreError>
         shell_timeout: o.shell_timeout_ms.map_or(d.shell_timeout, |ms| Duration::from_millis(ms as u64)),
         shell: o.shell.as_ref().map(PathBuf::from),
         env,
+        env_policy: env_policy(o.env_policy.as_ref())?,
         terminals_dir: o.terminals_dir.as_ref().map_or(d.terminals_dir, PathBuf::from),
     };
     Ok(CoreTools::new(workspace, options))
@@ -101,7 +145,7 @@ impl LocalTools {
     pub fn resolve(&self, env: Env, path: String) -> Result<String> {
         match self.inner.workspace().resolve(&path) {
             Ok(p) => Ok(p.display().to_string()),
-            Err(e) => Err(coded(&env, &CoreError::InvalidInput(e.0))),
+            Err(e) => Err(coded(&env, &CoreError::InvalidInput(e.to_string()))),
         }
     }
 
@@ -146,8 +190,8 @@ impl LocalTools {
         promise(env, async move { tools.glob(&args).await }, |_, v| Ok(v))
     }
 
-    /// Kills every background shell started through these tools, and removes their output
-    /// when it is in the tools' own folder (a `terminalsDir` you gave stays).
+    /// Kills every background shell started through these tools and removes their output
+    /// files (a `terminalsDir` you gave stays, without them).
     #[napi]
     pub fn close(&self) {
         self.inner.close();
