@@ -7,6 +7,7 @@ pub mod bridge;
 pub mod connect;
 pub mod embedded;
 pub mod error;
+pub mod field;
 pub mod host;
 pub mod hugepages;
 pub mod prompt;
