@@ -21,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::bridge;
 use crate::error::CoreError;
+use crate::field::agent::v1 as f;
 use crate::host::{BlobStore, ExecContext, ExecRequest, Host, MemoryBlobStore, ShellOutput};
 use crate::prompt;
 use crate::proto::agent::v1 as pb;
@@ -351,9 +352,13 @@ impl Session {
             ..Default::default()
         };
         let mut body = BytesMut::from(&request.encode_to_vec()[..]);
-        wire::put_length_delimited(&mut body, 3, checkpoint.as_deref().unwrap_or_default());
+        wire::put_length_delimited(
+            &mut body,
+            f::prewarm_request::CONVERSATION_STATE,
+            checkpoint.as_deref().unwrap_or_default(),
+        );
         let stream = self.inner.transport.open(&uuid::Uuid::new_v4().to_string(), None);
-        stream.sender.send_encoded(wire::wrap(8, &body)).await?;
+        stream.sender.send_encoded(wire::wrap(f::agent_client_message::PREWARM_REQUEST, &body)).await?;
         stream.sender.flush().await?;
         stream.sender.close();
         Ok(())
@@ -878,8 +883,12 @@ impl TurnLoop {
             ..Default::default()
         };
         let mut body = BytesMut::from(&request.encode_to_vec()[..]);
-        wire::put_length_delimited(&mut body, 1, checkpoint.as_deref().unwrap_or_default());
-        wire::wrap(1, &body)
+        wire::put_length_delimited(
+            &mut body,
+            f::agent_run_request::CONVERSATION_STATE,
+            checkpoint.as_deref().unwrap_or_default(),
+        );
+        wire::wrap(f::agent_client_message::RUN_REQUEST, &body)
     }
 
     async fn request_context(&self) -> Result<pb::RequestContext, CoreError> {
@@ -1043,14 +1052,17 @@ impl TurnLoop {
                 self.emit_all(updates).await;
             }
             Some(S::ConversationCheckpointUpdate(state)) => {
-                if let Some(raw) = wire::length_delimited_field(&frame.raw, 3) {
+                if let Some(raw) =
+                    wire::length_delimited_field(&frame.raw, f::agent_server_message::CONVERSATION_CHECKPOINT_UPDATE)
+                {
                     self.session.lock().checkpoint = Some(raw);
                 }
                 let updates = self.translator.on_checkpoint(&state);
                 self.emit_all(updates).await;
             }
             Some(S::ExecServerMessage(_)) => {
-                let raw = wire::length_delimited_field(&frame.raw, 2).unwrap_or_default();
+                let raw = wire::length_delimited_field(&frame.raw, f::agent_server_message::EXEC_SERVER_MESSAGE)
+                    .unwrap_or_default();
                 self.spawn_exec(raw, sender.clone());
             }
             Some(S::ExecServerControlMessage(control)) => {
@@ -1070,14 +1082,17 @@ impl TurnLoop {
                 });
             }
             Some(S::InteractionQuery(_)) => {
-                let raw = wire::length_delimited_field(&frame.raw, 7).unwrap_or_default();
+                let raw = wire::length_delimited_field(&frame.raw, f::agent_server_message::INTERACTION_QUERY)
+                    .unwrap_or_default();
                 let host = self.session.inner.host.clone();
                 let cancel = self.shared.cancel.child_token();
                 let timeout = self.timing().callback;
                 let sender = sender.clone();
                 self.handlers.spawn(async move {
                     if let Some(reply) = answer_interaction(host, &raw, cancel, timeout).await {
-                        let _ = sender.send_encoded(wire::wrap(6, &reply)).await;
+                        let _ = sender
+                            .send_encoded(wire::wrap(f::agent_client_message::INTERACTION_RESPONSE, &reply))
+                            .await;
                     }
                 });
             }
@@ -1250,7 +1265,7 @@ fn control(m: pb::exec_client_control_message::Message) -> pb::AgentClientMessag
 
 fn shell_event(id: u32, exec_id: &str, event: pb::shell_stream::Event) -> Bytes {
     let stream = pb::ShellStream { event: Some(event) };
-    bridge::exec_client_message(id, exec_id, 14, &stream)
+    bridge::exec_client_message(id, exec_id, f::exec_client_message::SHELL_STREAM, &stream)
 }
 
 fn output_event(chunk: ShellOutput) -> pb::shell_stream::Event {
@@ -1418,7 +1433,7 @@ async fn run_exec(
                     })),
                     ..Default::default()
                 };
-                Some(bridge::exec_client_message(id, exec_id, 2, &failure))
+                Some(bridge::exec_client_message(id, exec_id, f::exec_client_message::SHELL_RESULT, &failure))
             } else {
                 bridge::exec_error_result(&request, &message)
             };

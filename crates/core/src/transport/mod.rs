@@ -802,6 +802,7 @@ struct AppendBody {
 
 impl AppendBody {
     fn new(payload: Pieces, request_id: BidiRequestId, append_seqno: i64, binary: bool) -> Self {
+        use crate::field::aiserver::v1::bidi_append_request::{DATA, DATA_BINARY};
         use prost::encoding::{encode_key, encode_varint, WireType};
         let payload_len = payload.len();
         let chunks = payload.into_chunks().into();
@@ -814,18 +815,18 @@ impl AppendBody {
         .encode_to_vec();
         let mut key = Vec::with_capacity(11);
         if binary {
-            // data_binary = 4 comes after request_id = 2 and append_seqno = 3.
+            // `data_binary` has the highest number: it comes after `request_id` and `append_seqno`.
             if payload_len > 0 {
-                encode_key(4, WireType::LengthDelimited, &mut key);
+                encode_key(DATA_BINARY, WireType::LengthDelimited, &mut key);
                 encode_varint(payload_len as u64, &mut key);
             }
             let mut head = rest;
             head.extend_from_slice(&key);
             AppendBody { head: head.into(), payload: chunks, payload_len, hex: false, tail: Bytes::new() }
         } else {
-            // data = 1 comes first.
+            // `data` has the lowest number: it comes first.
             if payload_len > 0 {
-                encode_key(1, WireType::LengthDelimited, &mut key);
+                encode_key(DATA, WireType::LengthDelimited, &mut key);
                 encode_varint(payload_len as u64 * 2, &mut key);
             }
             AppendBody { head: key.into(), payload: chunks, payload_len, hex: true, tail: rest.into() }
