@@ -9,6 +9,7 @@
 //! - [`config`]: what a client and its sessions are made with, and what a turn returns;
 //! - [`client`]: [`AgentClient`] and [`Session`] (one conversation, at most one turn at a time);
 //! - [`turn`]: the [`Turn`] handle and the state its readers share with the loop;
+//! - `readers`: what the readers want done with updates that do not fit the queue;
 //! - `turn_loop`: the task that runs a turn, attempt after attempt;
 //! - `messages`: the client messages a session builds (run request, prewarm, cancel…);
 //! - `exec`, `kv`, `interaction`, `request_context`: the answers to the server's requests.
@@ -19,6 +20,7 @@ mod exec;
 mod interaction;
 mod kv;
 mod messages;
+mod readers;
 mod request_context;
 mod turn;
 mod turn_loop;

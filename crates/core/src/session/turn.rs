@@ -2,14 +2,15 @@
 //! [`TurnShared`] with the turn loop: the update queue, the cancel token, the result, and what
 //! the readers want done with updates that do not fit the queue.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use agent_client_protocol_schema::v1 as acp;
-use tokio::sync::{watch, Notify};
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::config::TurnResult;
+use super::readers::Readers;
 use crate::error::CoreError;
 use crate::updates::{DeliverBatch, Updates};
 
@@ -27,8 +28,7 @@ struct TurnOwner(Arc<TurnShared>);
 
 impl Drop for TurnOwner {
     fn drop(&mut self) {
-        self.0.abandoned.store(true, Ordering::SeqCst);
-        self.0.discard_wake.notify_waiters();
+        self.0.readers.abandon();
     }
 }
 
@@ -37,13 +37,8 @@ pub(super) struct TurnShared {
     pub(super) updates: Updates,
     pub(super) cancel: CancellationToken,
     result: watch::Receiver<Option<TurnOutcome>>,
-    /// Someone has asked for an update: never drop updates from now on.
-    pub(super) iterating: AtomicBool,
-    /// Nobody will read updates (result awaited without iterating, or the iterator released).
-    pub(super) discard: AtomicBool,
-    /// Every handle of the turn is gone.
-    pub(super) abandoned: AtomicBool,
-    pub(super) discard_wake: Notify,
+    /// What the handles want done with updates that do not fit the queue.
+    pub(super) readers: Readers,
     pub(super) dropped: AtomicU64,
     /// Run once the turn is over (see [`Turn::on_end`]); `None` once they have run.
     end_hooks: Mutex<Option<Vec<EndHook>>>,
@@ -62,10 +57,7 @@ impl TurnShared {
             updates,
             cancel,
             result,
-            iterating: AtomicBool::new(false),
-            discard: AtomicBool::new(false),
-            abandoned: AtomicBool::new(false),
-            discard_wake: Notify::new(),
+            readers: Readers::new(),
             dropped: AtomicU64::new(0),
             end_hooks: Mutex::new(Some(Vec::new())),
         }
@@ -102,7 +94,7 @@ impl Turn {
     /// Up to `max` updates at once (waits for the first; never splits coalescing). Empty once
     /// the turn has delivered everything.
     pub async fn next_batch(&self, max: usize) -> Vec<acp::SessionUpdate> {
-        self.shared.iterating.store(true, Ordering::SeqCst);
+        self.shared.readers.read();
         self.shared.updates.next_batch(max).await
     }
 
@@ -110,7 +102,7 @@ impl Turn {
     /// thread if updates are queued, or else on the turn's thread as soon as it queues one.
     /// Reads are served in the order they are made, whichever way they were made.
     pub fn read_batch(&self, max: usize, deliver: DeliverBatch) {
-        self.shared.iterating.store(true, Ordering::SeqCst);
+        self.shared.readers.read();
         self.shared.updates.read_with(max, deliver);
     }
 
@@ -121,9 +113,9 @@ impl Turn {
 
     /// The consumer stopped iterating (`break`): cancel, and drop updates nobody will read.
     pub fn release(&self) {
-        self.shared.discard.store(true, Ordering::SeqCst);
-        self.shared.discard_wake.notify_waiters();
+        // Cancelled first: a loop woken by the release then sees the cancel too.
         self.shared.cancel.cancel();
+        self.shared.readers.release();
     }
 
     /// Updates dropped because nobody read them (see [`Turn::result`]).
@@ -159,7 +151,7 @@ impl Turn {
     /// before this resolves (and stays readable from [`next`](Self::next)). When nobody has
     /// iterated, queued updates are discarded so a full queue cannot hold the turn open.
     pub async fn result(&self) -> Result<TurnResult, CoreError> {
-        self.discard_unless_iterating();
+        self.shared.readers.result_awaited();
         let mut result = self.shared.result.clone();
         let outcome = loop {
             if let Some(r) = result.borrow().clone() {
@@ -175,22 +167,13 @@ impl Turn {
     /// Like [`result`](Self::result), without a task: `deliver` gets the outcome once the turn
     /// is over (at once if it is over already), on the thread that ends it.
     pub fn result_with(&self, deliver: Box<dyn FnOnce(Result<TurnResult, CoreError>) + Send>) {
-        self.discard_unless_iterating();
+        self.shared.readers.result_awaited();
         let result = self.shared.result.clone();
         self.on_end(Box::new(move || {
             // Set before the end hooks run, unless the turn's task panicked.
             let outcome = result.borrow().clone().unwrap_or_else(|| Err(no_result()));
             deliver(outcome);
         }));
-    }
-
-    /// Awaiting the result without iterating means nobody reads the updates: a full queue must
-    /// not hold the turn open.
-    fn discard_unless_iterating(&self) {
-        if !self.shared.iterating.load(Ordering::SeqCst) {
-            self.shared.discard.store(true, Ordering::SeqCst);
-            self.shared.discard_wake.notify_waiters();
-        }
     }
 }
 

@@ -118,15 +118,11 @@ impl TurnLoop {
         let deadline = self.cancel_deadline;
         let mut update = Some(update);
         loop {
-            let discard = self.shared.discard.load(Ordering::SeqCst);
-            if self.shared.abandoned.load(Ordering::SeqCst)
-                || discard && !self.shared.iterating.load(Ordering::SeqCst)
-                || discard && self.shared.cancel.is_cancelled()
-            {
+            if self.shared.readers.state().drops_overflow(self.shared.cancel.is_cancelled()) {
                 self.shared.dropped.fetch_add(1, Ordering::SeqCst);
                 return;
             }
-            let wake = self.shared.discard_wake.notified();
+            let wake = self.shared.readers.may_drop();
             tokio::select! {
                 permit = self.tx.sender().reserve() => {
                     if let (Ok(permit), Some(u)) = (permit, update.take()) {
