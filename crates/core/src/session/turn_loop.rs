@@ -75,15 +75,34 @@ impl Drop for UpdateSender {
     }
 }
 
+/// Where a turn stands with respect to cancel.
+enum Phase {
+    Running,
+    /// `cancel_action` has been sent (`send` is its task, until the attempt's wind-down takes
+    /// it); the turn resolves `cancelled` at `deadline` at the latest.
+    Cancelling {
+        deadline: Instant,
+        send: Option<tokio::task::JoinHandle<()>>,
+    },
+}
+
+impl Phase {
+    /// When the turn resolves `cancelled` whatever the server does, once cancel has begun.
+    fn deadline(&self) -> Option<Instant> {
+        match self {
+            Phase::Running => None,
+            Phase::Cancelling { deadline, .. } => Some(*deadline),
+        }
+    }
+}
+
 struct TurnLoop {
     session: Session,
     shared: Arc<TurnShared>,
     tx: UpdateSender,
     translator: Translator,
     usage: Option<TurnUsage>,
-    cancel_deadline: Option<Instant>,
-    /// The in-flight send of `cancel_action`.
-    cancel_send: Option<tokio::task::JoinHandle<()>>,
+    phase: Phase,
     handlers: JoinSet<()>,
     exec_tokens: Arc<Mutex<HashMap<u32, CancellationToken>>>,
 }
@@ -96,8 +115,7 @@ impl TurnLoop {
             shared,
             translator,
             usage: None,
-            cancel_deadline: None,
-            cancel_send: None,
+            phase: Phase::Running,
             handlers: JoinSet::new(),
             exec_tokens: Arc::default(),
         }
@@ -115,7 +133,7 @@ impl TurnLoop {
             Err(mpsc::error::TrySendError::Closed(_)) => return,
             Err(mpsc::error::TrySendError::Full(u)) => u,
         };
-        let deadline = self.cancel_deadline;
+        let deadline = self.phase.deadline();
         let mut update = Some(update);
         loop {
             if self.shared.readers.state().drops_overflow(self.shared.cancel.is_cancelled()) {
@@ -250,7 +268,10 @@ impl TurnLoop {
         if matches!(end, AttemptEnd::Cancelled) {
             // Let the cancel reach the server and the stream end politely, in the background:
             // the turn resolves now, and a reset would discard frames still queued.
-            let cancel_send = self.cancel_send.take();
+            let cancel_send = match &mut self.phase {
+                Phase::Cancelling { send, .. } => send.take(),
+                Phase::Running => None,
+            };
             tokio::spawn(async move {
                 if let Some(send) = cancel_send {
                     let _ = send.await;
@@ -291,7 +312,7 @@ impl TurnLoop {
                 _ => e,
             });
         }
-        if self.shared.cancel.is_cancelled() && self.cancel_deadline.is_none() {
+        if self.shared.cancel.is_cancelled() && matches!(self.phase, Phase::Running) {
             self.start_cancel(&sender);
         }
         let heartbeat = spawn_heartbeat(sender.clone(), self.timing().client_heartbeat);
@@ -299,13 +320,13 @@ impl TurnLoop {
         let stall = self.timing().stall;
         let mut last_frame = Instant::now();
         loop {
-            let cancel_requested = self.cancel_deadline.is_some();
+            let cancel_requested = matches!(self.phase, Phase::Cancelling { .. });
             tokio::select! {
                 biased;
                 _ = self.shared.cancel.cancelled(), if !cancel_requested => {
                     self.start_cancel(&sender);
                 }
-                _ = sleep_until_opt(self.cancel_deadline), if cancel_requested => {
+                _ = sleep_until_opt(self.phase.deadline()), if cancel_requested => {
                     return AttemptEnd::Cancelled;
                 }
                 _ = tokio::time::sleep_until(last_frame + stall) => {
@@ -360,17 +381,20 @@ impl TurnLoop {
         }
     }
 
+    /// Running → Cancelling: aborts the running execs and sends `cancel_action`, without waiting
+    /// for it; the turn resolves `cancelled` within the cancel grace whatever the server does.
     fn start_cancel(&mut self, sender: &AgentSender) {
-        self.cancel_deadline = Some(Instant::now() + self.timing().cancel_grace);
+        let deadline = Instant::now() + self.timing().cancel_grace;
         for token in self.exec_tokens.lock().expect("exec tokens").values() {
             token.cancel();
         }
         let cancel = messages::cancel_action();
         let sender = sender.clone();
         // Never block the loop on the server: the deadline bounds the wait whatever happens.
-        self.cancel_send = Some(tokio::spawn(async move {
+        let send = tokio::spawn(async move {
             let _ = sender.send(&cancel).await;
-        }));
+        });
+        self.phase = Phase::Cancelling { deadline, send: Some(send) };
     }
 
     /// Handles one server message; `true` when it ended the turn.
