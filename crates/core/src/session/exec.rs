@@ -30,6 +30,68 @@ fn output_event(chunk: ShellOutput) -> pb::shell_stream::Event {
     }
 }
 
+/// What the host's answer to an exec request becomes on the wire.
+enum ExecReply {
+    /// The typed result message, encoded.
+    Result(wire::Pieces),
+    /// No handler took the request: throw + close.
+    Unhandled,
+    /// The handler failed, timed out, was aborted or returned an invalid result: the result
+    /// type's error branch (a shell failure for a streaming shell), or throw when it has none.
+    Failed(String),
+}
+
+impl ExecReply {
+    fn from_host(request: &ExecRequest, outcome: Result<Option<serde_json::Value>, CoreError>) -> Self {
+        match outcome {
+            Ok(Some(json)) => match bridge::exec_result(request, json) {
+                Ok(result) => ExecReply::Result(result),
+                Err(e) => ExecReply::Failed(format!("the exec callback returned an invalid {}: {e}", request.kind)),
+            },
+            Ok(None) => ExecReply::Unhandled,
+            Err(CoreError::Aborted) => ExecReply::Failed("aborted".into()),
+            Err(e) => ExecReply::Failed(e.to_string()),
+        }
+    }
+}
+
+/// The messages that answer one exec request, all sent through the turn's sender.
+struct Replier<'a> {
+    sender: &'a AgentSender,
+    id: u32,
+    exec_id: &'a str,
+}
+
+impl Replier<'_> {
+    async fn send(&self, message: &pb::AgentClientMessage) {
+        let _ = self.sender.send(message).await;
+    }
+
+    async fn send_encoded(&self, message: impl Into<wire::Pieces>) {
+        let _ = self.sender.send_encoded(message).await;
+    }
+
+    async fn shell_event(&self, event: pb::shell_stream::Event) {
+        self.send_encoded(shell_event(self.id, self.exec_id, event)).await;
+    }
+
+    async fn throw(&self, error: String) {
+        let throw = pb::ExecClientThrow { id: self.id, error, stack_trace: None, error_code: None };
+        self.send(&control(pb::exec_client_control_message::Message::Throw(throw))).await;
+    }
+
+    async fn heartbeat(&self) {
+        let heartbeat = pb::ExecClientHeartbeat { id: self.id };
+        self.send(&control(pb::exec_client_control_message::Message::Heartbeat(heartbeat))).await;
+    }
+
+    /// `stream_close`: the last message of every exec, whatever came before it.
+    async fn close(&self) {
+        let close = pb::ExecClientStreamClose { id: self.id };
+        self.send(&control(pb::exec_client_control_message::Message::StreamClose(close))).await;
+    }
+}
+
 /// Answers one exec request: typed result then `stream_close`; throw + close when nothing can
 /// answer it. Heartbeats every 3 s while the host works; abort and cancel stop the wait.
 pub(super) async fn run(
@@ -41,51 +103,25 @@ pub(super) async fn run(
     token: CancellationToken,
     timing: &Timing,
 ) {
-    let close = control(pb::exec_client_control_message::Message::StreamClose(pb::ExecClientStreamClose { id }));
-    let throw = |error: String| {
-        control(pb::exec_client_control_message::Message::Throw(pb::ExecClientThrow {
-            id,
-            error,
-            stack_trace: None,
-            error_code: None,
-        }))
-    };
+    let reply = Replier { sender, id, exec_id };
     let Some(request) = request else {
-        let _ = sender.send(&throw("No handler found for this server message (unknown exec branch)".into())).await;
-        let _ = sender.send(&close).await;
-        return;
+        reply.throw("No handler found for this server message (unknown exec branch)".into()).await;
+        return reply.close().await;
     };
     if request.kind == "requestContext" {
-        let reply = match request_context::for_session(session).await {
-            Ok(ctx) => {
-                let result = pb::RequestContextResult {
-                    result: Some(pb::request_context_result::Result::Success(pb::RequestContextSuccess {
-                        request_context: Some(ctx),
-                    })),
-                };
-                Some(bridge::exec_client_message(id, exec_id, request.field, &result))
-            }
-            Err(e) => bridge::exec_error_result(&request, &e.to_string()),
-        };
-        match reply {
-            Some(bytes) => {
-                let _ = sender.send_encoded(bytes).await;
-            }
-            None => {
-                let _ = sender.send(&throw("the request context is unavailable".into())).await;
-            }
+        match request_context_result(session, &request).await {
+            Some(bytes) => reply.send_encoded(bytes).await,
+            None => reply.throw("the request context is unavailable".into()).await,
         }
-        let _ = sender.send(&close).await;
-        return;
+        return reply.close().await;
     }
     let streaming = request.kind == "shellStream";
     if streaming {
-        let _ = sender.send_encoded(shell_event(id, exec_id, pb::shell_stream::Event::Start(Default::default()))).await;
+        reply.shell_event(pb::shell_stream::Event::Start(Default::default())).await;
     }
     let (out_tx, mut out_rx) = mpsc::unbounded_channel::<ShellOutput>();
     let ctx = ExecContext { cancel: token.clone(), output: out_tx };
     let host_call = session.inner.host.exec(request.clone(), ctx);
-    let heartbeat = control(pb::exec_client_control_message::Message::Heartbeat(pb::ExecClientHeartbeat { id }));
     let mut beat = tokio::time::interval_at(Instant::now() + timing.exec_heartbeat, timing.exec_heartbeat);
     let deadline = tokio::time::sleep(timing.callback);
     tokio::pin!(host_call, deadline);
@@ -94,12 +130,10 @@ pub(super) async fn run(
             r = &mut host_call => break r,
             Some(chunk) = out_rx.recv() => {
                 if streaming {
-                    let _ = sender.send_encoded(shell_event(id, exec_id, output_event(chunk))).await;
+                    reply.shell_event(output_event(chunk)).await;
                 }
             }
-            _ = beat.tick() => {
-                let _ = sender.send(&heartbeat).await;
-            }
+            _ = beat.tick() => reply.heartbeat().await,
             _ = token.cancelled() => break Err(CoreError::Aborted),
             _ = &mut deadline => {
                 token.cancel();
@@ -112,35 +146,21 @@ pub(super) async fn run(
     // Output produced just before the result still goes out, in order.
     while let Ok(chunk) = out_rx.try_recv() {
         if streaming {
-            let _ = sender.send_encoded(shell_event(id, exec_id, output_event(chunk))).await;
+            reply.shell_event(output_event(chunk)).await;
         }
     }
-    let reply = match outcome {
-        Ok(Some(json)) => match bridge::exec_result(&request, json) {
-            Ok(bytes) => Ok(bytes),
-            Err(e) => Err(format!("the exec callback returned an invalid {}: {e}", request.kind)),
-        },
-        Ok(None) => Err(String::new()),
-        Err(CoreError::Aborted) => Err("aborted".into()),
-        Err(e) => Err(e.to_string()),
-    };
-    match reply {
-        Ok(result) => {
+    match ExecReply::from_host(&request, outcome) {
+        ExecReply::Result(result) => {
             if streaming {
-                let exit = shell_exit(&request, &result);
-                let _ = sender.send_encoded(shell_event(id, exec_id, pb::shell_stream::Event::Exit(exit))).await;
+                reply.shell_event(pb::shell_stream::Event::Exit(shell_exit(&request, &result))).await;
             }
-            let _ = sender.send_encoded(result).await;
+            reply.send_encoded(result).await;
         }
-        Err(message) if message.is_empty() => {
-            let _ = sender.send(&throw(format!("No handler for {} in this client", request.kind))).await;
-        }
-        Err(message) => {
-            if streaming {
-                let exit = pb::ShellStreamExit { code: 1, aborted: token.is_cancelled(), ..Default::default() };
-                let _ = sender.send_encoded(shell_event(id, exec_id, pb::shell_stream::Event::Exit(exit))).await;
-            }
+        ExecReply::Unhandled => reply.throw(format!("No handler for {} in this client", request.kind)).await,
+        ExecReply::Failed(message) => {
             let as_result = if streaming {
+                let exit = pb::ShellStreamExit { code: 1, aborted: token.is_cancelled(), ..Default::default() };
+                reply.shell_event(pb::shell_stream::Event::Exit(exit)).await;
                 let failure = pb::ShellResult {
                     result: Some(pb::shell_result::Result::Failure(pb::ShellFailure {
                         command: request.args.get("command").and_then(|c| c.as_str()).unwrap_or_default().to_string(),
@@ -156,16 +176,28 @@ pub(super) async fn run(
                 bridge::exec_error_result(&request, &message)
             };
             match as_result {
-                Some(bytes) => {
-                    let _ = sender.send_encoded(bytes).await;
-                }
-                None => {
-                    let _ = sender.send(&throw(message)).await;
-                }
+                Some(bytes) => reply.send_encoded(bytes).await,
+                None => reply.throw(message).await,
             }
         }
     }
-    let _ = sender.send(&close).await;
+    reply.close().await;
+}
+
+/// The typed answer to a `requestContext` exec: the context, or the result type's error branch
+/// when the host's callback fails; `None` when neither can be encoded (the caller throws).
+async fn request_context_result(session: &Session, request: &ExecRequest) -> Option<Bytes> {
+    match request_context::for_session(session).await {
+        Ok(ctx) => {
+            let result = pb::RequestContextResult {
+                result: Some(pb::request_context_result::Result::Success(pb::RequestContextSuccess {
+                    request_context: Some(ctx),
+                })),
+            };
+            Some(bridge::exec_client_message(request.id, &request.exec_id, request.field, &result))
+        }
+        Err(e) => bridge::exec_error_result(request, &e.to_string()),
+    }
 }
 
 /// The `exit` event for a streaming shell, from the `AgentClientMessage` carrying its final
