@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Once, OnceLock};
 use std::time::Duration;
 
-use super::{TransportConfig, TransportKind};
+use super::config::{TransportConfig, TransportKind, H2_CONNECTION_WINDOW, H2_STREAM_WINDOW};
 use crate::error::{error_chain, CoreError};
 
 /// Idle keep-alive connections kept per host for streams, beyond those for appends.
@@ -90,8 +90,8 @@ pub(super) fn http_client(
                 .http2_keep_alive_interval(Duration::from_secs(10))
                 .http2_keep_alive_timeout(Duration::from_secs(20))
                 .http2_keep_alive_while_idle(true)
-                .http2_initial_stream_window_size(super::H2_STREAM_WINDOW)
-                .http2_initial_connection_window_size(super::H2_CONNECTION_WINDOW)
+                .http2_initial_stream_window_size(H2_STREAM_WINDOW)
+                .http2_initial_connection_window_size(H2_CONNECTION_WINDOW)
         }
     };
     if loopback {
