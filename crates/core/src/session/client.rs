@@ -1,7 +1,7 @@
 //! [`AgentClient`] (transport, host and KV override, shared by its sessions) and [`Session`]
 //! (one conversation: its checkpoint, model, mode and cwd, and the turn running now).
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use agent_client_protocol_schema::v1 as acp;
 use bytes::Bytes;
@@ -9,6 +9,7 @@ use prost::Message as _;
 use tokio_util::sync::CancellationToken;
 
 use super::config::{ClientConfig, SavedSession, SessionOptions, Timing};
+use super::inner::{SessionInner, SessionState};
 use super::messages::{self, FirstAction};
 use super::turn::Turn;
 use super::turn_loop;
@@ -18,7 +19,7 @@ use crate::prompt;
 use crate::proto::agent::v1 as pb;
 use crate::protojson;
 use crate::translate::Translator;
-use crate::transport::{AgentSender, Transport, TransportKind};
+use crate::transport::{Transport, TransportKind};
 
 /// A configured client: transport, host and the KV override, shared by its sessions.
 #[derive(Clone)]
@@ -109,7 +110,7 @@ impl AgentClient {
                 notices: self.notices,
                 terminal_output: self.terminal_output,
                 conversation_id,
-                state: Mutex::new(SessionState { checkpoint, model, mode, cwd, ..Default::default() }),
+                state: SessionState { checkpoint, model, mode, cwd, ..Default::default() }.into(),
             }),
         })
     }
@@ -119,34 +120,7 @@ impl AgentClient {
 /// rejected with `E_BUSY` (never queued silently).
 #[derive(Clone)]
 pub struct Session {
-    pub(super) inner: Arc<SessionInner>,
-}
-
-pub(super) struct SessionInner {
-    pub(super) transport: Transport,
-    pub(super) host: Arc<dyn Host>,
-    pub(super) blobs: Arc<dyn BlobStore>,
-    pub(super) timing: Timing,
-    compaction_updates: bool,
-    notices: bool,
-    terminal_output: bool,
-    pub(super) conversation_id: String,
-    state: Mutex<SessionState>,
-}
-
-#[derive(Default)]
-pub(super) struct SessionState {
-    pub(super) checkpoint: Option<Bytes>,
-    pub(super) model: Option<String>,
-    mode: Option<String>,
-    pub(super) cwd: Option<String>,
-    active: Option<CancellationToken>,
-    /// The running attempt's sender and request id, for actions sent into the running turn.
-    pub(super) active_sender: Option<AgentSender>,
-    pub(super) active_request_id: Option<String>,
-    /// Kept between turns: message ids and the plan carry over.
-    translator: Option<Translator>,
-    closed: bool,
+    inner: Arc<SessionInner>,
 }
 
 impl Session {
@@ -154,8 +128,8 @@ impl Session {
         &self.inner.conversation_id
     }
 
-    pub(super) fn lock(&self) -> std::sync::MutexGuard<'_, SessionState> {
-        self.inner.state.lock().expect("session lock")
+    fn lock(&self) -> std::sync::MutexGuard<'_, SessionState> {
+        self.inner.lock()
     }
 
     pub fn set_model(&self, model: Option<String>) {
@@ -270,16 +244,7 @@ impl Session {
                 t
             })
         };
-        Ok(turn_loop::spawn(self.clone(), first, cancel, translator))
-    }
-
-    /// Frees the session for its next turn; called by the turn loop once its turn is over.
-    pub(super) fn turn_over(&self, translator: Translator) {
-        let mut s = self.lock();
-        s.active = None;
-        s.active_sender = None;
-        s.active_request_id = None;
-        s.translator = Some(translator);
+        Ok(turn_loop::spawn(self.inner.clone(), first, cancel, translator))
     }
 
     /// The updates that replay the stored conversation (user messages, assistant text and

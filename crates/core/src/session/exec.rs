@@ -6,8 +6,8 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::client::Session;
 use super::config::Timing;
+use super::inner::SessionInner;
 use super::messages::exec_control as control;
 use super::request_context;
 use crate::bridge;
@@ -95,7 +95,7 @@ impl Replier<'_> {
 /// Answers one exec request: typed result then `stream_close`; throw + close when nothing can
 /// answer it. Heartbeats every 3 s while the host works; abort and cancel stop the wait.
 pub(super) async fn run(
-    session: &Session,
+    session: &SessionInner,
     sender: &AgentSender,
     id: u32,
     exec_id: &str,
@@ -121,7 +121,7 @@ pub(super) async fn run(
     }
     let (out_tx, mut out_rx) = mpsc::unbounded_channel::<ShellOutput>();
     let ctx = ExecContext { cancel: token.clone(), output: out_tx };
-    let host_call = session.inner.host.exec(request.clone(), ctx);
+    let host_call = session.host.exec(request.clone(), ctx);
     let mut beat = tokio::time::interval_at(Instant::now() + timing.exec_heartbeat, timing.exec_heartbeat);
     let deadline = tokio::time::sleep(timing.callback);
     tokio::pin!(host_call, deadline);
@@ -186,7 +186,7 @@ pub(super) async fn run(
 
 /// The typed answer to a `requestContext` exec: the context, or the result type's error branch
 /// when the host's callback fails; `None` when neither can be encoded (the caller throws).
-async fn request_context_result(session: &Session, request: &ExecRequest) -> Option<Bytes> {
+async fn request_context_result(session: &SessionInner, request: &ExecRequest) -> Option<Bytes> {
     match request_context::for_session(session).await {
         Ok(ctx) => {
             let result = pb::RequestContextResult {

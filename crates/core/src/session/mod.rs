@@ -8,6 +8,7 @@
 //!
 //! - [`config`]: what a client and its sessions are made with, and what a turn returns;
 //! - [`client`]: [`AgentClient`] and [`Session`] (one conversation, at most one turn at a time);
+//! - `inner`: what a session's handles share with its turn loop;
 //! - [`turn`]: the [`Turn`] handle and the state its readers share with the loop;
 //! - `readers`: what the readers want done with updates that do not fit the queue;
 //! - `turn_loop`: the task that runs a turn, attempt after attempt;
@@ -17,6 +18,7 @@
 mod client;
 mod config;
 mod exec;
+mod inner;
 mod interaction;
 mod kv;
 mod messages;

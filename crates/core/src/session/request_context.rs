@@ -4,14 +4,14 @@ use crate::error::CoreError;
 use crate::proto::agent::v1 as pb;
 use crate::protojson;
 
-use super::client::Session;
+use super::inner::SessionInner;
 
 /// The request context: what the host supplies, with the session's folder as workspace and
 /// this machine's OS and shell filled in where the host left them empty. A failing or invalid
 /// host callback is an `E_CALLBACK` error (the context cannot be guessed).
-pub(super) async fn for_session(session: &Session) -> Result<pb::RequestContext, CoreError> {
-    let timeout = session.inner.timing.callback;
-    let from_host = tokio::time::timeout(timeout, session.inner.host.request_context()).await;
+pub(super) async fn for_session(session: &SessionInner) -> Result<pb::RequestContext, CoreError> {
+    let timeout = session.timing.callback;
+    let from_host = tokio::time::timeout(timeout, session.host.request_context()).await;
     let mut ctx = match from_host {
         Ok(Ok(Some(json))) => protojson::from_json::<pb::RequestContext>("agent.v1.RequestContext", &json)
             .map_err(|e| CoreError::Callback(format!("requestContext returned an invalid RequestContext: {e}")))?,

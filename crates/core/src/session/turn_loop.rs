@@ -14,8 +14,8 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::client::Session;
 use super::config::{Timing, TurnResult, TurnUsage};
+use super::inner::SessionInner;
 use super::messages::{self, FirstAction};
 use super::turn::{RunEndHooks, Turn, TurnShared};
 use super::{exec, interaction, kv, request_context};
@@ -29,8 +29,13 @@ use crate::updates::{QueuedUpdate, Updates};
 use crate::wire;
 
 /// Starts the task that runs a turn, and returns the turn's first handle.
-pub(super) fn spawn(session: Session, first: FirstAction, cancel: CancellationToken, translator: Translator) -> Turn {
-    let (tx, rx) = mpsc::channel(session.inner.timing.queue.max(1));
+pub(super) fn spawn(
+    session: Arc<SessionInner>,
+    first: FirstAction,
+    cancel: CancellationToken,
+    translator: Translator,
+) -> Turn {
+    let (tx, rx) = mpsc::channel(session.timing.queue.max(1));
     let (result_tx, result_rx) = watch::channel(None);
     let shared = Arc::new(TurnShared::new(Updates::new(rx), cancel, result_rx));
     let loop_shared = shared.clone();
@@ -97,7 +102,7 @@ impl Phase {
 }
 
 struct TurnLoop {
-    session: Session,
+    session: Arc<SessionInner>,
     shared: Arc<TurnShared>,
     tx: UpdateSender,
     translator: Translator,
@@ -108,7 +113,12 @@ struct TurnLoop {
 }
 
 impl TurnLoop {
-    fn new(session: Session, shared: Arc<TurnShared>, tx: mpsc::Sender<QueuedUpdate>, translator: Translator) -> Self {
+    fn new(
+        session: Arc<SessionInner>,
+        shared: Arc<TurnShared>,
+        tx: mpsc::Sender<QueuedUpdate>,
+        translator: Translator,
+    ) -> Self {
         TurnLoop {
             session,
             tx: UpdateSender { tx: Some(tx), shared: shared.clone() },
@@ -122,7 +132,7 @@ impl TurnLoop {
     }
 
     fn timing(&self) -> &Timing {
-        &self.session.inner.timing
+        &self.session.timing
     }
 
     /// Queues an update: waits for room (back-pressure) unless nobody will read it, or the
@@ -231,7 +241,7 @@ impl TurnLoop {
 
     async fn run_request(&self, first: Option<&FirstAction>) -> Result<Bytes, CoreError> {
         let request_context = request_context::for_session(&self.session).await?;
-        let conversation_id = &self.session.inner.conversation_id;
+        let conversation_id = &self.session.conversation_id;
         let (checkpoint, model) = {
             let s = self.session.lock();
             (s.checkpoint.clone(), s.model.clone())
@@ -261,7 +271,7 @@ impl TurnLoop {
     }
 
     async fn attempt(&mut self, request_id: &str, original: &str, first: Option<&FirstAction>) -> AttemptEnd {
-        let stream = self.session.inner.transport.open(request_id, Some(original));
+        let stream = self.session.transport.open(request_id, Some(original));
         let sender = stream.sender.clone();
         let mut receiver = stream.receiver;
         let end = self.attempt_on(request_id, &sender, &mut receiver, first).await;
@@ -437,7 +447,7 @@ impl TurnLoop {
                 }
             }
             Some(S::KvServerMessage(kv)) => {
-                let blobs = self.session.inner.blobs.clone();
+                let blobs = self.session.blobs.clone();
                 let timeout = self.timing().callback;
                 let sender = sender.clone();
                 self.handlers.spawn(async move {
@@ -450,7 +460,7 @@ impl TurnLoop {
             Some(S::InteractionQuery(_)) => {
                 let raw = wire::length_delimited_field(&frame.raw, f::agent_server_message::INTERACTION_QUERY)
                     .unwrap_or_default();
-                let host = self.session.inner.host.clone();
+                let host = self.session.host.clone();
                 let cancel = self.shared.cancel.child_token();
                 let timeout = self.timing().callback;
                 let sender = sender.clone();
