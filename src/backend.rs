@@ -79,7 +79,7 @@ pub struct DecodeStats {
 /// Benchmark helper (not client API): the core codec's decode ceiling on `count` text-delta frames.
 #[napi(namespace = "bench")]
 pub fn decode_text_frames(count: u32, text: String) -> DecodeStats {
-    let s = cursor_acp_core::bench::decode_text_frames(count as usize, &text);
+    let s = cursor_acp_bench::decode_text_frames(count as usize, &text);
     DecodeStats { frames: s.frames as u32, bytes: s.bytes as f64, nanos: s.elapsed.as_nanos() as f64 }
 }
 
@@ -87,7 +87,7 @@ pub fn decode_text_frames(count: u32, text: String) -> DecodeStats {
 /// for `bench.floorTurns`. `close()` it when done.
 #[napi(namespace = "bench")]
 pub struct FloorServer {
-    inner: cursor_acp_core::bench::FloorServer,
+    inner: cursor_acp_bench::FloorServer,
 }
 
 #[napi(namespace = "bench")]
@@ -108,7 +108,7 @@ impl FloorServer {
 /// Benchmark helper (not client API): starts a `bench.FloorServer` on 127.0.0.1.
 #[napi(namespace = "bench", ts_return_type = "Promise<bench.FloorServer>")]
 pub fn start_floor_server<'env>(env: &'env Env) -> Result<PromiseRaw<'env, FloorServer>> {
-    promise(env, cursor_acp_core::bench::FloorServer::start(), |_, inner| Ok(FloorServer { inner }))
+    promise(env, cursor_acp_bench::FloorServer::start(), |_, inner| Ok(FloorServer { inner }))
 }
 
 /// Result of `bench.floorTurns`.
@@ -127,7 +127,7 @@ pub struct FloorStats {
 #[napi(namespace = "bench", ts_return_type = "Promise<bench.FloorStats>")]
 pub fn floor_turns<'env>(env: &'env Env, url: String, turns: u32) -> Result<PromiseRaw<'env, FloorStats>> {
     let ms = |d: std::time::Duration| d.as_secs_f64() * 1000.0;
-    promise(env, async move { cursor_acp_core::bench::floor_turns(&url, turns as usize).await }, move |_, s| {
+    promise(env, async move { cursor_acp_bench::floor_turns(&url, turns as usize).await }, move |_, s| {
         Ok(FloorStats {
             turns: s.turns as u32,
             wall_ms: ms(s.wall),

@@ -21,7 +21,7 @@ mod tools;
 mod turn;
 
 /// Large buffers (exec results, checkpoints) are backed by huge pages where the OS allows:
-/// first-touching fresh 4 KiB pages was most of a large upload's time (see the core's
-/// `hugepages` module).
+/// first-touching fresh 4 KiB pages was most of a large upload's time (see the
+/// `cursor-acp-hugepages` crate).
 #[global_allocator]
-static ALLOCATOR: cursor_acp_core::hugepages::HugePageAllocator = cursor_acp_core::hugepages::HugePageAllocator;
+static ALLOCATOR: cursor_acp_hugepages::HugePageAllocator = cursor_acp_hugepages::HugePageAllocator;
