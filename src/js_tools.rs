@@ -5,15 +5,15 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use cursor_acp_core::host::ExecContext as CoreExecContext;
-use cursor_acp_core::tools::{LocalTools as CoreTools, ToolOptions, Workspace};
+use cursor_acp_core::host;
+use cursor_acp_core::tools::{self, ToolOptions, Workspace};
 use cursor_acp_core::{CancellationToken, CoreError};
 use napi::bindgen_prelude::*;
 use napi::Env;
 use serde_json::Value;
 
-use crate::error::{coded, promise};
-use crate::host::ExecContext;
+use crate::js_error::{coded, promise};
+use crate::js_host::ExecContext;
 
 /// Workspace roots and limits of the built-in tools.
 #[napi(object, object_to_js = false)]
@@ -45,7 +45,7 @@ pub struct LocalToolsOptions {
     pub terminals_dir: Option<String>,
 }
 
-pub fn build(o: &LocalToolsOptions) -> std::result::Result<CoreTools, CoreError> {
+pub fn build(o: &LocalToolsOptions) -> std::result::Result<tools::LocalTools, CoreError> {
     let workspace = Workspace::new(&o.roots).map_err(|e| CoreError::InvalidInput(e.to_string()))?;
     let d = ToolOptions::default();
     let size = |v: Option<u32>, default: usize| v.map_or(default, |v| v as usize);
@@ -64,7 +64,7 @@ pub fn build(o: &LocalToolsOptions) -> std::result::Result<CoreTools, CoreError>
         env,
         terminals_dir: o.terminals_dir.as_ref().map_or(d.terminals_dir, PathBuf::from),
     };
-    Ok(CoreTools::new(workspace, options))
+    Ok(tools::LocalTools::new(workspace, options))
 }
 
 /// Native read, write, delete, ls, grep, glob and shells (streaming, timeout, abort, background
@@ -72,7 +72,7 @@ pub fn build(o: &LocalToolsOptions) -> std::result::Result<CoreTools, CoreError>
 /// proto3 JSON, ready to return from the `exec` callback.
 #[napi]
 pub struct LocalTools {
-    inner: CoreTools,
+    inner: tools::LocalTools,
 }
 
 #[napi]
@@ -108,7 +108,7 @@ impl LocalTools {
     /// Whether `run` implements this exec kind.
     #[napi]
     pub fn handles(kind: String) -> bool {
-        CoreTools::handles(&kind)
+        tools::LocalTools::handles(&kind)
     }
 
     /// Runs an exec request. With the callback's `ctx`, shell output streams to the server and
@@ -127,7 +127,7 @@ impl LocalTools {
         let ctx = match ctx {
             Some(c) => c.core(),
             None => {
-                CoreExecContext { cancel: CancellationToken::new(), output: tokio::sync::mpsc::unbounded_channel().0 }
+                host::ExecContext { cancel: CancellationToken::new(), output: tokio::sync::mpsc::unbounded_channel().0 }
             }
         };
         let tools = self.inner.clone();
