@@ -79,6 +79,7 @@ const env = process.env
 let log
 try {
   log = createLogger(parseLevel(args['log-level'] ?? env.CURSOR_ACP_LOG))
+  require('../index.js').setLogLevel(log.level) // the addon's own events, to stderr at the same level
 } catch (e) {
   fail(e.message)
 }

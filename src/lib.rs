@@ -21,6 +21,7 @@ mod js_bench;
 mod js_client;
 mod js_error;
 mod js_host;
+mod js_log;
 mod js_session;
 mod js_tools;
 mod js_turn;

@@ -62,33 +62,57 @@ struct Replier<'a> {
     exec_id: &'a str,
 }
 
+/// Which message of an exec could not be sent: a lost answer is a warning, a lost heartbeat,
+/// output chunk or close is not (the stream has failed, and the turn reports that).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Part {
+    Answer,
+    Progress,
+}
+
 impl Replier<'_> {
-    async fn send(&self, message: &pb::AgentClientMessage) {
-        let _ = self.sender.send(message).await;
+    async fn send(&self, part: Part, message: &pb::AgentClientMessage) {
+        if let Err(e) = self.sender.send(message).await {
+            self.unsent(part, &e);
+        }
     }
 
-    async fn send_encoded(&self, message: impl Into<wire::Pieces>) {
-        let _ = self.sender.send_encoded(message).await;
+    async fn send_encoded(&self, part: Part, message: impl Into<wire::Pieces>) {
+        if let Err(e) = self.sender.send_encoded(message).await {
+            self.unsent(part, &e);
+        }
+    }
+
+    fn unsent(&self, part: Part, error: &CoreError) {
+        let (id, exec_id) = (self.id, self.exec_id);
+        match part {
+            Part::Answer => tracing::warn!(id, exec_id, error = %error, "the answer to an exec request was not sent"),
+            Part::Progress => tracing::debug!(id, exec_id, error = %error, "an exec stream message was not sent"),
+        }
+    }
+
+    async fn answer(&self, result: impl Into<wire::Pieces>) {
+        self.send_encoded(Part::Answer, result).await;
     }
 
     async fn shell_event(&self, event: pb::shell_stream::Event) {
-        self.send_encoded(shell_event(self.id, self.exec_id, event)).await;
+        self.send_encoded(Part::Progress, shell_event(self.id, self.exec_id, event)).await;
     }
 
     async fn throw(&self, error: String) {
         let throw = pb::ExecClientThrow { id: self.id, error, stack_trace: None, error_code: None };
-        self.send(&control(pb::exec_client_control_message::Message::Throw(throw))).await;
+        self.send(Part::Answer, &control(pb::exec_client_control_message::Message::Throw(throw))).await;
     }
 
     async fn heartbeat(&self) {
         let heartbeat = pb::ExecClientHeartbeat { id: self.id };
-        self.send(&control(pb::exec_client_control_message::Message::Heartbeat(heartbeat))).await;
+        self.send(Part::Progress, &control(pb::exec_client_control_message::Message::Heartbeat(heartbeat))).await;
     }
 
     /// `stream_close`: the last message of every exec, whatever came before it.
     async fn close(&self) {
         let close = pb::ExecClientStreamClose { id: self.id };
-        self.send(&control(pb::exec_client_control_message::Message::StreamClose(close))).await;
+        self.send(Part::Progress, &control(pb::exec_client_control_message::Message::StreamClose(close))).await;
     }
 }
 
@@ -104,13 +128,17 @@ pub(super) async fn run(
     timing: &Timing,
 ) {
     let reply = Replier { sender, id, exec_id };
+    if let Some(request) = &request {
+        tracing::debug!(id, exec_id, kind = %request.kind, "exec request");
+    }
     let Some(request) = request else {
+        tracing::warn!(id, exec_id, "an exec request of a kind this schema does not know: answered with throw");
         reply.throw("No handler found for this server message (unknown exec branch)".into()).await;
         return reply.close().await;
     };
     if request.kind == "requestContext" {
         match request_context_result(session, &request).await {
-            Some(bytes) => reply.send_encoded(bytes).await,
+            Some(bytes) => reply.answer(bytes).await,
             None => reply.throw("the request context is unavailable".into()).await,
         }
         return reply.close().await;
@@ -154,10 +182,14 @@ pub(super) async fn run(
             if streaming {
                 reply.shell_event(pb::shell_stream::Event::Exit(shell_exit(&request, &result))).await;
             }
-            reply.send_encoded(result).await;
+            reply.answer(result).await;
         }
-        ExecReply::Unhandled => reply.throw(format!("No handler for {} in this client", request.kind)).await,
+        ExecReply::Unhandled => {
+            tracing::debug!(id, exec_id, kind = %request.kind, "no handler for an exec request: answered with throw");
+            reply.throw(format!("No handler for {} in this client", request.kind)).await
+        }
         ExecReply::Failed(message) => {
+            tracing::debug!(id, exec_id, kind = %request.kind, error = %message, "an exec request failed");
             let as_result = if streaming {
                 let exit = pb::ShellStreamExit { code: 1, aborted: token.is_cancelled(), ..Default::default() };
                 reply.shell_event(pb::shell_stream::Event::Exit(exit)).await;
@@ -176,7 +208,7 @@ pub(super) async fn run(
                 bridge::exec_error_result(&request, &message)
             };
             match as_result {
-                Some(bytes) => reply.send_encoded(bytes).await,
+                Some(bytes) => reply.answer(bytes).await,
                 None => reply.throw(message).await,
             }
         }

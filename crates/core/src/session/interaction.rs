@@ -20,7 +20,13 @@ pub(super) async fn answer(
     cancel: CancellationToken,
     timeout: Duration,
 ) -> Option<Bytes> {
-    let (id, query) = bridge::decode_interaction(raw).ok()?;
+    let (id, query) = match bridge::decode_interaction(raw) {
+        Ok(decoded) => decoded,
+        Err(e) => {
+            tracing::warn!(bytes = raw.len(), error = %e, "dropped an interaction query that does not decode (no id to answer)");
+            return None;
+        }
+    };
     let Some(query) = query else {
         // A kind this schema does not know: answer "approved" with the empty message of that
         // number is impossible to name, so answer with an InteractionResponse that carries

@@ -15,7 +15,22 @@ pub(super) async fn answer(
     use pb::kv_client_message::Message as C;
     let message = match kv.message {
         Some(pb::kv_server_message::Message::GetBlobArgs(args)) => {
-            let data = tokio::time::timeout(timeout, blobs.get(args.blob_id)).await.ok().and_then(Result::ok).flatten();
+            // A blob the store cannot give is answered as absent; the server decides what that means.
+            let data = match tokio::time::timeout(timeout, blobs.get(args.blob_id)).await {
+                Ok(Ok(data)) => data,
+                Ok(Err(e)) => {
+                    tracing::warn!(id = kv.id, error = %e, "the blob store failed a get: answered as absent");
+                    None
+                }
+                Err(_) => {
+                    tracing::warn!(
+                        id = kv.id,
+                        timeout_ms = timeout.as_millis() as u64,
+                        "the blob store timed out on a get: answered as absent"
+                    );
+                    None
+                }
+            };
             Some(C::GetBlobResult(pb::GetBlobResult { blob_data: data }))
         }
         Some(pb::kv_server_message::Message::SetBlobArgs(args)) => {
@@ -27,7 +42,10 @@ pub(super) async fn answer(
             Some(C::SetBlobResult(pb::SetBlobResult { error }))
         }
         // An unknown KV branch: a get result with no data is the harmless answer.
-        None => Some(C::GetBlobResult(pb::GetBlobResult { blob_data: None })),
+        None => {
+            tracing::debug!(id = kv.id, "a KV request of a kind this schema does not know: answered with an empty get");
+            Some(C::GetBlobResult(pb::GetBlobResult { blob_data: None }))
+        }
     };
     pb::KvClientMessage { id: kv.id, message }
 }

@@ -143,7 +143,9 @@ impl Turn {
     pub fn ended(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
         let mut result = self.shared.result.clone();
         async move {
-            let _ = result.wait_for(|r| r.is_some()).await;
+            if result.wait_for(|r| r.is_some()).await.is_err() {
+                tracing::warn!("the turn's task ended without a result");
+            }
         }
     }
 

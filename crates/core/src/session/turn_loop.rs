@@ -45,9 +45,16 @@ pub(super) fn spawn(
         let _end_hooks = RunEndHooks(loop_shared.clone());
         let mut turn = TurnLoop::new(session.clone(), loop_shared, tx, translator);
         let result = turn.run(first).await;
+        match &result {
+            Ok(r) => {
+                tracing::info!(conversation_id = %session.conversation_id, stop_reason = ?r.stop_reason, "turn over")
+            }
+            Err(e) => tracing::warn!(conversation_id = %session.conversation_id, error = %e, "turn failed"),
+        }
         let TurnLoop { translator, .. } = turn;
         session.turn_over(translator);
-        let _ = result_tx.send(Some(result));
+        // Stored whether or not a handle still watches: the end hooks read it next.
+        result_tx.send_replace(Some(result));
     });
     Turn::new(shared)
 }
@@ -180,6 +187,12 @@ impl TurnLoop {
             return Ok(TurnResult { stop_reason: acp::StopReason::Cancelled, usage: None });
         }
         let original_request_id = uuid::Uuid::new_v4().to_string();
+        tracing::info!(
+            conversation_id = %self.session.conversation_id,
+            request_id = %original_request_id,
+            transport = ?self.session.transport.active_kind(),
+            "turn started"
+        );
         let mut attempt: u32 = 0;
         let mut moved_to_http1 = false;
         let outcome = loop {
@@ -200,8 +213,12 @@ impl TurnLoop {
                 AttemptEnd::Failed(_) if self.shared.cancel.is_cancelled() => break Ok(acp::StopReason::Cancelled),
                 // The server does not speak HTTP/2 and never saw this stream: the same attempt
                 // again, on the HTTP/1.1 transport the automatic one has switched to.
-                AttemptEnd::Failed(CoreError::NoHttp2(_)) if !moved_to_http1 => moved_to_http1 = true,
+                AttemptEnd::Failed(CoreError::NoHttp2(why)) if !moved_to_http1 => {
+                    tracing::info!(why = %why, "starting the turn again over HTTP/1.1");
+                    moved_to_http1 = true;
+                }
                 AttemptEnd::Failed(e) if e.is_retryable() && attempt < self.timing().resume_attempts => {
+                    tracing::warn!(attempt, error = %e, "the stream failed; resuming");
                     self.abort_handlers();
                     let swept = self.translator.sweep("Interrupted: the connection was lost; resuming.");
                     self.emit_all(swept).await;
@@ -236,7 +253,14 @@ impl TurnLoop {
     /// Lets in-flight handlers finish (bounded), so results already produced are sent.
     async fn drain(&mut self) {
         let drain = self.timing().drain;
-        let _ = tokio::time::timeout(drain, async { while self.handlers.join_next().await.is_some() {} }).await;
+        let finished = tokio::time::timeout(drain, async { while self.handlers.join_next().await.is_some() {} }).await;
+        if finished.is_err() {
+            tracing::debug!(
+                handlers = self.handlers.len(),
+                drain_ms = drain.as_millis() as u64,
+                "request handlers still running after the turn ended; aborting them"
+            );
+        }
     }
 
     async fn run_request(&self, first: Option<&FirstAction>) -> Result<Bytes, CoreError> {
@@ -283,14 +307,20 @@ impl TurnLoop {
                 Phase::Running => None,
             };
             tokio::spawn(async move {
-                if let Some(send) = cancel_send {
-                    let _ = send.await;
+                if let Some(Err(e)) = match cancel_send {
+                    Some(send) => Some(send.await),
+                    None => None,
+                } {
+                    tracing::debug!(error = %e, "the cancel_action task did not finish");
                 }
                 sender.close();
-                let _ = tokio::time::timeout(Duration::from_secs(2), async {
+                let ended = tokio::time::timeout(Duration::from_secs(2), async {
                     while let Ok(Some(_)) = receiver.next().await {}
                 })
                 .await;
+                if ended.is_err() {
+                    tracing::debug!("the cancelled stream did not end within 2 s; dropping it");
+                }
             });
         }
         end
@@ -343,6 +373,7 @@ impl TurnLoop {
                     if cancel_requested {
                         return AttemptEnd::Cancelled;
                     }
+                    tracing::warn!(stall_ms = stall.as_millis() as u64, "no frame from the server: the stream stalled");
                     return AttemptEnd::Failed(CoreError::Timeout(format!(
                         "no frame from the server for {} ms", stall.as_millis()
                     )));
@@ -401,8 +432,12 @@ impl TurnLoop {
         let cancel = messages::cancel_action();
         let sender = sender.clone();
         // Never block the loop on the server: the deadline bounds the wait whatever happens.
+        tracing::info!(grace_ms = self.timing().cancel_grace.as_millis() as u64, "cancelling the turn");
         let send = tokio::spawn(async move {
-            let _ = sender.send(&cancel).await;
+            // The deadline resolves the turn all the same; the stream's error is the receiver's.
+            if let Err(e) = sender.send(&cancel).await {
+                tracing::debug!(error = %e, "cancel_action was not sent");
+            }
         });
         self.phase = Phase::Cancelling { deadline, send: Some(send) };
     }
@@ -452,9 +487,11 @@ impl TurnLoop {
                 let sender = sender.clone();
                 self.handlers.spawn(async move {
                     let reply = kv::answer(blobs, kv, timeout).await;
-                    let _ = sender
-                        .send(&messages::client_msg(pb::agent_client_message::Message::KvClientMessage(reply)))
-                        .await;
+                    let id = reply.id;
+                    let reply = messages::client_msg(pb::agent_client_message::Message::KvClientMessage(reply));
+                    if let Err(e) = sender.send(&reply).await {
+                        tracing::warn!(id, error = %e, "the reply to a KV request was not sent");
+                    }
                 });
             }
             Some(S::InteractionQuery(_)) => {
@@ -466,9 +503,10 @@ impl TurnLoop {
                 let sender = sender.clone();
                 self.handlers.spawn(async move {
                     if let Some(reply) = interaction::answer(host, &raw, cancel, timeout).await {
-                        let _ = sender
-                            .send_encoded(wire::wrap(f::agent_client_message::INTERACTION_RESPONSE, &reply))
-                            .await;
+                        let reply = wire::wrap(f::agent_client_message::INTERACTION_RESPONSE, &reply);
+                        if let Err(e) = sender.send_encoded(reply).await {
+                            tracing::warn!(error = %e, "the reply to an interaction query was not sent");
+                        }
                     }
                 });
             }
@@ -482,7 +520,7 @@ impl TurnLoop {
             Ok(decoded) => decoded,
             Err(e) => {
                 // Not even an id to answer: nothing can be sent back for it.
-                let _ = e;
+                tracing::warn!(bytes = raw.len(), error = %e, "dropped an exec request that does not decode (no id to answer)");
                 return;
             }
         };
@@ -575,5 +613,81 @@ fn merge_delta(mut current: ServerFrame, next: ServerFrame) -> Result<ServerFram
         Ok(current)
     } else {
         Err((current, next))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+
+    use super::*;
+    use crate::host::{MemoryBlobStore, NoHost};
+    use crate::transport::{Transport, TransportConfig, TransportKind};
+
+    /// Formatted events, kept for the test to read.
+    #[derive(Clone, Default)]
+    struct Captured(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Captured {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn turn_loop() -> TurnLoop {
+        // Nothing listens on the discard port: the stream the test opens fails in the background.
+        let config =
+            TransportConfig { base_url: "http://127.0.0.1:9".into(), kind: TransportKind::Sse, ..Default::default() };
+        let session = Arc::new(SessionInner {
+            transport: Transport::new(config).expect("a valid config"),
+            host: Arc::new(NoHost),
+            blobs: Arc::new(MemoryBlobStore::new()),
+            timing: Timing::default(),
+            compaction_updates: false,
+            notices: false,
+            terminal_output: false,
+            conversation_id: "c-1".into(),
+            state: Default::default(),
+        });
+        let (tx, rx) = mpsc::channel(4);
+        let (_result_tx, result_rx) = watch::channel(None);
+        let shared = Arc::new(TurnShared::new(Updates::new(rx), CancellationToken::new(), result_rx));
+        TurnLoop::new(session, shared, tx, Translator::new())
+    }
+
+    /// An exec request that does not decode has no id to answer with: it is dropped, and the
+    /// drop is a warning naming what was lost (its size), not its bytes.
+    #[tokio::test]
+    async fn an_exec_request_that_does_not_decode_is_dropped_with_a_warning() {
+        let captured = Captured::default();
+        let writer = captured.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .with_max_level(tracing::Level::DEBUG)
+            .finish();
+        let _default = tracing::subscriber::set_default(subscriber);
+        let mut turn = turn_loop();
+        let sender = turn.session.transport.open("r-1", None).sender;
+        // `id` (a varint) sent as a length-delimited field: prost-reflect refuses it.
+        let request = [0x0a, 0x03, 0xca, 0xfe, 0x01];
+        let frame = ServerFrame {
+            message: Box::new(pb::AgentServerMessage {
+                message: Some(pb::agent_server_message::Message::ExecServerMessage(Box::default())),
+            }),
+            raw: wire::wrap(f::agent_server_message::EXEC_SERVER_MESSAGE, &request),
+        };
+        assert!(!turn.dispatch(frame, &sender).await, "not the end of the turn");
+        assert!(turn.handlers.is_empty(), "nothing is answered");
+        let logged = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+        let line = logged.lines().find(|l| l.contains("exec request that does not decode")).unwrap_or_else(|| {
+            panic!("no event for the dropped request in {logged:?}");
+        });
+        assert!(line.contains("WARN") && line.contains("bytes=5"), "{line}");
+        assert!(!line.to_ascii_lowercase().contains("cafe"), "the payload is not logged: {line}");
     }
 }

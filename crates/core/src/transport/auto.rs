@@ -45,6 +45,7 @@ impl Http1Switch {
     /// Moves the transport to HTTP/1.1; returns the error for the stream that showed `why`.
     fn turn_on(&self, why: String) -> CoreError {
         self.0.store(true, Ordering::Relaxed);
+        tracing::info!(why = %why, "the server does not offer Run over HTTP/2: RunSSE over HTTP/1.1 from now on");
         CoreError::NoHttp2(why)
     }
 }

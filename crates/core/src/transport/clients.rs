@@ -59,8 +59,10 @@ pub(super) fn http_client(
     url: &reqwest::Url,
 ) -> Result<reqwest::Client, CoreError> {
     CRYPTO_PROVIDER.call_once(|| {
-        // Another library in the process may have installed one already; that is fine.
-        let _ = rustls::crypto::ring::default_provider().install_default();
+        if rustls::crypto::ring::default_provider().install_default().is_err() {
+            // Another library in the process installed one already: that one is used.
+            tracing::debug!("a TLS crypto provider was installed already; using it");
+        }
     });
     let loopback = match url.host() {
         Some(url::Host::Ipv4(ip)) => ip.is_loopback(),

@@ -17,6 +17,7 @@ pub(super) fn record_failure(failure: &watch::Sender<Option<CoreError>>, err: Co
             *slot = Some(err);
             true
         } else {
+            tracing::debug!(error = %err, "a later error of a stream that has failed already");
             false
         }
     });

@@ -146,6 +146,7 @@ impl SseSender {
                 )))
             });
             if let Err(err) = result {
+                tracing::debug!(seqno, error = %err, "BidiAppend failed: the stream fails with it");
                 record_failure(&failure, err);
             }
             drop(permit);
