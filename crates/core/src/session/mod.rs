@@ -11,12 +11,14 @@
 //! - `inner`: what a session's handles share with its turn loop;
 //! - [`turn`]: the [`Turn`] handle and the state its readers share with the loop;
 //! - `readers`: what the readers want done with updates that do not fit the queue;
-//! - `turn_loop`: the task that runs a turn, attempt after attempt;
+//! - `turn_loop`: the task that runs a turn, attempt after attempt (`deltas`: runs of text
+//!   deltas merged before they are translated);
 //! - `messages`: the client messages a session builds (run request, prewarm, cancel…);
 //! - `exec`, `kv`, `interaction`, `request_context`: the answers to the server's requests.
 
 mod client;
 mod config;
+mod deltas;
 mod exec;
 mod inner;
 mod interaction;
