@@ -160,7 +160,8 @@ impl Session {
         let mode = self.lock().mode.clone();
         let message = prompt::user_message(&content, mode.as_deref().map(prompt::mode_value).transpose()?)?;
         let first = if message.text.trim().is_empty() && message.selected_context.is_none() {
-            // Empty user turns become a resume (client-behaviour §4 #19).
+            // An empty user message would be dropped by the server: it becomes a resume
+            // (docs/protocol.md, "The messages of a turn").
             FirstAction::Resume
         } else {
             FirstAction::User(Box::new(message))
