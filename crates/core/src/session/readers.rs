@@ -126,7 +126,8 @@ mod tests {
 
     #[test]
     fn the_state_is_what_the_handles_did() {
-        let cases: [(&[fn(&Readers)], ReaderState); 7] = [
+        type Steps = &'static [fn(&Readers)];
+        let cases: [(Steps, ReaderState); 7] = [
             (&[], Unread),
             (&[Readers::read], Reading),
             (&[Readers::result_awaited], Unwanted),
