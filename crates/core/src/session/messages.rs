@@ -50,9 +50,8 @@ pub(super) fn run_request(
         conversation_id: Some(conversation_id.to_string()),
         ..Default::default()
     };
-    let mut body = BytesMut::from(&request.encode_to_vec()[..]);
-    wire::put_length_delimited(&mut body, f::agent_run_request::CONVERSATION_STATE, checkpoint.unwrap_or_default());
-    wire::wrap(f::agent_client_message::RUN_REQUEST, &body)
+    let state = f::agent_run_request::CONVERSATION_STATE;
+    with_checkpoint(&request, state, checkpoint, f::agent_client_message::RUN_REQUEST)
 }
 
 /// `AgentClientMessage{prewarm_request}` (model, conversation state) with the checkpoint spliced
@@ -65,9 +64,17 @@ pub(super) fn prewarm_request(checkpoint: Option<&[u8]>, model: Option<&str>, co
         conversation_id: Some(conversation_id.to_string()),
         ..Default::default()
     };
+    let state = f::prewarm_request::CONVERSATION_STATE;
+    with_checkpoint(&request, state, checkpoint, f::agent_client_message::PREWARM_REQUEST)
+}
+
+/// `request` with the checkpoint appended as its field `state` (the server's bytes, never
+/// re-encoded: prost would drop what it does not know), as field `branch` of an
+/// `AgentClientMessage`.
+fn with_checkpoint(request: &impl prost::Message, state: u32, checkpoint: Option<&[u8]>, branch: u32) -> Bytes {
     let mut body = BytesMut::from(&request.encode_to_vec()[..]);
-    wire::put_length_delimited(&mut body, f::prewarm_request::CONVERSATION_STATE, checkpoint.unwrap_or_default());
-    wire::wrap(f::agent_client_message::PREWARM_REQUEST, &body)
+    wire::put_length_delimited(&mut body, state, checkpoint.unwrap_or_default());
+    wire::wrap(branch, &body)
 }
 
 /// `conversation_action{cancel_action}`: what ACP `session/cancel` sends to the server.
