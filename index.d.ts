@@ -462,6 +462,15 @@ export interface NewSessionOptions {
   conversationId?: string
 }
 
+/**
+ * Writes the addon's log events to stderr at `level` and above (`'off'` stops them; the
+ * default is off). Events name what happened (a turn started or ended, a stream failed and is
+ * resumed, a reply could not be sent, a request that does not decode was dropped) and carry
+ * ids, kinds, sizes and errors: never a credential, a prompt or a payload. stdout is never
+ * written. The stdio agent calls this with its `--log-level`.
+ */
+export declare function setLogLevel(level: 'error' | 'warn' | 'info' | 'debug' | 'off'): void
+
 /** Starts an embedded backend playing `scenario` on 127.0.0.1. */
 export declare function startEmbeddedBackend(options: EmbeddedBackendOptions): Promise<EmbeddedBackend>
 

@@ -841,5 +841,6 @@ module.exports.ExecContext = nativeBinding.ExecContext
 module.exports.LocalTools = nativeBinding.LocalTools
 module.exports.PromptTurn = nativeBinding.PromptTurn
 module.exports.Session = nativeBinding.Session
+module.exports.setLogLevel = nativeBinding.setLogLevel
 module.exports.startEmbeddedBackend = nativeBinding.startEmbeddedBackend
 module.exports.bench = nativeBinding.bench

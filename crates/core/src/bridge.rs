@@ -7,6 +7,7 @@ use bytes::{Bytes, BytesMut};
 use prost::encoding::{encode_key, encode_varint, WireType};
 use prost_reflect::{DynamicMessage, Kind, MessageDescriptor, ReflectMessage, SerializeOptions, Value};
 
+use crate::field::agent::v1 as f;
 use crate::host::{ExecRequest, InteractionRequest};
 use crate::protojson::pool;
 use crate::wire::{put_length_delimited, Pieces};
@@ -115,8 +116,9 @@ pub fn shell_stream_outcome(client_message: &Pieces) -> Option<(i32, bool)> {
     }
 }
 
-/// Partial views of `AgentClientMessage` → `ExecClientMessage.shell_result` (2)
-/// → `ShellResult.{success, failure}`: same numbers as `proto/`, every other field skipped.
+/// Partial views of `AgentClientMessage.exec_client_message` → `ExecClientMessage.shell_result`
+/// → `ShellResult.{success, failure}`: every other field skipped. prost's derive takes only
+/// literal tags; `the_shell_views_use_the_schemas_numbers` checks them against [`crate::field`].
 mod shell_view {
     #[derive(Clone, PartialEq, prost::Message)]
     pub struct ClientMessage {
@@ -233,22 +235,25 @@ fn exec_reply(
     inline: usize,
     write_result: impl FnOnce(&mut Splicer),
 ) -> Pieces {
+    use f::exec_client_message::{EXEC_ID, ID};
     use prost::encoding::{encoded_len_varint, key_len};
-    let mut exec_len = key_len(1) + encoded_len_varint(id as u64);
+    let mut exec_len = key_len(ID) + encoded_len_varint(id as u64);
     exec_len += key_len(field) + encoded_len_varint(result_len as u64) + result_len;
     if !exec_id.is_empty() {
-        exec_len += key_len(15) + encoded_len_varint(exec_id.len() as u64) + exec_id.len();
+        exec_len += key_len(EXEC_ID) + encoded_len_varint(exec_id.len() as u64) + exec_id.len();
     }
-    let envelope = key_len(2) + encoded_len_varint(exec_len as u64) + exec_len - result_len;
+    let envelope =
+        key_len(f::agent_client_message::EXEC_CLIENT_MESSAGE) + encoded_len_varint(exec_len as u64) + exec_len
+            - result_len;
     let mut out = Splicer { pieces: Pieces::default(), small: BytesMut::with_capacity(envelope + inline) };
-    out.field_header(2, exec_len);
+    out.field_header(f::agent_client_message::EXEC_CLIENT_MESSAGE, exec_len);
     // Fields in the order prost writes them (by number): id, the result, exec_id.
-    encode_key(1, WireType::Varint, &mut out.small);
+    encode_key(ID, WireType::Varint, &mut out.small);
     encode_varint(id as u64, &mut out.small);
     out.field_header(field, result_len);
     write_result(&mut out);
     if !exec_id.is_empty() {
-        put_length_delimited(&mut out.small, 15, exec_id.as_bytes());
+        put_length_delimited(&mut out.small, EXEC_ID, exec_id.as_bytes());
     }
     out.finish()
 }
@@ -337,7 +342,7 @@ pub fn exec_error_result(request: &ExecRequest, message: &str) -> Option<Bytes> 
 /// `InteractionResponse{id, <field>: response}` bytes.
 fn interaction_response_bytes(id: u32, field: u32, response: &[u8]) -> Bytes {
     let mut out = BytesMut::with_capacity(response.len() + 16);
-    encode_key(1, WireType::Varint, &mut out);
+    encode_key(f::interaction_response::ID, WireType::Varint, &mut out);
     encode_varint(id as u64, &mut out);
     put_length_delimited(&mut out, field, response);
     out.freeze()
@@ -426,10 +431,10 @@ mod tests {
             }))),
         }
         .encode_to_vec();
-        let bytes = exec_client_message(300, "exec-1", 7, &result); // read_result = 7
+        let bytes = exec_client_message(300, "exec-1", f::exec_client_message::READ_RESULT, &result);
         assert_eq!(bytes.as_ref(), expected.as_slice());
         // No exec id: the field is left out, as prost leaves out an empty string.
-        let no_id = exec_client_message(1, "", 7, &result);
+        let no_id = exec_client_message(1, "", f::exec_client_message::READ_RESULT, &result);
         assert_eq!(exec_client_message_of(no_id).exec_id, "");
     }
 
@@ -509,6 +514,38 @@ mod tests {
         // Not a shell result, or not protobuf at all: no outcome, no panic.
         assert_eq!(shell_stream_outcome(&Pieces::from(Bytes::from_static(&[0x12, 0x05, 0x00]))), None);
         assert_eq!(shell_stream_outcome(&Pieces::default()), None);
+    }
+
+    #[test]
+    fn the_shell_views_use_the_schemas_numbers() {
+        use shell_view::{ClientMessage, ExecClientMessage, Failure, Outcome, ShellResult};
+        let view = ClientMessage {
+            exec: Some(ExecClientMessage {
+                shell_result: Some(ShellResult {
+                    outcome: Some(Outcome::Failure(Failure { exit_code: 3, aborted: true })),
+                }),
+            }),
+        };
+        let Some(pb::agent_client_message::Message::ExecClientMessage(exec)) =
+            pb::AgentClientMessage::decode(view.encode_to_vec().as_slice()).unwrap().message
+        else {
+            panic!("not an exec client message")
+        };
+        let Some(pb::exec_client_message::Message::ShellResult(pb::ShellResult {
+            result: Some(pb::shell_result::Result::Failure(failure)),
+            ..
+        })) = exec.message
+        else {
+            panic!("not a shell failure")
+        };
+        assert_eq!((failure.exit_code, failure.aborted), (3, true));
+        let success = ShellResult { outcome: Some(Outcome::Success(shell_view::Success { exit_code: 4 })) };
+        let Some(pb::shell_result::Result::Success(s)) =
+            pb::ShellResult::decode(success.encode_to_vec().as_slice()).unwrap().result
+        else {
+            panic!("not a shell success")
+        };
+        assert_eq!(s.exit_code, 4);
     }
 
     #[test]

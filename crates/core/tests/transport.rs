@@ -212,7 +212,7 @@ async fn scripted_turn_end_to_end_on_both_transports() {
         assert_eq!(r.messages[1].message["execClientMessage"]["readResult"]["success"]["content"], "file body");
         assert_eq!(r.messages[1].message["execClientMessage"]["execId"], "exec-1");
         assert_eq!(r.messages[4].message["kvClientMessage"]["id"], 3);
-        // Headers of §2.4.
+        // The headers of docs/protocol.md, "Headers".
         let h = &r.headers;
         assert_eq!(h["authorization"], "Bearer tok-abc");
         assert_eq!(h["x-request-id"], r.request_id);

@@ -17,8 +17,7 @@ use super::script::Queued;
 use crate::proto::agent::v1::{agent_client_message, AgentClientMessage, ExecClientMessage};
 use crate::protojson;
 
-/// `AgentClientMessage.exec_client_message`.
-const EXEC_CLIENT_MESSAGE: u32 = 2;
+use crate::field::agent::v1::agent_client_message::EXEC_CLIENT_MESSAGE;
 
 /// How deeply messages may nest: prost's limit, so that both refuse the same payloads.
 const RECURSION_LIMIT: u32 = 100;
@@ -38,7 +37,8 @@ pub(crate) fn decode(payload: &Bytes) -> Result<Queued, String> {
 }
 
 /// The part of an exec reply a script reads. prost skips the fields it does not name without
-/// copying them.
+/// copying them. (prost's derive takes only literal tags: `exec_client_message`, then its `id`
+/// and `exec_id`; `an_exec_reply_is_queued_as_its_head` decodes a real reply through them.)
 #[derive(Clone, PartialEq, prost::Message)]
 struct ReplyHead {
     #[prost(message, optional, tag = "2")]

@@ -1,19 +1,19 @@
 //! `Session`: prompt, cancel, actions, save.
 
-use cursor_acp_core::session::Session as CoreSession;
+use cursor_acp_core::session;
 use cursor_acp_core::{prompt, CancellationToken};
 use napi::bindgen_prelude::*;
 use napi::Env;
 use serde_json::{json, Value};
 
-use crate::client::saved_json;
-use crate::error::{coded, promise};
-use crate::turn::PromptTurn;
+use crate::js_error::{coded, promise};
+use crate::js_turn::PromptTurn;
+use crate::saved;
 
 /// One conversation. One turn at a time: prompting while a turn runs throws `E_BUSY`.
 #[napi]
 pub struct Session {
-    pub(crate) inner: CoreSession,
+    pub(crate) inner: session::Session,
 }
 
 /// Cancels `token` when the AbortSignal in `options.signal` aborts (or already has).
@@ -183,7 +183,7 @@ impl Session {
     /// Conversation id, latest checkpoint and blobs: persist it, then `client.loadSession(saved)`.
     #[napi(ts_return_type = "SavedSession")]
     pub fn save(&self) -> Value {
-        saved_json(self.inner.save())
+        saved::to_json(self.inner.save())
     }
 
     /// Cancels any running turn; later prompts throw `E_CLOSED`.

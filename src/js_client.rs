@@ -4,20 +4,19 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use base64::Engine as _;
-use bytes::Bytes;
 use cursor_acp_core::connect::Limits;
 use cursor_acp_core::host::{BlobStore, DirBlobStore, NoHost};
-use cursor_acp_core::session::{AgentClient as CoreClient, ClientConfig, SavedSession, SessionOptions, Timing};
+use cursor_acp_core::session::{self, ClientConfig, SessionOptions, Timing};
 use cursor_acp_core::transport::{AppendEncoding, Compression, Secret, TransportConfig, TransportKind};
 use cursor_acp_core::CoreError;
 use napi::bindgen_prelude::*;
 use napi::Env;
 use serde_json::Value;
 
-use crate::error::coded;
-use crate::host::{Callback, ExecCallback, JsBlobStore, JsHost};
-use crate::session::Session;
+use crate::js_error::coded;
+use crate::js_host::{Callback, ExecCallback, JsBlobStore, JsHost};
+use crate::js_session::Session;
+use crate::saved;
 
 /// Blob storage callbacks; they replace the built-in store. Ids are lower-case hex.
 #[napi(object, object_to_js = false)]
@@ -74,7 +73,7 @@ pub struct AgentClientOptions {
     pub request_context: Option<Callback<(), crate::json::HostJson>>,
     /// Built-in local tools (read, write, delete, ls, grep, shells) confined to these roots;
     /// they answer every exec the `exec` callback leaves unhandled (no callback, or `undefined`).
-    pub tools: Option<crate::tools::LocalToolsOptions>,
+    pub tools: Option<crate::js_tools::LocalToolsOptions>,
     /// Replaces the built-in in-memory blob store.
     pub kv: Option<KvOptions>,
     /// Keep blobs as files in this directory (survives restarts). Ignored when `kv` is set.
@@ -199,7 +198,7 @@ fn parse_config(o: &AgentClientOptions) -> std::result::Result<ClientConfig, Cor
 /// A client of Cursor's agent backend (or any server speaking its protocol).
 #[napi]
 pub struct AgentClient {
-    inner: CoreClient,
+    inner: session::AgentClient,
 }
 
 #[napi]
@@ -215,7 +214,7 @@ impl AgentClient {
             (None, None) => None,
         };
         let tools = match &options.tools {
-            Some(t) => Some(within_runtime_if_available(|| crate::tools::build(t)).map_err(|e| coded(&env, &e))?),
+            Some(t) => Some(within_runtime_if_available(|| crate::js_tools::build(t)).map_err(|e| coded(&env, &e))?),
             None => None,
         };
         let host: Arc<dyn cursor_acp_core::host::Host> = if options.exec.is_none()
@@ -232,7 +231,7 @@ impl AgentClient {
                 request_context: options.request_context.map(Arc::new),
             })
         };
-        let inner = CoreClient::new(config, host, kv).map_err(|e| coded(&env, &e))?;
+        let inner = session::AgentClient::new(config, host, kv).map_err(|e| coded(&env, &e))?;
         Ok(AgentClient { inner })
     }
 
@@ -265,49 +264,8 @@ impl AgentClient {
     /// Continues a conversation from `session.save()`.
     #[napi(ts_args_type = "saved: SavedSession")]
     pub fn load_session(&self, env: Env, saved: Value) -> Result<Session> {
-        let saved = parse_saved(&saved).map_err(|e| coded(&env, &e))?;
+        let saved = saved::from_json(&saved).map_err(|e| coded(&env, &e))?;
         let session = within_runtime_if_available(|| self.inner.load_session(saved)).map_err(|e| coded(&env, &e))?;
         Ok(Session { inner: session })
     }
-}
-
-fn parse_saved(v: &Value) -> std::result::Result<SavedSession, CoreError> {
-    let bad = |what: &str| CoreError::InvalidInput(format!("saved session: {what}"));
-    let b64 = base64::engine::general_purpose::STANDARD;
-    let text = |k: &str| v.get(k).and_then(|x| x.as_str()).map(str::to_string);
-    let conversation_id = text("conversationId").ok_or_else(|| bad("conversationId is missing"))?;
-    let checkpoint = match v.get("checkpoint") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) => Some(Bytes::from(b64.decode(s).map_err(|_| bad("checkpoint is not base64"))?)),
-        Some(_) => return Err(bad("checkpoint must be a base64 string")),
-    };
-    let mut blobs = Vec::new();
-    if let Some(list) = v.get("blobs") {
-        for entry in list.as_array().ok_or_else(|| bad("blobs must be an array"))? {
-            let id = entry
-                .get("id")
-                .and_then(|x| x.as_str())
-                .and_then(|h| hex::decode(h).ok())
-                .ok_or_else(|| bad("blob id must be hex"))?;
-            let data = entry
-                .get("data")
-                .and_then(|x| x.as_str())
-                .and_then(|d| b64.decode(d).ok())
-                .ok_or_else(|| bad("blob data must be base64"))?;
-            blobs.push((Bytes::from(id), Bytes::from(data)));
-        }
-    }
-    Ok(SavedSession { conversation_id, checkpoint, blobs, model: text("model"), mode: text("mode"), cwd: text("cwd") })
-}
-
-pub fn saved_json(saved: SavedSession) -> Value {
-    let b64 = base64::engine::general_purpose::STANDARD;
-    serde_json::json!({
-        "conversationId": saved.conversation_id,
-        "checkpoint": saved.checkpoint.map(|c| b64.encode(c)),
-        "blobs": saved.blobs.iter().map(|(id, data)| serde_json::json!({ "id": hex::encode(id), "data": b64.encode(data) })).collect::<Vec<_>>(),
-        "model": saved.model,
-        "mode": saved.mode,
-        "cwd": saved.cwd,
-    })
 }

@@ -5,15 +5,15 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use cursor_acp_core::host::ExecContext as CoreExecContext;
-use cursor_acp_core::tools::{check_env_policy, EnvPolicy, Inherit, LocalTools as CoreTools, ToolOptions, Workspace};
+use cursor_acp_core::host;
+use cursor_acp_core::tools::{self, check_env_policy, EnvPolicy, Inherit, ToolOptions, Workspace};
 use cursor_acp_core::{CancellationToken, CoreError};
 use napi::bindgen_prelude::*;
 use napi::Env;
 use serde_json::Value;
 
-use crate::error::{coded, promise};
-use crate::host::ExecContext;
+use crate::js_error::{coded, promise};
+use crate::js_host::ExecContext;
 
 /// Workspace roots and limits of the built-in tools.
 #[napi(object, object_to_js = false)]
@@ -88,7 +88,7 @@ fn env_policy(o: Option<&EnvPolicyOptions>) -> std::result::Result<EnvPolicy, Co
     Ok(policy)
 }
 
-pub fn build(o: &LocalToolsOptions) -> std::result::Result<CoreTools, CoreError> {
+pub fn build(o: &LocalToolsOptions) -> std::result::Result<tools::LocalTools, CoreError> {
     let workspace = Workspace::new(&o.roots).map_err(|e| CoreError::InvalidInput(e.to_string()))?;
     let d = ToolOptions::default();
     let size = |v: Option<u32>, default: usize| v.map_or(default, |v| v as usize);
@@ -108,7 +108,7 @@ pub fn build(o: &LocalToolsOptions) -> std::result::Result<CoreTools, CoreError>
         env_policy: env_policy(o.env_policy.as_ref())?,
         terminals_dir: o.terminals_dir.as_ref().map_or(d.terminals_dir, PathBuf::from),
     };
-    Ok(CoreTools::new(workspace, options))
+    Ok(tools::LocalTools::new(workspace, options))
 }
 
 /// Native read, write, delete, ls, grep, glob and shells (streaming, timeout, abort, background
@@ -116,7 +116,7 @@ pub fn build(o: &LocalToolsOptions) -> std::result::Result<CoreTools, CoreError>
 /// proto3 JSON, ready to return from the `exec` callback.
 #[napi]
 pub struct LocalTools {
-    inner: CoreTools,
+    inner: tools::LocalTools,
 }
 
 #[napi]
@@ -152,7 +152,7 @@ impl LocalTools {
     /// Whether `run` implements this exec kind.
     #[napi]
     pub fn handles(kind: String) -> bool {
-        CoreTools::handles(&kind)
+        tools::LocalTools::handles(&kind)
     }
 
     /// Runs an exec request. With the callback's `ctx`, shell output streams to the server and
@@ -171,7 +171,7 @@ impl LocalTools {
         let ctx = match ctx {
             Some(c) => c.core(),
             None => {
-                CoreExecContext { cancel: CancellationToken::new(), output: tokio::sync::mpsc::unbounded_channel().0 }
+                host::ExecContext { cancel: CancellationToken::new(), output: tokio::sync::mpsc::unbounded_channel().0 }
             }
         };
         let tools = self.inner.clone();

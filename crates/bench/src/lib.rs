@@ -23,10 +23,10 @@ use tokio::net::TcpListener;
 use tokio::sync::{oneshot, Semaphore};
 use tokio_util::sync::CancellationToken;
 
-use crate::connect::{encode_message, Frame, FrameDecoder};
-use crate::error::{error_chain, CoreError};
-use crate::proto::agent::v1 as pb;
-use crate::transport::{default_sse_client, DEFAULT_MAX_APPEND_CONNECTIONS};
+use cursor_acp_core::connect::{encode_message, Frame, FrameDecoder};
+use cursor_acp_core::error::{error_chain, CoreError};
+use cursor_acp_core::proto::agent::v1 as pb;
+use cursor_acp_core::transport::{default_sse_client, DEFAULT_MAX_APPEND_CONNECTIONS};
 
 /// A Connect frame of `AgentServerMessage { interaction_update { text_delta { text } } }`.
 fn text_delta_frame(text: &str) -> Bytes {
@@ -283,7 +283,7 @@ mod tests {
     #[tokio::test]
     async fn a_floor_stream_waits_for_its_append() {
         let server = super::FloorServer::start().await.expect("floor server");
-        let client = crate::transport::default_sse_client(&server.url()).expect("client");
+        let client = cursor_acp_core::transport::default_sse_client(&server.url()).expect("client");
         let stream = tokio::spawn(client.post(format!("{}/stream?7", server.url())).send());
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
         assert!(!stream.is_finished(), "the stream was answered before its append");
@@ -299,7 +299,7 @@ mod tests {
         drop(server);
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         let err = super::floor_turns(&url, 3).await.expect_err("nothing listens");
-        assert!(matches!(err, crate::CoreError::Network(_)), "{err:?}");
-        assert!(matches!(super::floor_turns(&url, 0).await, Err(crate::CoreError::InvalidInput(_))));
+        assert!(matches!(err, cursor_acp_core::CoreError::Network(_)), "{err:?}");
+        assert!(matches!(super::floor_turns(&url, 0).await, Err(cursor_acp_core::CoreError::InvalidInput(_))));
     }
 }

@@ -3,7 +3,7 @@
 //! from each prompt to its first update. With `--first-only` each turn is left as soon as its
 //! first update arrives, so only the setup (stream, run request, first frame) is measured.
 //!
-//! `cargo run --release -p cursor-acp-core --example many_turns -- URL [N] [--first-only]`
+//! `cargo run --release -p cursor-acp-bench --example many_turns -- URL [N] [--first-only]`
 
 use std::sync::Arc;
 use std::time::Instant;

@@ -5,9 +5,7 @@
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use cursor_acp_core::host::{
-    BlobStore, ExecContext as CoreExecContext, ExecRequest, Host, InteractionRequest, ShellOutput,
-};
+use cursor_acp_core::host::{self, BlobStore, ExecRequest, Host, InteractionRequest, ShellOutput};
 use cursor_acp_core::CoreError;
 use futures::future::BoxFuture;
 use napi::bindgen_prelude::*;
@@ -17,7 +15,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::error::js_message;
+use crate::js_error::js_message;
 use crate::json::{BytesAt, HostJson};
 
 /// A callback result: a plain value or a Promise of one (`undefined`/`null` → `None`).
@@ -79,8 +77,8 @@ impl ObjectFinalize for ExecContext {
 
 impl ExecContext {
     /// The core's view of this context, for the built-in tools.
-    pub(crate) fn core(&self) -> CoreExecContext {
-        CoreExecContext { cancel: self.cancel.clone(), output: self.output.clone() }
+    pub(crate) fn core(&self) -> host::ExecContext {
+        host::ExecContext { cancel: self.cancel.clone(), output: self.output.clone() }
     }
 }
 
@@ -166,7 +164,7 @@ impl Host for JsHost {
     fn exec(
         &self,
         request: ExecRequest,
-        ctx: CoreExecContext,
+        ctx: host::ExecContext,
     ) -> BoxFuture<'static, std::result::Result<Option<Value>, CoreError>> {
         let exec = self.exec.clone();
         let tools = self.tools.clone();

@@ -3,7 +3,7 @@
 //! whose response starts once the turn's append (one of 32 kept-alive connections) has arrived.
 //!
 //! `h1_floor server` prints its port and serves; `h1_floor reqwest|legacy|hyper PORT [N]` runs
-//! the turns through reqwest as the RunSSE transport configures it (`bench::floor_turns`, which
+//! the turns through reqwest as the RunSSE transport configures it (`floor_turns`, which
 //! `npm run bench` reports next to `many`), through the hyper-util pooled client reqwest wraps,
 //! or through hyper's connection API directly, and prints the wall time and the p50/p99
 //! time to the first byte of each stream. Pointed at by the core
@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use bytes::Bytes;
-use cursor_acp_core::bench::{floor_turns, FloorServer};
+use cursor_acp_bench::{floor_turns, FloorServer};
 use http_body_util::{BodyExt, Full};
 use hyper::Request;
 use hyper_util::rt::TokioIo;

@@ -5,7 +5,7 @@ use napi::bindgen_prelude::*;
 use napi::Env;
 use serde_json::{json, Value};
 
-use crate::error::coded;
+use crate::js_error::coded;
 use crate::settle::deferred;
 
 /// One turn: `for await (const update of turn)` yields ACP `SessionUpdate`s in order;
