@@ -105,7 +105,8 @@ export function demoTurnProblems({ stopReason, updates, permissions, records, ex
   if (!results.get(1)?.some((r) => r.lsResult?.success)) problems.push('the backend got no successful ls result')
   const shell = results.get(2) ?? []
   const stdout = shell.map((r) => r.shellStream?.stdout?.data ?? '').join('')
-  if (!stdout.startsWith('hello from cursor-acp-native\n')) problems.push(`the backend got shell output ${JSON.stringify(stdout)}`)
+  // (Windows' cmd keeps echo's quotes and ends lines with CRLF.)
+  if (!stdout.includes('hello from cursor-acp-native')) problems.push(`the backend got shell output ${JSON.stringify(stdout)}`)
   if (!shell.some((r) => r.shellStream?.exit)) problems.push('the backend got no shell exit')
   if (stopReason !== 'end_turn') problems.push(`stop reason ${stopReason}, expected end_turn`)
   const calls = new Map()
