@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Runs the JavaScript tests against an addon that was built elsewhere: the release workflow puts
-// the artifact (`cursor-acp-native.<platform>.node`) in the repository root and runs this on the
-// platform it was built for, in place of `npm test` (which builds a debug addon from source).
+// the artifact (`cursor-acp-native.<platform>.node`) in the repository root and runs this
+// (`npm run test:prebuilt`) on the platform it was built for, in place of `npm test` (which
+// builds a debug addon from source).
 // Left out: generated.test.mjs (compares index.js/index.d.ts with a fresh `napi build`) and
 // bench.test.mjs (the benchmark's own harness, not the addon).
 import { spawnSync } from 'node:child_process'
