@@ -24,9 +24,11 @@ for (const file of ['index.js', 'index.d.ts']) {
 test('index.d.ts types the public API with ACP types', () => {
   const dts = readFileSync(`${root}index.d.ts`, 'utf8')
   for (const needle of ['export declare class AgentClient', 'export declare function startEmbeddedBackend',
-    "from '@agentclientprotocol/sdk'", 'get result(): Promise<PromptResult>', 'interface PromptTurn extends AsyncIterable<SessionUpdate>']) {
+    '/// <reference path="./types/acp.d.mts" />', 'get result(): Promise<PromptResult>', 'interface PromptTurn extends AsyncIterable<SessionUpdate>']) {
     assert.ok(dts.includes(needle), `index.d.ts lacks ${needle}`)
   }
+  // The ACP types come from the SDK, through an ES-module declaration file (see its comment).
+  assert.match(readFileSync(`${root}types/acp.d.mts`, 'utf8'), /^import type \{ ContentBlock, SessionUpdate, StopReason \} from '@agentclientprotocol\/sdk'$/m)
 })
 
 const hasPython = !spawnSync('python3', ['--version']).error
