@@ -8,6 +8,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { addon, setup, drain, recordsWhen, within } from './helpers.mjs'
 import { tempDir } from './tmp.mjs'
+import { startAgent } from './acp-harness.mjs'
 
 const { LocalTools } = addon
 
@@ -151,4 +152,72 @@ test('the tools option answers execs the callback leaves unhandled', async () =>
   } finally {
     close()
   }
+})
+
+// Variables of this process that a model-run `env` must never see by default.
+const HOST_SECRETS = {
+  CURSOR_API_KEY: 'key_host_secret',
+  CURSOR_ACCESS_TOKEN: 'token_host_secret',
+  GITHUB_TOKEN: 'ghp_host_secret',
+  MY_SECRET: 'hunter2',
+}
+
+/** Runs `env` through `tools` with HOST_SECRETS in this process's environment; name → value. */
+async function shellEnv(tools) {
+  const saved = Object.fromEntries(Object.keys(HOST_SECRETS).map((k) => [k, process.env[k]]))
+  Object.assign(process.env, HOST_SECRETS)
+  try {
+    const r = await tools.run({ kind: 'shell', id: 1, execId: 'e', args: { command: 'env' } })
+    assert.ok(r.success, JSON.stringify(r))
+    return Object.fromEntries(r.success.stdout.split('\n').filter((l) => l.includes('=')).map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]))
+  } finally {
+    for (const [k, v] of Object.entries(saved)) {
+      if (v === undefined) delete process.env[k]
+      else process.env[k] = v
+    }
+  }
+}
+
+test('LocalTools shells inherit no credential or secret-looking variable unless the host asks', async () => {
+  const env = await shellEnv(new LocalTools({ roots: [workspace()] }))
+  for (const name of Object.keys(HOST_SECRETS)) assert.equal(env[name], undefined, `${name} reached the shell`)
+  assert.equal(env.PATH, process.env.PATH)
+  assert.equal(env.HOME, process.env.HOME)
+
+  const asked = await shellEnv(new LocalTools({
+    roots: [workspace()],
+    envPolicy: { inherit: 'core', include: ['GITHUB_TOKEN', 'CURSOR_*'] },
+    env: { PROJECT_MODE: 'ci' },
+  }))
+  assert.equal(asked.GITHUB_TOKEN, 'ghp_host_secret', 'an included name comes through')
+  assert.equal(asked.CURSOR_API_KEY, undefined, 'this product\'s credentials never do')
+  assert.equal(asked.PROJECT_MODE, 'ci')
+  assert.equal(asked.PATH, process.env.PATH)
+  assert.equal(asked.MY_SECRET, undefined)
+
+  assert.throws(() => new LocalTools({ roots: [workspace()], envPolicy: { inherit: 'some' } }), (e) => e.code === 'E_INVALID' && /inherit/.test(e.message))
+  assert.throws(() => new LocalTools({ roots: [workspace()], envPolicy: { exclude: ['[oops'] } }), (e) => e.code === 'E_INVALID' && /\[oops/.test(e.message))
+})
+
+test('the stdio agent\'s shells never see its CURSOR_API_KEY', async () => {
+  const cwd = workspace()
+  const scenario = { steps: [
+    { type: 'toolCallStarted', callId: 'sh', toolCall: { shellToolCall: { args: { command: 'env' } } } },
+    { type: 'exec', id: 1, args: { shellStreamArgs: { command: 'env', workingDirectory: cwd, toolCallId: 'sh' } } },
+    { type: 'turnEnded' },
+  ] }
+  const agent = startAgent({ scenario, env: { CURSOR_API_KEY: 'key_agent_secret', MY_SECRET: 'hunter2' } })
+  let records
+  try {
+    await agent.agent.request('initialize', { protocolVersion: 1, clientCapabilities: {} })
+    const { sessionId } = await agent.agent.request('session/new', { cwd, mcpServers: [] })
+    const response = await within(20_000, agent.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'env' }] }), 'prompt')
+    assert.equal(response.stopReason, 'end_turn')
+  } finally {
+    ({ records } = await agent.stop())
+  }
+  const replies = records.flatMap((r) => r.messages.map((m) => m.message.execClientMessage)).filter((m) => m?.id === 1)
+  const printed = replies.map((m) => m.shellStream?.stdout?.data ?? '').join('')
+  assert.match(printed, /^PATH=/m, 'the shell ran env')
+  assert.doesNotMatch(JSON.stringify(records), /key_agent_secret|hunter2/, 'a secret of the agent reached the server')
 })

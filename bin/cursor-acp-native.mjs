@@ -11,7 +11,7 @@
 import fs from 'node:fs'
 import { parseArgs } from 'node:util'
 
-import { loadAddon } from '../cli/addon.mjs'
+import { loadAddon, setCoreLogLevel } from '../cli/addon.mjs'
 import { createLogger, parseLevel } from '../cli/log.mjs'
 import { serveStdio } from '../cli/stdio.mjs'
 import { SessionStore, defaultCacheDir } from '../cli/store.mjs'
@@ -88,6 +88,7 @@ const env = process.env
 let log
 try {
   log = createLogger(parseLevel(args['log-level'] ?? env.CURSOR_ACP_LOG))
+  setCoreLogLevel(log.level) // the addon's own events, to stderr at the same level, once it loads
 } catch (e) {
   fail(errorMessage(e))
 }

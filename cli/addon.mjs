@@ -6,12 +6,27 @@ import { createRequire } from 'node:module'
 const require = createRequire(import.meta.url)
 
 /** @typedef {typeof import('../index.js')} Addon */
+/** @typedef {import('./log.mjs').Level} Level */
 
 /** @type {Addon | undefined} */
 let addon
+/** @type {Level | undefined} */
+let coreLogLevel
+
+/**
+ * The level the addon's own (core) events are written to stderr at, applied when it loads.
+ * @param {Level} level
+ */
+export function setCoreLogLevel(level) {
+  coreLogLevel = level
+  addon?.setLogLevel(level)
+}
 
 /** @returns {Addon} */
 export function loadAddon() {
-  addon ??= /** @type {Addon} */ (require('../index.js'))
+  if (!addon) {
+    addon = /** @type {Addon} */ (require('../index.js'))
+    if (coreLogLevel) addon.setLogLevel(coreLogLevel)
+  }
   return addon
 }

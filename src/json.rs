@@ -19,7 +19,7 @@
 use std::fmt::Display;
 use std::ptr;
 
-use cursor_acp_core::hugepages;
+use cursor_acp_hugepages as hugepages;
 use napi::bindgen_prelude::*;
 use napi::sys;
 use serde_json::{Map, Number, Value};

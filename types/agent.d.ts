@@ -7,8 +7,8 @@ export type PackageType = 'PACKAGE_TYPE_UNSPECIFIED' | 'PACKAGE_TYPE_CURSOR_PROJ
 export type BackgroundTaskKind = 'BACKGROUND_TASK_KIND_UNSPECIFIED' | 'BACKGROUND_TASK_KIND_SHELL' | 'BACKGROUND_TASK_KIND_SUBAGENT' | number
 export type BackgroundTaskStatus = 'BACKGROUND_TASK_STATUS_UNSPECIFIED' | 'BACKGROUND_TASK_STATUS_SUCCESS' | 'BACKGROUND_TASK_STATUS_ERROR' | 'BACKGROUND_TASK_STATUS_ABORTED' | number
 export type BackgroundTaskCompletionReason = 'BACKGROUND_TASK_COMPLETION_REASON_UNSPECIFIED' | 'BACKGROUND_TASK_COMPLETION_REASON_TASK_FINISHED' | 'BACKGROUND_TASK_COMPLETION_REASON_TASK_PROGRESS' | number
-export type AgentMode = 'AGENT_MODE_UNSPECIFIED' | 'AGENT_MODE_AGENT' | 'AGENT_MODE_ASK' | 'AGENT_MODE_PLAN' | 'AGENT_MODE_DEBUG' | 'AGENT_MODE_TRIAGE' | 'AGENT_MODE_PROJECT' | 'AGENT_MODE_MULTITASK' | number
-export type SimulatedMsgReason = 'SIMULATED_MSG_REASON_UNSPECIFIED' | 'SIMULATED_MSG_REASON_PLAN_EXECUTION' | 'SIMULATED_MSG_REASON_COMMIT_REMINDER' | 'SIMULATED_MSG_REASON_BACKGROUND_TASK_COMPLETION' | 'SIMULATED_MSG_REASON_DIFF_TAB_COMMIT' | 'SIMULATED_MSG_REASON_DIFF_TAB_COMMIT_AND_PUSH' | 'SIMULATED_MSG_REASON_DIFF_TAB_PUSH' | 'SIMULATED_MSG_REASON_DIFF_TAB_CREATE_PR' | 'SIMULATED_MSG_REASON_DIFF_TAB_FIX_MERGE_CONFLICTS' | 'SIMULATED_MSG_REASON_USER_SENT_TO_SUBAGENT' | 'SIMULATED_MSG_REASON_USER_INTERRUPTED_SUBAGENT' | 'SIMULATED_MSG_REASON_USER_QUEUED_TO_SUBAGENT' | 'SIMULATED_MSG_REASON_BABYSIT_PR_IN_CLOUD' | 'SIMULATED_MSG_REASON_CI_PANEL_INVESTIGATE_FAILURE' | 'SIMULATED_MSG_REASON_MULTITASK' | 'SIMULATED_MSG_REASON_BUILD_IN_PARALLEL' | 'SIMULATED_MSG_REASON_MULTITASK_SPLIT_PRS' | 'SIMULATED_MSG_REASON_APPLY_LOCALLY' | 'SIMULATED_MSG_REASON_CHECKOUT_BRANCH' | 'SIMULATED_MSG_REASON_DIFF_TAB_UPDATE_BRANCH' | 'SIMULATED_MSG_REASON_PR_TAB_BUGBOT_FIX' | 'SIMULATED_MSG_REASON_SESSION_GOAL_FOLLOWUP' | number
+export type AgentMode = 'AGENT_MODE_UNSPECIFIED' | 'AGENT_MODE_AGENT' | 'AGENT_MODE_ASK' | 'AGENT_MODE_PLAN' | 'AGENT_MODE_DEBUG' | 'AGENT_MODE_TRIAGE' | 'AGENT_MODE_PROJECT' | 'AGENT_MODE_MULTITASK' | 'AGENT_MODE_CUSTOM' | number
+export type SimulatedMsgReason = 'SIMULATED_MSG_REASON_UNSPECIFIED' | 'SIMULATED_MSG_REASON_PLAN_EXECUTION' | 'SIMULATED_MSG_REASON_COMMIT_REMINDER' | 'SIMULATED_MSG_REASON_BACKGROUND_TASK_COMPLETION' | 'SIMULATED_MSG_REASON_DIFF_TAB_COMMIT' | 'SIMULATED_MSG_REASON_DIFF_TAB_COMMIT_AND_PUSH' | 'SIMULATED_MSG_REASON_DIFF_TAB_PUSH' | 'SIMULATED_MSG_REASON_DIFF_TAB_CREATE_PR' | 'SIMULATED_MSG_REASON_DIFF_TAB_FIX_MERGE_CONFLICTS' | 'SIMULATED_MSG_REASON_USER_SENT_TO_SUBAGENT' | 'SIMULATED_MSG_REASON_USER_INTERRUPTED_SUBAGENT' | 'SIMULATED_MSG_REASON_USER_QUEUED_TO_SUBAGENT' | 'SIMULATED_MSG_REASON_BABYSIT_PR_IN_CLOUD' | 'SIMULATED_MSG_REASON_CI_PANEL_INVESTIGATE_FAILURE' | 'SIMULATED_MSG_REASON_MULTITASK' | 'SIMULATED_MSG_REASON_BUILD_IN_PARALLEL' | 'SIMULATED_MSG_REASON_MULTITASK_SPLIT_PRS' | 'SIMULATED_MSG_REASON_APPLY_LOCALLY' | 'SIMULATED_MSG_REASON_CHECKOUT_BRANCH' | 'SIMULATED_MSG_REASON_DIFF_TAB_UPDATE_BRANCH' | 'SIMULATED_MSG_REASON_PR_TAB_BUGBOT_FIX' | 'SIMULATED_MSG_REASON_SESSION_GOAL_FOLLOWUP' | 'SIMULATED_MSG_REASON_RUN_BUGBOT_REVIEW' | 'SIMULATED_MSG_REASON_RUN_SECURITY_REVIEW' | 'SIMULATED_MSG_REASON_FSD_APPLY_FINDING' | 'SIMULATED_MSG_REASON_FSD_UNDO_FINDING' | 'SIMULATED_MSG_REASON_FSD_START' | 'SIMULATED_MSG_REASON_FSD_PR_INTERRUPT' | 'SIMULATED_MSG_REASON_SUBSCRIPTION' | 'SIMULATED_MSG_REASON_DIFF_TAB_CREATE_BRANCH' | 'SIMULATED_MSG_REASON_AGENT_STORE_CONFLICT' | 'SIMULATED_MSG_REASON_GOAL_CONTINUATION' | 'SIMULATED_MSG_REASON_PROJECT_KICKOFF' | number
 export type CursorRuleSource = 'CURSOR_RULE_SOURCE_UNSPECIFIED' | 'CURSOR_RULE_SOURCE_TEAM' | 'CURSOR_RULE_SOURCE_USER' | number
 export type ThinkingStyle = 'THINKING_STYLE_UNSPECIFIED' | 'THINKING_STYLE_DEFAULT' | 'THINKING_STYLE_CODEX' | 'THINKING_STYLE_GPT5' | number
 export type TodoStatus = 'TODO_STATUS_UNSPECIFIED' | 'TODO_STATUS_PENDING' | 'TODO_STATUS_IN_PROGRESS' | 'TODO_STATUS_COMPLETED' | 'TODO_STATUS_CANCELLED' | number
@@ -21,13 +21,33 @@ export type ShellBackgroundReason = 'SHELL_BACKGROUND_REASON_UNSPECIFIED' | 'SHE
 export type ForceBackgroundShellStatus = 'FORCE_BACKGROUND_SHELL_STATUS_UNSPECIFIED' | 'FORCE_BACKGROUND_SHELL_STATUS_ACCEPTED' | 'FORCE_BACKGROUND_SHELL_STATUS_NOT_FOUND' | number
 export type DiagnosticSeverity = 'DIAGNOSTIC_SEVERITY_UNSPECIFIED' | 'DIAGNOSTIC_SEVERITY_ERROR' | 'DIAGNOSTIC_SEVERITY_WARNING' | 'DIAGNOSTIC_SEVERITY_INFORMATION' | 'DIAGNOSTIC_SEVERITY_HINT' | number
 export type SubagentRunStatus = 'SUBAGENT_RUN_STATUS_UNSPECIFIED' | 'SUBAGENT_RUN_STATUS_RUNNING' | 'SUBAGENT_RUN_STATUS_BACKGROUNDED' | 'SUBAGENT_RUN_STATUS_SUCCESS' | 'SUBAGENT_RUN_STATUS_ERROR' | 'SUBAGENT_RUN_STATUS_ABORTED' | number
-export type CustomSubagentPermissionMode = 'CUSTOM_SUBAGENT_PERMISSION_MODE_UNSPECIFIED' | number
-export type ForceBackgroundSubagentStatus = 'FORCE_BACKGROUND_SUBAGENT_STATUS_UNSPECIFIED' | number
-export type RecordingMode = 'RECORDING_MODE_UNSPECIFIED' | number
+export type CustomSubagentPermissionMode = 'CUSTOM_SUBAGENT_PERMISSION_MODE_UNSPECIFIED' | 'CUSTOM_SUBAGENT_PERMISSION_MODE_DEFAULT' | 'CUSTOM_SUBAGENT_PERMISSION_MODE_READONLY' | 'CUSTOM_SUBAGENT_PERMISSION_MODE_AGENT_ONLY' | number
+export type ForceBackgroundSubagentStatus = 'FORCE_BACKGROUND_SUBAGENT_STATUS_UNSPECIFIED' | 'FORCE_BACKGROUND_SUBAGENT_STATUS_ACCEPTED' | 'FORCE_BACKGROUND_SUBAGENT_STATUS_NOT_FOUND' | number
+export type RecordingMode = 'RECORDING_MODE_UNSPECIFIED' | 'RECORDING_MODE_START_RECORDING' | 'RECORDING_MODE_SAVE_RECORDING' | 'RECORDING_MODE_DISCARD_RECORDING' | number
+export type BackgroundTaskNotificationContext = 'BACKGROUND_TASK_NOTIFICATION_CONTEXT_UNSPECIFIED' | 'BACKGROUND_TASK_NOTIFICATION_CONTEXT_USER_DRIVEN_INTERACTIVE_CHILD' | number
+export type BugfixVerdict = 'BUGFIX_VERDICT_UNSPECIFIED' | 'BUGFIX_VERDICT_FIXED' | 'BUGFIX_VERDICT_FALSE_POSITIVE' | 'BUGFIX_VERDICT_COULD_NOT_FIX' | 'BUGFIX_VERDICT_RESOLVED_BY_OTHER_FIX' | number
+export type ConversationSearchSource = 'CONVERSATION_SEARCH_SOURCE_UNSPECIFIED' | 'CONVERSATION_SEARCH_SOURCE_LOCAL' | 'CONVERSATION_SEARCH_SOURCE_CLOUD_CACHE' | number
+export type CustomModeSource = 'CUSTOM_MODE_SOURCE_UNSPECIFIED' | 'CUSTOM_MODE_SOURCE_AGENT_SKILL' | 'CUSTOM_MODE_SOURCE_PLUGIN_SKILL' | 'CUSTOM_MODE_SOURCE_REPO_SKILL' | 'CUSTOM_MODE_SOURCE_MANAGED_SKILL' | number
+export type GoalStatus = 'GOAL_STATUS_UNSPECIFIED' | 'GOAL_STATUS_ACTIVE' | 'GOAL_STATUS_PAUSED' | 'GOAL_STATUS_COMPLETE' | 'GOAL_STATUS_CLEARED' | number
+export type MountedAgentStoreKind = 'MOUNTED_AGENT_STORE_KIND_UNSPECIFIED' | 'MOUNTED_AGENT_STORE_KIND_SELF' | 'MOUNTED_AGENT_STORE_KIND_PEER' | 'MOUNTED_AGENT_STORE_KIND_SHARE' | 'MOUNTED_AGENT_STORE_KIND_PRINCIPAL' | number
+export type MouseButton = 'MOUSE_BUTTON_UNSPECIFIED' | 'MOUSE_BUTTON_LEFT' | 'MOUSE_BUTTON_RIGHT' | 'MOUSE_BUTTON_MIDDLE' | 'MOUSE_BUTTON_BACK' | 'MOUSE_BUTTON_FORWARD' | number
+export type PullRequestStatus = 'PULL_REQUEST_STATUS_UNSPECIFIED' | 'PULL_REQUEST_STATUS_OPEN' | 'PULL_REQUEST_STATUS_CLOSED' | number
+export type ReplaceEnvMode = 'REPLACE_ENV_MODE_UNSPECIFIED' | 'REPLACE_ENV_MODE_CUSTOM' | 'REPLACE_ENV_MODE_CLEAN_SLATE' | 'REPLACE_ENV_MODE_DEFAULT' | number
+export type RequestedFilePathRejectedReason = 'REQUESTED_FILE_PATH_REJECTED_REASON_UNSPECIFIED' | 'REQUESTED_FILE_PATH_REJECTED_REASON_SLASHES_NOT_ALLOWED' | number
+export type ResponseComparisonDisplayOrder = 'RESPONSE_COMPARISON_DISPLAY_ORDER_UNSPECIFIED' | 'RESPONSE_COMPARISON_DISPLAY_ORDER_PARENT_FIRST' | 'RESPONSE_COMPARISON_DISPLAY_ORDER_ALTERNATE_FIRST' | number
+export type ResponseComparisonSkipReason = 'RESPONSE_COMPARISON_SKIP_REASON_UNSPECIFIED' | 'RESPONSE_COMPARISON_SKIP_REASON_ALTERNATE_TOOL_CALL' | 'RESPONSE_COMPARISON_SKIP_REASON_INFERENCE_ERROR' | 'RESPONSE_COMPARISON_SKIP_REASON_TIMEOUT' | 'RESPONSE_COMPARISON_SKIP_REASON_CANCELLED' | number
+export type ScrollDirection = 'SCROLL_DIRECTION_UNSPECIFIED' | 'SCROLL_DIRECTION_UP' | 'SCROLL_DIRECTION_DOWN' | 'SCROLL_DIRECTION_LEFT' | 'SCROLL_DIRECTION_RIGHT' | number
+export type SelectedPluginCapabilityType = 'SELECTED_PLUGIN_CAPABILITY_TYPE_UNSPECIFIED' | 'SELECTED_PLUGIN_CAPABILITY_TYPE_COMMAND' | 'SELECTED_PLUGIN_CAPABILITY_TYPE_SKILL' | 'SELECTED_PLUGIN_CAPABILITY_TYPE_SUBAGENT' | number
+export type SmartModeClassifierDecision = 'SMART_MODE_CLASSIFIER_DECISION_UNSPECIFIED' | 'SMART_MODE_CLASSIFIER_DECISION_ALLOW' | 'SMART_MODE_CLASSIFIER_DECISION_BLOCK' | number
+export type SubscriptionSource = 'SUBSCRIPTION_SOURCE_UNSPECIFIED' | 'SUBSCRIPTION_SOURCE_SLACK' | 'SUBSCRIPTION_SOURCE_GITHUB' | 'SUBSCRIPTION_SOURCE_LINEAR' | number
 export type SandboxPolicy_Type = 'TYPE_UNSPECIFIED' | 'TYPE_INSECURE_NONE' | 'TYPE_WORKSPACE_READWRITE' | 'TYPE_WORKSPACE_READONLY' | number
+export type SandboxPolicy_ReadBoundaryMode = 'READ_BOUNDARY_MODE_UNSPECIFIED' | 'READ_BOUNDARY_MODE_SYSTEM' | 'READ_BOUNDARY_MODE_WORKSPACE' | 'READ_BOUNDARY_MODE_CUSTOM' | number
 export type NetworkPolicy_DefaultAction = 'DEFAULT_ACTION_UNSPECIFIED' | 'DEFAULT_ACTION_ALLOW' | 'DEFAULT_ACTION_DENY' | number
 export type CommandClassifierResult_SuggestedSandboxMode = 'SUGGESTED_SANDBOX_MODE_UNSPECIFIED' | 'SUGGESTED_SANDBOX_MODE_SANDBOX' | 'SUGGESTED_SANDBOX_MODE_NO_SANDBOX' | 'SUGGESTED_SANDBOX_MODE_UNDETERMINED' | number
 export type ShellHookApprovalRequirement_Kind = 'KIND_UNSPECIFIED' | 'KIND_FORCE_PROMPT' | number
+export type AppliedAgentChange_ChangeType = 'CHANGE_TYPE_UNSPECIFIED' | 'CHANGE_TYPE_CREATED' | 'CHANGE_TYPE_MODIFIED' | 'CHANGE_TYPE_DELETED' | number
+export type GetDiffRequest_OutputFormat = 'OUTPUT_FORMAT_UNSPECIFIED' | 'OUTPUT_FORMAT_NAME_STATUS' | 'OUTPUT_FORMAT_NAME_STATUS_AND_NUMSTAT' | 'OUTPUT_FORMAT_FILE_DIFFS' | 'OUTPUT_FORMAT_DIFFS_WITH_BEFORE_AND_AFTER' | number
+export type GitDiff_DiffType = 'DIFF_TYPE_UNSPECIFIED' | 'DIFF_TYPE_DIFF_TO_HEAD' | 'DIFF_TYPE_DIFF_FROM_BRANCH_TO_MAIN' | number
 
 export type AgentClientMessage = {
 } & (
@@ -42,6 +62,7 @@ export type AgentClientMessage = {
   | { runRequest?: never; execClientMessage?: never; execClientControlMessage?: never; kvClientMessage?: never; conversationAction?: never; interactionResponse?: never; clientHeartbeat?: never; prewarmRequest?: never }
 )
 export type AgentServerMessage = {
+  ttftBreakdown?: TtftBreakdown
 } & (
   | { interactionUpdate: InteractionUpdate; execServerMessage?: never; execServerControlMessage?: never; conversationCheckpointUpdate?: never; kvServerMessage?: never; interactionQuery?: never }
   | { execServerMessage: ExecServerMessage; interactionUpdate?: never; execServerControlMessage?: never; conversationCheckpointUpdate?: never; kvServerMessage?: never; interactionQuery?: never }
@@ -76,6 +97,11 @@ export interface AgentRunRequest {
   subagentModelOverrides?: Array<SubagentModelOverride>
   canCreateCloudSubagents?: boolean
   suppressSubagentProgressUpdateTool?: boolean
+  clientSupportsSendToUser?: boolean
+  computerUseCoordinateMode?: string
+  runId?: string
+  agentSessionId?: string
+  clientSupportsPromptContextUsageRpc?: boolean
 }
 export interface PrewarmRequest {
   modelDetails?: ModelDetails
@@ -99,6 +125,10 @@ export interface PrewarmRequest {
   subagentModelOverrides?: Array<SubagentModelOverride>
   canCreateCloudSubagents?: boolean
   suppressSubagentProgressUpdateTool?: boolean
+  clientSupportsSendToUser?: boolean
+  computerUseCoordinateMode?: string
+  agentSessionId?: string
+  clientSupportsPromptContextUsageRpc?: boolean
 }
 export interface PreFetchedBlob {
   id?: string /* base64 */
@@ -133,6 +163,8 @@ export interface McpToolDescriptor {
   definitionPath?: string
   description?: string
   inputSchema?: unknown
+  inputSchemaJson?: string
+  annotationsJson?: string
 }
 export interface SkillOptions {
   skillDescriptors?: Array<SkillDescriptor>
@@ -149,22 +181,24 @@ export interface SkillDescriptor {
 export type ConversationAction = {
   triggeringAuthId?: string
   triggeringUserInfo?: TriggeringUserInfo
+  requestContextParts?: RequestContextPartReferences
 } & (
-  | { userMessageAction: UserMessageAction; resumeAction?: never; cancelAction?: never; summarizeAction?: never; shellCommandAction?: never; startPlanAction?: never; executePlanAction?: never; asyncAskQuestionCompletionAction?: never; cancelSubagentAction?: never; backgroundTaskCompletionAction?: never; backgroundShellAction?: never; backgroundSubagentAction?: never; goalContinuationAction?: never; injectContextAction?: never }
-  | { resumeAction: ResumeAction; userMessageAction?: never; cancelAction?: never; summarizeAction?: never; shellCommandAction?: never; startPlanAction?: never; executePlanAction?: never; asyncAskQuestionCompletionAction?: never; cancelSubagentAction?: never; backgroundTaskCompletionAction?: never; backgroundShellAction?: never; backgroundSubagentAction?: never; goalContinuationAction?: never; injectContextAction?: never }
-  | { cancelAction: CancelAction; userMessageAction?: never; resumeAction?: never; summarizeAction?: never; shellCommandAction?: never; startPlanAction?: never; executePlanAction?: never; asyncAskQuestionCompletionAction?: never; cancelSubagentAction?: never; backgroundTaskCompletionAction?: never; backgroundShellAction?: never; backgroundSubagentAction?: never; goalContinuationAction?: never; injectContextAction?: never }
-  | { summarizeAction: SummarizeAction; userMessageAction?: never; resumeAction?: never; cancelAction?: never; shellCommandAction?: never; startPlanAction?: never; executePlanAction?: never; asyncAskQuestionCompletionAction?: never; cancelSubagentAction?: never; backgroundTaskCompletionAction?: never; backgroundShellAction?: never; backgroundSubagentAction?: never; goalContinuationAction?: never; injectContextAction?: never }
-  | { shellCommandAction: ShellCommandAction; userMessageAction?: never; resumeAction?: never; cancelAction?: never; summarizeAction?: never; startPlanAction?: never; executePlanAction?: never; asyncAskQuestionCompletionAction?: never; cancelSubagentAction?: never; backgroundTaskCompletionAction?: never; backgroundShellAction?: never; backgroundSubagentAction?: never; goalContinuationAction?: never; injectContextAction?: never }
-  | { startPlanAction: StartPlanAction; userMessageAction?: never; resumeAction?: never; cancelAction?: never; summarizeAction?: never; shellCommandAction?: never; executePlanAction?: never; asyncAskQuestionCompletionAction?: never; cancelSubagentAction?: never; backgroundTaskCompletionAction?: never; backgroundShellAction?: never; backgroundSubagentAction?: never; goalContinuationAction?: never; injectContextAction?: never }
-  | { executePlanAction: ExecutePlanAction; userMessageAction?: never; resumeAction?: never; cancelAction?: never; summarizeAction?: never; shellCommandAction?: never; startPlanAction?: never; asyncAskQuestionCompletionAction?: never; cancelSubagentAction?: never; backgroundTaskCompletionAction?: never; backgroundShellAction?: never; backgroundSubagentAction?: never; goalContinuationAction?: never; injectContextAction?: never }
-  | { asyncAskQuestionCompletionAction: AsyncAskQuestionCompletionAction; userMessageAction?: never; resumeAction?: never; cancelAction?: never; summarizeAction?: never; shellCommandAction?: never; startPlanAction?: never; executePlanAction?: never; cancelSubagentAction?: never; backgroundTaskCompletionAction?: never; backgroundShellAction?: never; backgroundSubagentAction?: never; goalContinuationAction?: never; injectContextAction?: never }
-  | { cancelSubagentAction: CancelSubagentAction; userMessageAction?: never; resumeAction?: never; cancelAction?: never; summarizeAction?: never; shellCommandAction?: never; startPlanAction?: never; executePlanAction?: never; asyncAskQuestionCompletionAction?: never; backgroundTaskCompletionAction?: never; backgroundShellAction?: never; backgroundSubagentAction?: never; goalContinuationAction?: never; injectContextAction?: never }
-  | { backgroundTaskCompletionAction: BackgroundTaskCompletionAction; userMessageAction?: never; resumeAction?: never; cancelAction?: never; summarizeAction?: never; shellCommandAction?: never; startPlanAction?: never; executePlanAction?: never; asyncAskQuestionCompletionAction?: never; cancelSubagentAction?: never; backgroundShellAction?: never; backgroundSubagentAction?: never; goalContinuationAction?: never; injectContextAction?: never }
-  | { backgroundShellAction: BackgroundShellAction; userMessageAction?: never; resumeAction?: never; cancelAction?: never; summarizeAction?: never; shellCommandAction?: never; startPlanAction?: never; executePlanAction?: never; asyncAskQuestionCompletionAction?: never; cancelSubagentAction?: never; backgroundTaskCompletionAction?: never; backgroundSubagentAction?: never; goalContinuationAction?: never; injectContextAction?: never }
-  | { backgroundSubagentAction: BackgroundSubagentAction; userMessageAction?: never; resumeAction?: never; cancelAction?: never; summarizeAction?: never; shellCommandAction?: never; startPlanAction?: never; executePlanAction?: never; asyncAskQuestionCompletionAction?: never; cancelSubagentAction?: never; backgroundTaskCompletionAction?: never; backgroundShellAction?: never; goalContinuationAction?: never; injectContextAction?: never }
-  | { goalContinuationAction: GoalContinuationAction; userMessageAction?: never; resumeAction?: never; cancelAction?: never; summarizeAction?: never; shellCommandAction?: never; startPlanAction?: never; executePlanAction?: never; asyncAskQuestionCompletionAction?: never; cancelSubagentAction?: never; backgroundTaskCompletionAction?: never; backgroundShellAction?: never; backgroundSubagentAction?: never; injectContextAction?: never }
-  | { injectContextAction: InjectContextAction; userMessageAction?: never; resumeAction?: never; cancelAction?: never; summarizeAction?: never; shellCommandAction?: never; startPlanAction?: never; executePlanAction?: never; asyncAskQuestionCompletionAction?: never; cancelSubagentAction?: never; backgroundTaskCompletionAction?: never; backgroundShellAction?: never; backgroundSubagentAction?: never; goalContinuationAction?: never }
-  | { userMessageAction?: never; resumeAction?: never; cancelAction?: never; summarizeAction?: never; shellCommandAction?: never; startPlanAction?: never; executePlanAction?: never; asyncAskQuestionCompletionAction?: never; cancelSubagentAction?: never; backgroundTaskCompletionAction?: never; backgroundShellAction?: never; backgroundSubagentAction?: never; goalContinuationAction?: never; injectContextAction?: never }
+  | { userMessageAction: UserMessageAction; resumeAction?: never; cancelAction?: never; summarizeAction?: never; shellCommandAction?: never; startPlanAction?: never; executePlanAction?: never; asyncAskQuestionCompletionAction?: never; cancelSubagentAction?: never; backgroundTaskCompletionAction?: never; backgroundShellAction?: never; backgroundSubagentAction?: never; goalContinuationAction?: never; injectContextAction?: never; subscriptionNotificationAction?: never }
+  | { resumeAction: ResumeAction; userMessageAction?: never; cancelAction?: never; summarizeAction?: never; shellCommandAction?: never; startPlanAction?: never; executePlanAction?: never; asyncAskQuestionCompletionAction?: never; cancelSubagentAction?: never; backgroundTaskCompletionAction?: never; backgroundShellAction?: never; backgroundSubagentAction?: never; goalContinuationAction?: never; injectContextAction?: never; subscriptionNotificationAction?: never }
+  | { cancelAction: CancelAction; userMessageAction?: never; resumeAction?: never; summarizeAction?: never; shellCommandAction?: never; startPlanAction?: never; executePlanAction?: never; asyncAskQuestionCompletionAction?: never; cancelSubagentAction?: never; backgroundTaskCompletionAction?: never; backgroundShellAction?: never; backgroundSubagentAction?: never; goalContinuationAction?: never; injectContextAction?: never; subscriptionNotificationAction?: never }
+  | { summarizeAction: SummarizeAction; userMessageAction?: never; resumeAction?: never; cancelAction?: never; shellCommandAction?: never; startPlanAction?: never; executePlanAction?: never; asyncAskQuestionCompletionAction?: never; cancelSubagentAction?: never; backgroundTaskCompletionAction?: never; backgroundShellAction?: never; backgroundSubagentAction?: never; goalContinuationAction?: never; injectContextAction?: never; subscriptionNotificationAction?: never }
+  | { shellCommandAction: ShellCommandAction; userMessageAction?: never; resumeAction?: never; cancelAction?: never; summarizeAction?: never; startPlanAction?: never; executePlanAction?: never; asyncAskQuestionCompletionAction?: never; cancelSubagentAction?: never; backgroundTaskCompletionAction?: never; backgroundShellAction?: never; backgroundSubagentAction?: never; goalContinuationAction?: never; injectContextAction?: never; subscriptionNotificationAction?: never }
+  | { startPlanAction: StartPlanAction; userMessageAction?: never; resumeAction?: never; cancelAction?: never; summarizeAction?: never; shellCommandAction?: never; executePlanAction?: never; asyncAskQuestionCompletionAction?: never; cancelSubagentAction?: never; backgroundTaskCompletionAction?: never; backgroundShellAction?: never; backgroundSubagentAction?: never; goalContinuationAction?: never; injectContextAction?: never; subscriptionNotificationAction?: never }
+  | { executePlanAction: ExecutePlanAction; userMessageAction?: never; resumeAction?: never; cancelAction?: never; summarizeAction?: never; shellCommandAction?: never; startPlanAction?: never; asyncAskQuestionCompletionAction?: never; cancelSubagentAction?: never; backgroundTaskCompletionAction?: never; backgroundShellAction?: never; backgroundSubagentAction?: never; goalContinuationAction?: never; injectContextAction?: never; subscriptionNotificationAction?: never }
+  | { asyncAskQuestionCompletionAction: AsyncAskQuestionCompletionAction; userMessageAction?: never; resumeAction?: never; cancelAction?: never; summarizeAction?: never; shellCommandAction?: never; startPlanAction?: never; executePlanAction?: never; cancelSubagentAction?: never; backgroundTaskCompletionAction?: never; backgroundShellAction?: never; backgroundSubagentAction?: never; goalContinuationAction?: never; injectContextAction?: never; subscriptionNotificationAction?: never }
+  | { cancelSubagentAction: CancelSubagentAction; userMessageAction?: never; resumeAction?: never; cancelAction?: never; summarizeAction?: never; shellCommandAction?: never; startPlanAction?: never; executePlanAction?: never; asyncAskQuestionCompletionAction?: never; backgroundTaskCompletionAction?: never; backgroundShellAction?: never; backgroundSubagentAction?: never; goalContinuationAction?: never; injectContextAction?: never; subscriptionNotificationAction?: never }
+  | { backgroundTaskCompletionAction: BackgroundTaskCompletionAction; userMessageAction?: never; resumeAction?: never; cancelAction?: never; summarizeAction?: never; shellCommandAction?: never; startPlanAction?: never; executePlanAction?: never; asyncAskQuestionCompletionAction?: never; cancelSubagentAction?: never; backgroundShellAction?: never; backgroundSubagentAction?: never; goalContinuationAction?: never; injectContextAction?: never; subscriptionNotificationAction?: never }
+  | { backgroundShellAction: BackgroundShellAction; userMessageAction?: never; resumeAction?: never; cancelAction?: never; summarizeAction?: never; shellCommandAction?: never; startPlanAction?: never; executePlanAction?: never; asyncAskQuestionCompletionAction?: never; cancelSubagentAction?: never; backgroundTaskCompletionAction?: never; backgroundSubagentAction?: never; goalContinuationAction?: never; injectContextAction?: never; subscriptionNotificationAction?: never }
+  | { backgroundSubagentAction: BackgroundSubagentAction; userMessageAction?: never; resumeAction?: never; cancelAction?: never; summarizeAction?: never; shellCommandAction?: never; startPlanAction?: never; executePlanAction?: never; asyncAskQuestionCompletionAction?: never; cancelSubagentAction?: never; backgroundTaskCompletionAction?: never; backgroundShellAction?: never; goalContinuationAction?: never; injectContextAction?: never; subscriptionNotificationAction?: never }
+  | { goalContinuationAction: GoalContinuationAction; userMessageAction?: never; resumeAction?: never; cancelAction?: never; summarizeAction?: never; shellCommandAction?: never; startPlanAction?: never; executePlanAction?: never; asyncAskQuestionCompletionAction?: never; cancelSubagentAction?: never; backgroundTaskCompletionAction?: never; backgroundShellAction?: never; backgroundSubagentAction?: never; injectContextAction?: never; subscriptionNotificationAction?: never }
+  | { injectContextAction: InjectContextAction; userMessageAction?: never; resumeAction?: never; cancelAction?: never; summarizeAction?: never; shellCommandAction?: never; startPlanAction?: never; executePlanAction?: never; asyncAskQuestionCompletionAction?: never; cancelSubagentAction?: never; backgroundTaskCompletionAction?: never; backgroundShellAction?: never; backgroundSubagentAction?: never; goalContinuationAction?: never; subscriptionNotificationAction?: never }
+  | { subscriptionNotificationAction: SubscriptionNotificationAction; userMessageAction?: never; resumeAction?: never; cancelAction?: never; summarizeAction?: never; shellCommandAction?: never; startPlanAction?: never; executePlanAction?: never; asyncAskQuestionCompletionAction?: never; cancelSubagentAction?: never; backgroundTaskCompletionAction?: never; backgroundShellAction?: never; backgroundSubagentAction?: never; goalContinuationAction?: never; injectContextAction?: never }
+  | { userMessageAction?: never; resumeAction?: never; cancelAction?: never; summarizeAction?: never; shellCommandAction?: never; startPlanAction?: never; executePlanAction?: never; asyncAskQuestionCompletionAction?: never; cancelSubagentAction?: never; backgroundTaskCompletionAction?: never; backgroundShellAction?: never; backgroundSubagentAction?: never; goalContinuationAction?: never; injectContextAction?: never; subscriptionNotificationAction?: never }
 )
 export interface TriggeringUserInfo {
   authId?: string
@@ -232,6 +266,9 @@ export interface BackgroundTaskCompletion {
   outputPath?: string
   threadId?: string
   reason?: BackgroundTaskCompletionReason
+  subagentId?: string
+  toolCallId?: string
+  notificationContext?: BackgroundTaskNotificationContext
 }
 export interface BackgroundShellAction {
   toolCallId?: string
@@ -279,10 +316,17 @@ export interface UserMessage {
   threadId?: string
   textBlobId?: string /* base64 */
   richTextBlobId?: string /* base64 */
+  hookAdditionalContexts?: Array<HookAdditionalContext>
+  customModeIntent?: CustomModeIntent
+  projectDetails?: ProjectDetails
 }
 export interface UserMessage_SimulatedMessageMetadata {
   title?: string
   taskId?: string
+  fsdFindingAction?: string
+  url?: string
+  subscriptionSource?: SubscriptionSource
+  subscriptionEventDisplay?: SubscriptionEventDisplay
 }
 export interface ExecutePlanInfo {
   planId?: string
@@ -388,12 +432,51 @@ export type InvocationContext = {
   | { slackThread?: never; githubPr?: never; ideState?: never; microsoftTeamsThread?: never; blobId?: never }
 )
 export interface InvocationContext_GithubPR {
+  title?: string
+  description?: string
+  comments?: string
+  ciFailures?: string
 }
 export interface InvocationContext_IdeState {
+  visibleFiles?: Array<InvocationContext_IdeState_File>
+  recentlyViewedFiles?: Array<InvocationContext_IdeState_File>
+  currentlyViewedPrs?: Array<InvocationContext_IdeState_ViewedPullRequest>
+}
+export interface InvocationContext_IdeState_File {
+  path?: string
+  relativePath?: string
+  cursorPosition?: InvocationContext_IdeState_File_CursorPosition
+  totalLines?: number
+  activeCommand?: string
+}
+export interface InvocationContext_IdeState_File_CursorPosition {
+  line?: number
+  text?: string
+}
+export interface InvocationContext_IdeState_ViewedPullRequest {
+  number?: number
+  url?: string
+  title?: string
+  folderPath?: string
+  summaryJson?: string
+  description?: string
 }
 export interface InvocationContext_MicrosoftTeamsThread {
+  thread?: string
+  channelName?: string
+  teamName?: string
+  channelDescription?: string
+  teamDescription?: string
 }
 export interface InvocationContext_SlackThread {
+  thread?: string
+  channelName?: string
+  channelPurpose?: string
+  channelTopic?: string
+  senderName?: string
+  senderId?: string
+  senderType?: string
+  isDirectlyAddressed?: boolean
 }
 export interface RequestContext {
   rules?: Array<CursorRule>
@@ -436,6 +519,13 @@ export interface RequestContext {
   agentSkillsInfoComplete?: boolean
   mcpFileSystemInfoComplete?: boolean
   gitStatusInfoComplete?: boolean
+  userPermissionsAutoRun?: PermissionsAutoRunInstructions
+  projectPermissionsAutoRun?: PermissionsAutoRunInstructions
+  adminPermissionsAutoRun?: PermissionsAutoRunInstructions
+  disabledTeamRules?: Array<string>
+  searchConversationsEnabled?: boolean
+  sendMessageEnabled?: boolean
+  adminCommandDenylist?: Array<string>
 }
 export interface RequestContextEnv {
   osVersion?: string
@@ -458,6 +548,8 @@ export interface RequestContextEnv {
   processWorkingDirectory?: string
   smartModeClassifierAutoModeEnabled?: boolean
   devForceNextSmartModeClassifierBlockToken?: string
+  devDelayNextSmartModeClassifierToken?: string
+  mountedAgentStores?: Array<MountedAgentStore>
 }
 export interface CursorRule {
   fullPath?: string
@@ -472,6 +564,9 @@ export interface CursorRule {
   marketplace?: string
   pluginId?: string
   marketplaceId?: string
+  scopedTo?: Array<string>
+  frontmatter?: string
+  isRequired?: boolean
 }
 export type CursorRuleType = {
 } & (
@@ -502,6 +597,7 @@ export interface GitRepoInfo {
   branchName?: string
   remoteUrl?: string
   previousBranchIsAncestor?: boolean
+  isOriginBacked?: boolean
 }
 export interface McpInstructions {
   serverName?: string
@@ -543,6 +639,7 @@ export interface AgentSkill {
   pluginId?: string
   marketplaceId?: string
   globs?: Array<string>
+  scopedTo?: Array<string>
 }
 export type RequestedModel = {
   modelId?: string
@@ -600,31 +697,34 @@ export interface McpToolDefinition {
   toolName?: string
   description?: string
   inputSchema?: unknown
+  inputSchemaJson?: string
 }
 export type InteractionUpdate = {
 } & (
-  | { textDelta: TextDeltaUpdate; partialToolCall?: never; toolCallDelta?: never; toolCallStarted?: never; toolCallCompleted?: never; thinkingDelta?: never; thinkingCompleted?: never; userMessageAppended?: never; tokenDelta?: never; summary?: never; summaryStarted?: never; summaryCompleted?: never; shellOutputDelta?: never; heartbeat?: never; turnEnded?: never; stepStarted?: never; stepCompleted?: never; promptSuggestion?: never; postRequestPrompt?: never; activeBranchChange?: never; feedbackRequest?: never }
-  | { partialToolCall: PartialToolCallUpdate; textDelta?: never; toolCallDelta?: never; toolCallStarted?: never; toolCallCompleted?: never; thinkingDelta?: never; thinkingCompleted?: never; userMessageAppended?: never; tokenDelta?: never; summary?: never; summaryStarted?: never; summaryCompleted?: never; shellOutputDelta?: never; heartbeat?: never; turnEnded?: never; stepStarted?: never; stepCompleted?: never; promptSuggestion?: never; postRequestPrompt?: never; activeBranchChange?: never; feedbackRequest?: never }
-  | { toolCallDelta: ToolCallDeltaUpdate; textDelta?: never; partialToolCall?: never; toolCallStarted?: never; toolCallCompleted?: never; thinkingDelta?: never; thinkingCompleted?: never; userMessageAppended?: never; tokenDelta?: never; summary?: never; summaryStarted?: never; summaryCompleted?: never; shellOutputDelta?: never; heartbeat?: never; turnEnded?: never; stepStarted?: never; stepCompleted?: never; promptSuggestion?: never; postRequestPrompt?: never; activeBranchChange?: never; feedbackRequest?: never }
-  | { toolCallStarted: ToolCallStartedUpdate; textDelta?: never; partialToolCall?: never; toolCallDelta?: never; toolCallCompleted?: never; thinkingDelta?: never; thinkingCompleted?: never; userMessageAppended?: never; tokenDelta?: never; summary?: never; summaryStarted?: never; summaryCompleted?: never; shellOutputDelta?: never; heartbeat?: never; turnEnded?: never; stepStarted?: never; stepCompleted?: never; promptSuggestion?: never; postRequestPrompt?: never; activeBranchChange?: never; feedbackRequest?: never }
-  | { toolCallCompleted: ToolCallCompletedUpdate; textDelta?: never; partialToolCall?: never; toolCallDelta?: never; toolCallStarted?: never; thinkingDelta?: never; thinkingCompleted?: never; userMessageAppended?: never; tokenDelta?: never; summary?: never; summaryStarted?: never; summaryCompleted?: never; shellOutputDelta?: never; heartbeat?: never; turnEnded?: never; stepStarted?: never; stepCompleted?: never; promptSuggestion?: never; postRequestPrompt?: never; activeBranchChange?: never; feedbackRequest?: never }
-  | { thinkingDelta: ThinkingDeltaUpdate; textDelta?: never; partialToolCall?: never; toolCallDelta?: never; toolCallStarted?: never; toolCallCompleted?: never; thinkingCompleted?: never; userMessageAppended?: never; tokenDelta?: never; summary?: never; summaryStarted?: never; summaryCompleted?: never; shellOutputDelta?: never; heartbeat?: never; turnEnded?: never; stepStarted?: never; stepCompleted?: never; promptSuggestion?: never; postRequestPrompt?: never; activeBranchChange?: never; feedbackRequest?: never }
-  | { thinkingCompleted: ThinkingCompletedUpdate; textDelta?: never; partialToolCall?: never; toolCallDelta?: never; toolCallStarted?: never; toolCallCompleted?: never; thinkingDelta?: never; userMessageAppended?: never; tokenDelta?: never; summary?: never; summaryStarted?: never; summaryCompleted?: never; shellOutputDelta?: never; heartbeat?: never; turnEnded?: never; stepStarted?: never; stepCompleted?: never; promptSuggestion?: never; postRequestPrompt?: never; activeBranchChange?: never; feedbackRequest?: never }
-  | { userMessageAppended: UserMessageAppendedUpdate; textDelta?: never; partialToolCall?: never; toolCallDelta?: never; toolCallStarted?: never; toolCallCompleted?: never; thinkingDelta?: never; thinkingCompleted?: never; tokenDelta?: never; summary?: never; summaryStarted?: never; summaryCompleted?: never; shellOutputDelta?: never; heartbeat?: never; turnEnded?: never; stepStarted?: never; stepCompleted?: never; promptSuggestion?: never; postRequestPrompt?: never; activeBranchChange?: never; feedbackRequest?: never }
-  | { tokenDelta: TokenDeltaUpdate; textDelta?: never; partialToolCall?: never; toolCallDelta?: never; toolCallStarted?: never; toolCallCompleted?: never; thinkingDelta?: never; thinkingCompleted?: never; userMessageAppended?: never; summary?: never; summaryStarted?: never; summaryCompleted?: never; shellOutputDelta?: never; heartbeat?: never; turnEnded?: never; stepStarted?: never; stepCompleted?: never; promptSuggestion?: never; postRequestPrompt?: never; activeBranchChange?: never; feedbackRequest?: never }
-  | { summary: SummaryUpdate; textDelta?: never; partialToolCall?: never; toolCallDelta?: never; toolCallStarted?: never; toolCallCompleted?: never; thinkingDelta?: never; thinkingCompleted?: never; userMessageAppended?: never; tokenDelta?: never; summaryStarted?: never; summaryCompleted?: never; shellOutputDelta?: never; heartbeat?: never; turnEnded?: never; stepStarted?: never; stepCompleted?: never; promptSuggestion?: never; postRequestPrompt?: never; activeBranchChange?: never; feedbackRequest?: never }
-  | { summaryStarted: SummaryStartedUpdate; textDelta?: never; partialToolCall?: never; toolCallDelta?: never; toolCallStarted?: never; toolCallCompleted?: never; thinkingDelta?: never; thinkingCompleted?: never; userMessageAppended?: never; tokenDelta?: never; summary?: never; summaryCompleted?: never; shellOutputDelta?: never; heartbeat?: never; turnEnded?: never; stepStarted?: never; stepCompleted?: never; promptSuggestion?: never; postRequestPrompt?: never; activeBranchChange?: never; feedbackRequest?: never }
-  | { summaryCompleted: SummaryCompletedUpdate; textDelta?: never; partialToolCall?: never; toolCallDelta?: never; toolCallStarted?: never; toolCallCompleted?: never; thinkingDelta?: never; thinkingCompleted?: never; userMessageAppended?: never; tokenDelta?: never; summary?: never; summaryStarted?: never; shellOutputDelta?: never; heartbeat?: never; turnEnded?: never; stepStarted?: never; stepCompleted?: never; promptSuggestion?: never; postRequestPrompt?: never; activeBranchChange?: never; feedbackRequest?: never }
-  | { shellOutputDelta: ShellOutputDeltaUpdate; textDelta?: never; partialToolCall?: never; toolCallDelta?: never; toolCallStarted?: never; toolCallCompleted?: never; thinkingDelta?: never; thinkingCompleted?: never; userMessageAppended?: never; tokenDelta?: never; summary?: never; summaryStarted?: never; summaryCompleted?: never; heartbeat?: never; turnEnded?: never; stepStarted?: never; stepCompleted?: never; promptSuggestion?: never; postRequestPrompt?: never; activeBranchChange?: never; feedbackRequest?: never }
-  | { heartbeat: HeartbeatUpdate; textDelta?: never; partialToolCall?: never; toolCallDelta?: never; toolCallStarted?: never; toolCallCompleted?: never; thinkingDelta?: never; thinkingCompleted?: never; userMessageAppended?: never; tokenDelta?: never; summary?: never; summaryStarted?: never; summaryCompleted?: never; shellOutputDelta?: never; turnEnded?: never; stepStarted?: never; stepCompleted?: never; promptSuggestion?: never; postRequestPrompt?: never; activeBranchChange?: never; feedbackRequest?: never }
-  | { turnEnded: TurnEndedUpdate; textDelta?: never; partialToolCall?: never; toolCallDelta?: never; toolCallStarted?: never; toolCallCompleted?: never; thinkingDelta?: never; thinkingCompleted?: never; userMessageAppended?: never; tokenDelta?: never; summary?: never; summaryStarted?: never; summaryCompleted?: never; shellOutputDelta?: never; heartbeat?: never; stepStarted?: never; stepCompleted?: never; promptSuggestion?: never; postRequestPrompt?: never; activeBranchChange?: never; feedbackRequest?: never }
-  | { stepStarted: StepStartedUpdate; textDelta?: never; partialToolCall?: never; toolCallDelta?: never; toolCallStarted?: never; toolCallCompleted?: never; thinkingDelta?: never; thinkingCompleted?: never; userMessageAppended?: never; tokenDelta?: never; summary?: never; summaryStarted?: never; summaryCompleted?: never; shellOutputDelta?: never; heartbeat?: never; turnEnded?: never; stepCompleted?: never; promptSuggestion?: never; postRequestPrompt?: never; activeBranchChange?: never; feedbackRequest?: never }
-  | { stepCompleted: StepCompletedUpdate; textDelta?: never; partialToolCall?: never; toolCallDelta?: never; toolCallStarted?: never; toolCallCompleted?: never; thinkingDelta?: never; thinkingCompleted?: never; userMessageAppended?: never; tokenDelta?: never; summary?: never; summaryStarted?: never; summaryCompleted?: never; shellOutputDelta?: never; heartbeat?: never; turnEnded?: never; stepStarted?: never; promptSuggestion?: never; postRequestPrompt?: never; activeBranchChange?: never; feedbackRequest?: never }
-  | { promptSuggestion: PromptSuggestionUpdate; textDelta?: never; partialToolCall?: never; toolCallDelta?: never; toolCallStarted?: never; toolCallCompleted?: never; thinkingDelta?: never; thinkingCompleted?: never; userMessageAppended?: never; tokenDelta?: never; summary?: never; summaryStarted?: never; summaryCompleted?: never; shellOutputDelta?: never; heartbeat?: never; turnEnded?: never; stepStarted?: never; stepCompleted?: never; postRequestPrompt?: never; activeBranchChange?: never; feedbackRequest?: never }
-  | { postRequestPrompt: PostRequestPromptUpdate; textDelta?: never; partialToolCall?: never; toolCallDelta?: never; toolCallStarted?: never; toolCallCompleted?: never; thinkingDelta?: never; thinkingCompleted?: never; userMessageAppended?: never; tokenDelta?: never; summary?: never; summaryStarted?: never; summaryCompleted?: never; shellOutputDelta?: never; heartbeat?: never; turnEnded?: never; stepStarted?: never; stepCompleted?: never; promptSuggestion?: never; activeBranchChange?: never; feedbackRequest?: never }
-  | { activeBranchChange: ActiveBranchChange; textDelta?: never; partialToolCall?: never; toolCallDelta?: never; toolCallStarted?: never; toolCallCompleted?: never; thinkingDelta?: never; thinkingCompleted?: never; userMessageAppended?: never; tokenDelta?: never; summary?: never; summaryStarted?: never; summaryCompleted?: never; shellOutputDelta?: never; heartbeat?: never; turnEnded?: never; stepStarted?: never; stepCompleted?: never; promptSuggestion?: never; postRequestPrompt?: never; feedbackRequest?: never }
-  | { feedbackRequest: FeedbackRequestUpdate; textDelta?: never; partialToolCall?: never; toolCallDelta?: never; toolCallStarted?: never; toolCallCompleted?: never; thinkingDelta?: never; thinkingCompleted?: never; userMessageAppended?: never; tokenDelta?: never; summary?: never; summaryStarted?: never; summaryCompleted?: never; shellOutputDelta?: never; heartbeat?: never; turnEnded?: never; stepStarted?: never; stepCompleted?: never; promptSuggestion?: never; postRequestPrompt?: never; activeBranchChange?: never }
-  | { textDelta?: never; partialToolCall?: never; toolCallDelta?: never; toolCallStarted?: never; toolCallCompleted?: never; thinkingDelta?: never; thinkingCompleted?: never; userMessageAppended?: never; tokenDelta?: never; summary?: never; summaryStarted?: never; summaryCompleted?: never; shellOutputDelta?: never; heartbeat?: never; turnEnded?: never; stepStarted?: never; stepCompleted?: never; promptSuggestion?: never; postRequestPrompt?: never; activeBranchChange?: never; feedbackRequest?: never }
+  | { textDelta: TextDeltaUpdate; partialToolCall?: never; toolCallDelta?: never; toolCallStarted?: never; toolCallCompleted?: never; thinkingDelta?: never; thinkingCompleted?: never; userMessageAppended?: never; tokenDelta?: never; summary?: never; summaryStarted?: never; summaryCompleted?: never; shellOutputDelta?: never; heartbeat?: never; turnEnded?: never; stepStarted?: never; stepCompleted?: never; promptSuggestion?: never; postRequestPrompt?: never; activeBranchChange?: never; feedbackRequest?: never; responseComparison?: never; contextInjectionState?: never }
+  | { partialToolCall: PartialToolCallUpdate; textDelta?: never; toolCallDelta?: never; toolCallStarted?: never; toolCallCompleted?: never; thinkingDelta?: never; thinkingCompleted?: never; userMessageAppended?: never; tokenDelta?: never; summary?: never; summaryStarted?: never; summaryCompleted?: never; shellOutputDelta?: never; heartbeat?: never; turnEnded?: never; stepStarted?: never; stepCompleted?: never; promptSuggestion?: never; postRequestPrompt?: never; activeBranchChange?: never; feedbackRequest?: never; responseComparison?: never; contextInjectionState?: never }
+  | { toolCallDelta: ToolCallDeltaUpdate; textDelta?: never; partialToolCall?: never; toolCallStarted?: never; toolCallCompleted?: never; thinkingDelta?: never; thinkingCompleted?: never; userMessageAppended?: never; tokenDelta?: never; summary?: never; summaryStarted?: never; summaryCompleted?: never; shellOutputDelta?: never; heartbeat?: never; turnEnded?: never; stepStarted?: never; stepCompleted?: never; promptSuggestion?: never; postRequestPrompt?: never; activeBranchChange?: never; feedbackRequest?: never; responseComparison?: never; contextInjectionState?: never }
+  | { toolCallStarted: ToolCallStartedUpdate; textDelta?: never; partialToolCall?: never; toolCallDelta?: never; toolCallCompleted?: never; thinkingDelta?: never; thinkingCompleted?: never; userMessageAppended?: never; tokenDelta?: never; summary?: never; summaryStarted?: never; summaryCompleted?: never; shellOutputDelta?: never; heartbeat?: never; turnEnded?: never; stepStarted?: never; stepCompleted?: never; promptSuggestion?: never; postRequestPrompt?: never; activeBranchChange?: never; feedbackRequest?: never; responseComparison?: never; contextInjectionState?: never }
+  | { toolCallCompleted: ToolCallCompletedUpdate; textDelta?: never; partialToolCall?: never; toolCallDelta?: never; toolCallStarted?: never; thinkingDelta?: never; thinkingCompleted?: never; userMessageAppended?: never; tokenDelta?: never; summary?: never; summaryStarted?: never; summaryCompleted?: never; shellOutputDelta?: never; heartbeat?: never; turnEnded?: never; stepStarted?: never; stepCompleted?: never; promptSuggestion?: never; postRequestPrompt?: never; activeBranchChange?: never; feedbackRequest?: never; responseComparison?: never; contextInjectionState?: never }
+  | { thinkingDelta: ThinkingDeltaUpdate; textDelta?: never; partialToolCall?: never; toolCallDelta?: never; toolCallStarted?: never; toolCallCompleted?: never; thinkingCompleted?: never; userMessageAppended?: never; tokenDelta?: never; summary?: never; summaryStarted?: never; summaryCompleted?: never; shellOutputDelta?: never; heartbeat?: never; turnEnded?: never; stepStarted?: never; stepCompleted?: never; promptSuggestion?: never; postRequestPrompt?: never; activeBranchChange?: never; feedbackRequest?: never; responseComparison?: never; contextInjectionState?: never }
+  | { thinkingCompleted: ThinkingCompletedUpdate; textDelta?: never; partialToolCall?: never; toolCallDelta?: never; toolCallStarted?: never; toolCallCompleted?: never; thinkingDelta?: never; userMessageAppended?: never; tokenDelta?: never; summary?: never; summaryStarted?: never; summaryCompleted?: never; shellOutputDelta?: never; heartbeat?: never; turnEnded?: never; stepStarted?: never; stepCompleted?: never; promptSuggestion?: never; postRequestPrompt?: never; activeBranchChange?: never; feedbackRequest?: never; responseComparison?: never; contextInjectionState?: never }
+  | { userMessageAppended: UserMessageAppendedUpdate; textDelta?: never; partialToolCall?: never; toolCallDelta?: never; toolCallStarted?: never; toolCallCompleted?: never; thinkingDelta?: never; thinkingCompleted?: never; tokenDelta?: never; summary?: never; summaryStarted?: never; summaryCompleted?: never; shellOutputDelta?: never; heartbeat?: never; turnEnded?: never; stepStarted?: never; stepCompleted?: never; promptSuggestion?: never; postRequestPrompt?: never; activeBranchChange?: never; feedbackRequest?: never; responseComparison?: never; contextInjectionState?: never }
+  | { tokenDelta: TokenDeltaUpdate; textDelta?: never; partialToolCall?: never; toolCallDelta?: never; toolCallStarted?: never; toolCallCompleted?: never; thinkingDelta?: never; thinkingCompleted?: never; userMessageAppended?: never; summary?: never; summaryStarted?: never; summaryCompleted?: never; shellOutputDelta?: never; heartbeat?: never; turnEnded?: never; stepStarted?: never; stepCompleted?: never; promptSuggestion?: never; postRequestPrompt?: never; activeBranchChange?: never; feedbackRequest?: never; responseComparison?: never; contextInjectionState?: never }
+  | { summary: SummaryUpdate; textDelta?: never; partialToolCall?: never; toolCallDelta?: never; toolCallStarted?: never; toolCallCompleted?: never; thinkingDelta?: never; thinkingCompleted?: never; userMessageAppended?: never; tokenDelta?: never; summaryStarted?: never; summaryCompleted?: never; shellOutputDelta?: never; heartbeat?: never; turnEnded?: never; stepStarted?: never; stepCompleted?: never; promptSuggestion?: never; postRequestPrompt?: never; activeBranchChange?: never; feedbackRequest?: never; responseComparison?: never; contextInjectionState?: never }
+  | { summaryStarted: SummaryStartedUpdate; textDelta?: never; partialToolCall?: never; toolCallDelta?: never; toolCallStarted?: never; toolCallCompleted?: never; thinkingDelta?: never; thinkingCompleted?: never; userMessageAppended?: never; tokenDelta?: never; summary?: never; summaryCompleted?: never; shellOutputDelta?: never; heartbeat?: never; turnEnded?: never; stepStarted?: never; stepCompleted?: never; promptSuggestion?: never; postRequestPrompt?: never; activeBranchChange?: never; feedbackRequest?: never; responseComparison?: never; contextInjectionState?: never }
+  | { summaryCompleted: SummaryCompletedUpdate; textDelta?: never; partialToolCall?: never; toolCallDelta?: never; toolCallStarted?: never; toolCallCompleted?: never; thinkingDelta?: never; thinkingCompleted?: never; userMessageAppended?: never; tokenDelta?: never; summary?: never; summaryStarted?: never; shellOutputDelta?: never; heartbeat?: never; turnEnded?: never; stepStarted?: never; stepCompleted?: never; promptSuggestion?: never; postRequestPrompt?: never; activeBranchChange?: never; feedbackRequest?: never; responseComparison?: never; contextInjectionState?: never }
+  | { shellOutputDelta: ShellOutputDeltaUpdate; textDelta?: never; partialToolCall?: never; toolCallDelta?: never; toolCallStarted?: never; toolCallCompleted?: never; thinkingDelta?: never; thinkingCompleted?: never; userMessageAppended?: never; tokenDelta?: never; summary?: never; summaryStarted?: never; summaryCompleted?: never; heartbeat?: never; turnEnded?: never; stepStarted?: never; stepCompleted?: never; promptSuggestion?: never; postRequestPrompt?: never; activeBranchChange?: never; feedbackRequest?: never; responseComparison?: never; contextInjectionState?: never }
+  | { heartbeat: HeartbeatUpdate; textDelta?: never; partialToolCall?: never; toolCallDelta?: never; toolCallStarted?: never; toolCallCompleted?: never; thinkingDelta?: never; thinkingCompleted?: never; userMessageAppended?: never; tokenDelta?: never; summary?: never; summaryStarted?: never; summaryCompleted?: never; shellOutputDelta?: never; turnEnded?: never; stepStarted?: never; stepCompleted?: never; promptSuggestion?: never; postRequestPrompt?: never; activeBranchChange?: never; feedbackRequest?: never; responseComparison?: never; contextInjectionState?: never }
+  | { turnEnded: TurnEndedUpdate; textDelta?: never; partialToolCall?: never; toolCallDelta?: never; toolCallStarted?: never; toolCallCompleted?: never; thinkingDelta?: never; thinkingCompleted?: never; userMessageAppended?: never; tokenDelta?: never; summary?: never; summaryStarted?: never; summaryCompleted?: never; shellOutputDelta?: never; heartbeat?: never; stepStarted?: never; stepCompleted?: never; promptSuggestion?: never; postRequestPrompt?: never; activeBranchChange?: never; feedbackRequest?: never; responseComparison?: never; contextInjectionState?: never }
+  | { stepStarted: StepStartedUpdate; textDelta?: never; partialToolCall?: never; toolCallDelta?: never; toolCallStarted?: never; toolCallCompleted?: never; thinkingDelta?: never; thinkingCompleted?: never; userMessageAppended?: never; tokenDelta?: never; summary?: never; summaryStarted?: never; summaryCompleted?: never; shellOutputDelta?: never; heartbeat?: never; turnEnded?: never; stepCompleted?: never; promptSuggestion?: never; postRequestPrompt?: never; activeBranchChange?: never; feedbackRequest?: never; responseComparison?: never; contextInjectionState?: never }
+  | { stepCompleted: StepCompletedUpdate; textDelta?: never; partialToolCall?: never; toolCallDelta?: never; toolCallStarted?: never; toolCallCompleted?: never; thinkingDelta?: never; thinkingCompleted?: never; userMessageAppended?: never; tokenDelta?: never; summary?: never; summaryStarted?: never; summaryCompleted?: never; shellOutputDelta?: never; heartbeat?: never; turnEnded?: never; stepStarted?: never; promptSuggestion?: never; postRequestPrompt?: never; activeBranchChange?: never; feedbackRequest?: never; responseComparison?: never; contextInjectionState?: never }
+  | { promptSuggestion: PromptSuggestionUpdate; textDelta?: never; partialToolCall?: never; toolCallDelta?: never; toolCallStarted?: never; toolCallCompleted?: never; thinkingDelta?: never; thinkingCompleted?: never; userMessageAppended?: never; tokenDelta?: never; summary?: never; summaryStarted?: never; summaryCompleted?: never; shellOutputDelta?: never; heartbeat?: never; turnEnded?: never; stepStarted?: never; stepCompleted?: never; postRequestPrompt?: never; activeBranchChange?: never; feedbackRequest?: never; responseComparison?: never; contextInjectionState?: never }
+  | { postRequestPrompt: PostRequestPromptUpdate; textDelta?: never; partialToolCall?: never; toolCallDelta?: never; toolCallStarted?: never; toolCallCompleted?: never; thinkingDelta?: never; thinkingCompleted?: never; userMessageAppended?: never; tokenDelta?: never; summary?: never; summaryStarted?: never; summaryCompleted?: never; shellOutputDelta?: never; heartbeat?: never; turnEnded?: never; stepStarted?: never; stepCompleted?: never; promptSuggestion?: never; activeBranchChange?: never; feedbackRequest?: never; responseComparison?: never; contextInjectionState?: never }
+  | { activeBranchChange: ActiveBranchChange; textDelta?: never; partialToolCall?: never; toolCallDelta?: never; toolCallStarted?: never; toolCallCompleted?: never; thinkingDelta?: never; thinkingCompleted?: never; userMessageAppended?: never; tokenDelta?: never; summary?: never; summaryStarted?: never; summaryCompleted?: never; shellOutputDelta?: never; heartbeat?: never; turnEnded?: never; stepStarted?: never; stepCompleted?: never; promptSuggestion?: never; postRequestPrompt?: never; feedbackRequest?: never; responseComparison?: never; contextInjectionState?: never }
+  | { feedbackRequest: FeedbackRequestUpdate; textDelta?: never; partialToolCall?: never; toolCallDelta?: never; toolCallStarted?: never; toolCallCompleted?: never; thinkingDelta?: never; thinkingCompleted?: never; userMessageAppended?: never; tokenDelta?: never; summary?: never; summaryStarted?: never; summaryCompleted?: never; shellOutputDelta?: never; heartbeat?: never; turnEnded?: never; stepStarted?: never; stepCompleted?: never; promptSuggestion?: never; postRequestPrompt?: never; activeBranchChange?: never; responseComparison?: never; contextInjectionState?: never }
+  | { responseComparison: ResponseComparisonUpdate; textDelta?: never; partialToolCall?: never; toolCallDelta?: never; toolCallStarted?: never; toolCallCompleted?: never; thinkingDelta?: never; thinkingCompleted?: never; userMessageAppended?: never; tokenDelta?: never; summary?: never; summaryStarted?: never; summaryCompleted?: never; shellOutputDelta?: never; heartbeat?: never; turnEnded?: never; stepStarted?: never; stepCompleted?: never; promptSuggestion?: never; postRequestPrompt?: never; activeBranchChange?: never; feedbackRequest?: never; contextInjectionState?: never }
+  | { contextInjectionState: ContextInjectionStateUpdate; textDelta?: never; partialToolCall?: never; toolCallDelta?: never; toolCallStarted?: never; toolCallCompleted?: never; thinkingDelta?: never; thinkingCompleted?: never; userMessageAppended?: never; tokenDelta?: never; summary?: never; summaryStarted?: never; summaryCompleted?: never; shellOutputDelta?: never; heartbeat?: never; turnEnded?: never; stepStarted?: never; stepCompleted?: never; promptSuggestion?: never; postRequestPrompt?: never; activeBranchChange?: never; feedbackRequest?: never; responseComparison?: never }
+  | { textDelta?: never; partialToolCall?: never; toolCallDelta?: never; toolCallStarted?: never; toolCallCompleted?: never; thinkingDelta?: never; thinkingCompleted?: never; userMessageAppended?: never; tokenDelta?: never; summary?: never; summaryStarted?: never; summaryCompleted?: never; shellOutputDelta?: never; heartbeat?: never; turnEnded?: never; stepStarted?: never; stepCompleted?: never; promptSuggestion?: never; postRequestPrompt?: never; activeBranchChange?: never; feedbackRequest?: never; responseComparison?: never; contextInjectionState?: never }
 )
 export interface TextDeltaUpdate {
   text?: string
@@ -715,6 +815,9 @@ export interface FeedbackRequestUpdate {
   categories?: Array<FeedbackRequestCategory>
   categoryGroups?: Array<FeedbackRequestCategoryGroup>
   showFormImmediately?: boolean
+  title?: string
+  negativeTitle?: string
+  commentPlaceholder?: string
 }
 export interface FeedbackRequestCategory {
   id?: string
@@ -755,54 +858,72 @@ export interface ReplaceEnvToolCallDelta {
   associatedPodKey?: string
 }
 export type ToolCall = {
+  hookAdditionalContexts?: Array<HookAdditionalContext>
+  toolCallId?: string
+  startedAtMs?: number | string
+  completedAtMs?: number | string
 } & (
-  | { shellToolCall: ShellToolCall; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never }
-  | { deleteToolCall: DeleteToolCall; shellToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never }
-  | { globToolCall: GlobToolCall; shellToolCall?: never; deleteToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never }
-  | { grepToolCall: GrepToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never }
-  | { readToolCall: ReadToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never }
-  | { updateTodosToolCall: UpdateTodosToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never }
-  | { readTodosToolCall: ReadTodosToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never }
-  | { editToolCall: EditToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never }
-  | { lsToolCall: LsToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never }
-  | { readLintsToolCall: ReadLintsToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never }
-  | { mcpToolCall: McpToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never }
-  | { semSearchToolCall: SemSearchToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never }
-  | { createPlanToolCall: CreatePlanToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never }
-  | { webSearchToolCall: WebSearchToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never }
-  | { taskToolCall: TaskToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never }
-  | { listMcpResourcesToolCall: ListMcpResourcesToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never }
-  | { readMcpResourceToolCall: ReadMcpResourceToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never }
-  | { applyAgentDiffToolCall: ApplyAgentDiffToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never }
-  | { askQuestionToolCall: AskQuestionToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never }
-  | { fetchToolCall: FetchToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never }
-  | { switchModeToolCall: SwitchModeToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never }
-  | { generateImageToolCall: GenerateImageToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never }
-  | { recordScreenToolCall: RecordScreenToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never }
-  | { computerUseToolCall: ComputerUseToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never }
-  | { writeShellStdinToolCall: WriteShellStdinToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never }
-  | { reflectToolCall: ReflectToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never }
-  | { setupVmEnvironmentToolCall: SetupVmEnvironmentToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never }
-  | { truncatedToolCall: TruncatedToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never }
-  | { startGrindExecutionToolCall: StartGrindExecutionToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never }
-  | { startGrindPlanningToolCall: StartGrindPlanningToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never }
-  | { webFetchToolCall: WebFetchToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never }
-  | { reportBugfixResultsToolCall: ReportBugfixResultsToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never }
-  | { aiAttributionToolCall: AiAttributionToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never }
-  | { prManagementToolCall: PrManagementToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never }
-  | { mcpAuthToolCall: McpAuthToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never }
-  | { awaitToolCall: AwaitToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never }
-  | { blameByFilePathToolCall: BlameByFilePathToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never }
-  | { getMcpToolsToolCall: GetMcpToolsToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never }
-  | { reportBugToolCall: ReportBugToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never }
-  | { setActiveBranchToolCall: SetActiveBranchToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never }
-  | { communicateUpdateToolCall: CommunicateUpdateToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never }
-  | { sendFinalSummaryToolCall: SendFinalSummaryToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never }
-  | { updatePrCodeTourToolCall: UpdatePrCodeTourToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never }
-  | { replaceEnvToolCall: ReplaceEnvToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never }
-  | { editPrLabelsToolCall: EditPrLabelsToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; recordCiInvestigationFindingsToolCall?: never }
-  | { recordCiInvestigationFindingsToolCall: RecordCiInvestigationFindingsToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never }
-  | { shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never }
+  | { shellToolCall: ShellToolCall; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never; sendMessageToolCall?: never; fetchCloudAgentDataToolCall?: never; sendToUserToolCall?: never; piReadToolCall?: never; piBashToolCall?: never; piEditToolCall?: never; piWriteToolCall?: never; piGrepToolCall?: never; piFindToolCall?: never; piLsToolCall?: never; connectScmToolCall?: never; searchConversationsToolCall?: never; createGoalToolCall?: never; updateGoalToolCall?: never }
+  | { deleteToolCall: DeleteToolCall; shellToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never; sendMessageToolCall?: never; fetchCloudAgentDataToolCall?: never; sendToUserToolCall?: never; piReadToolCall?: never; piBashToolCall?: never; piEditToolCall?: never; piWriteToolCall?: never; piGrepToolCall?: never; piFindToolCall?: never; piLsToolCall?: never; connectScmToolCall?: never; searchConversationsToolCall?: never; createGoalToolCall?: never; updateGoalToolCall?: never }
+  | { globToolCall: GlobToolCall; shellToolCall?: never; deleteToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never; sendMessageToolCall?: never; fetchCloudAgentDataToolCall?: never; sendToUserToolCall?: never; piReadToolCall?: never; piBashToolCall?: never; piEditToolCall?: never; piWriteToolCall?: never; piGrepToolCall?: never; piFindToolCall?: never; piLsToolCall?: never; connectScmToolCall?: never; searchConversationsToolCall?: never; createGoalToolCall?: never; updateGoalToolCall?: never }
+  | { grepToolCall: GrepToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never; sendMessageToolCall?: never; fetchCloudAgentDataToolCall?: never; sendToUserToolCall?: never; piReadToolCall?: never; piBashToolCall?: never; piEditToolCall?: never; piWriteToolCall?: never; piGrepToolCall?: never; piFindToolCall?: never; piLsToolCall?: never; connectScmToolCall?: never; searchConversationsToolCall?: never; createGoalToolCall?: never; updateGoalToolCall?: never }
+  | { readToolCall: ReadToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never; sendMessageToolCall?: never; fetchCloudAgentDataToolCall?: never; sendToUserToolCall?: never; piReadToolCall?: never; piBashToolCall?: never; piEditToolCall?: never; piWriteToolCall?: never; piGrepToolCall?: never; piFindToolCall?: never; piLsToolCall?: never; connectScmToolCall?: never; searchConversationsToolCall?: never; createGoalToolCall?: never; updateGoalToolCall?: never }
+  | { updateTodosToolCall: UpdateTodosToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never; sendMessageToolCall?: never; fetchCloudAgentDataToolCall?: never; sendToUserToolCall?: never; piReadToolCall?: never; piBashToolCall?: never; piEditToolCall?: never; piWriteToolCall?: never; piGrepToolCall?: never; piFindToolCall?: never; piLsToolCall?: never; connectScmToolCall?: never; searchConversationsToolCall?: never; createGoalToolCall?: never; updateGoalToolCall?: never }
+  | { readTodosToolCall: ReadTodosToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never; sendMessageToolCall?: never; fetchCloudAgentDataToolCall?: never; sendToUserToolCall?: never; piReadToolCall?: never; piBashToolCall?: never; piEditToolCall?: never; piWriteToolCall?: never; piGrepToolCall?: never; piFindToolCall?: never; piLsToolCall?: never; connectScmToolCall?: never; searchConversationsToolCall?: never; createGoalToolCall?: never; updateGoalToolCall?: never }
+  | { editToolCall: EditToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never; sendMessageToolCall?: never; fetchCloudAgentDataToolCall?: never; sendToUserToolCall?: never; piReadToolCall?: never; piBashToolCall?: never; piEditToolCall?: never; piWriteToolCall?: never; piGrepToolCall?: never; piFindToolCall?: never; piLsToolCall?: never; connectScmToolCall?: never; searchConversationsToolCall?: never; createGoalToolCall?: never; updateGoalToolCall?: never }
+  | { lsToolCall: LsToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never; sendMessageToolCall?: never; fetchCloudAgentDataToolCall?: never; sendToUserToolCall?: never; piReadToolCall?: never; piBashToolCall?: never; piEditToolCall?: never; piWriteToolCall?: never; piGrepToolCall?: never; piFindToolCall?: never; piLsToolCall?: never; connectScmToolCall?: never; searchConversationsToolCall?: never; createGoalToolCall?: never; updateGoalToolCall?: never }
+  | { readLintsToolCall: ReadLintsToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never; sendMessageToolCall?: never; fetchCloudAgentDataToolCall?: never; sendToUserToolCall?: never; piReadToolCall?: never; piBashToolCall?: never; piEditToolCall?: never; piWriteToolCall?: never; piGrepToolCall?: never; piFindToolCall?: never; piLsToolCall?: never; connectScmToolCall?: never; searchConversationsToolCall?: never; createGoalToolCall?: never; updateGoalToolCall?: never }
+  | { mcpToolCall: McpToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never; sendMessageToolCall?: never; fetchCloudAgentDataToolCall?: never; sendToUserToolCall?: never; piReadToolCall?: never; piBashToolCall?: never; piEditToolCall?: never; piWriteToolCall?: never; piGrepToolCall?: never; piFindToolCall?: never; piLsToolCall?: never; connectScmToolCall?: never; searchConversationsToolCall?: never; createGoalToolCall?: never; updateGoalToolCall?: never }
+  | { semSearchToolCall: SemSearchToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never; sendMessageToolCall?: never; fetchCloudAgentDataToolCall?: never; sendToUserToolCall?: never; piReadToolCall?: never; piBashToolCall?: never; piEditToolCall?: never; piWriteToolCall?: never; piGrepToolCall?: never; piFindToolCall?: never; piLsToolCall?: never; connectScmToolCall?: never; searchConversationsToolCall?: never; createGoalToolCall?: never; updateGoalToolCall?: never }
+  | { createPlanToolCall: CreatePlanToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never; sendMessageToolCall?: never; fetchCloudAgentDataToolCall?: never; sendToUserToolCall?: never; piReadToolCall?: never; piBashToolCall?: never; piEditToolCall?: never; piWriteToolCall?: never; piGrepToolCall?: never; piFindToolCall?: never; piLsToolCall?: never; connectScmToolCall?: never; searchConversationsToolCall?: never; createGoalToolCall?: never; updateGoalToolCall?: never }
+  | { webSearchToolCall: WebSearchToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never; sendMessageToolCall?: never; fetchCloudAgentDataToolCall?: never; sendToUserToolCall?: never; piReadToolCall?: never; piBashToolCall?: never; piEditToolCall?: never; piWriteToolCall?: never; piGrepToolCall?: never; piFindToolCall?: never; piLsToolCall?: never; connectScmToolCall?: never; searchConversationsToolCall?: never; createGoalToolCall?: never; updateGoalToolCall?: never }
+  | { taskToolCall: TaskToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never; sendMessageToolCall?: never; fetchCloudAgentDataToolCall?: never; sendToUserToolCall?: never; piReadToolCall?: never; piBashToolCall?: never; piEditToolCall?: never; piWriteToolCall?: never; piGrepToolCall?: never; piFindToolCall?: never; piLsToolCall?: never; connectScmToolCall?: never; searchConversationsToolCall?: never; createGoalToolCall?: never; updateGoalToolCall?: never }
+  | { listMcpResourcesToolCall: ListMcpResourcesToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never; sendMessageToolCall?: never; fetchCloudAgentDataToolCall?: never; sendToUserToolCall?: never; piReadToolCall?: never; piBashToolCall?: never; piEditToolCall?: never; piWriteToolCall?: never; piGrepToolCall?: never; piFindToolCall?: never; piLsToolCall?: never; connectScmToolCall?: never; searchConversationsToolCall?: never; createGoalToolCall?: never; updateGoalToolCall?: never }
+  | { readMcpResourceToolCall: ReadMcpResourceToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never; sendMessageToolCall?: never; fetchCloudAgentDataToolCall?: never; sendToUserToolCall?: never; piReadToolCall?: never; piBashToolCall?: never; piEditToolCall?: never; piWriteToolCall?: never; piGrepToolCall?: never; piFindToolCall?: never; piLsToolCall?: never; connectScmToolCall?: never; searchConversationsToolCall?: never; createGoalToolCall?: never; updateGoalToolCall?: never }
+  | { applyAgentDiffToolCall: ApplyAgentDiffToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never; sendMessageToolCall?: never; fetchCloudAgentDataToolCall?: never; sendToUserToolCall?: never; piReadToolCall?: never; piBashToolCall?: never; piEditToolCall?: never; piWriteToolCall?: never; piGrepToolCall?: never; piFindToolCall?: never; piLsToolCall?: never; connectScmToolCall?: never; searchConversationsToolCall?: never; createGoalToolCall?: never; updateGoalToolCall?: never }
+  | { askQuestionToolCall: AskQuestionToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never; sendMessageToolCall?: never; fetchCloudAgentDataToolCall?: never; sendToUserToolCall?: never; piReadToolCall?: never; piBashToolCall?: never; piEditToolCall?: never; piWriteToolCall?: never; piGrepToolCall?: never; piFindToolCall?: never; piLsToolCall?: never; connectScmToolCall?: never; searchConversationsToolCall?: never; createGoalToolCall?: never; updateGoalToolCall?: never }
+  | { fetchToolCall: FetchToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never; sendMessageToolCall?: never; fetchCloudAgentDataToolCall?: never; sendToUserToolCall?: never; piReadToolCall?: never; piBashToolCall?: never; piEditToolCall?: never; piWriteToolCall?: never; piGrepToolCall?: never; piFindToolCall?: never; piLsToolCall?: never; connectScmToolCall?: never; searchConversationsToolCall?: never; createGoalToolCall?: never; updateGoalToolCall?: never }
+  | { switchModeToolCall: SwitchModeToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never; sendMessageToolCall?: never; fetchCloudAgentDataToolCall?: never; sendToUserToolCall?: never; piReadToolCall?: never; piBashToolCall?: never; piEditToolCall?: never; piWriteToolCall?: never; piGrepToolCall?: never; piFindToolCall?: never; piLsToolCall?: never; connectScmToolCall?: never; searchConversationsToolCall?: never; createGoalToolCall?: never; updateGoalToolCall?: never }
+  | { generateImageToolCall: GenerateImageToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never; sendMessageToolCall?: never; fetchCloudAgentDataToolCall?: never; sendToUserToolCall?: never; piReadToolCall?: never; piBashToolCall?: never; piEditToolCall?: never; piWriteToolCall?: never; piGrepToolCall?: never; piFindToolCall?: never; piLsToolCall?: never; connectScmToolCall?: never; searchConversationsToolCall?: never; createGoalToolCall?: never; updateGoalToolCall?: never }
+  | { recordScreenToolCall: RecordScreenToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never; sendMessageToolCall?: never; fetchCloudAgentDataToolCall?: never; sendToUserToolCall?: never; piReadToolCall?: never; piBashToolCall?: never; piEditToolCall?: never; piWriteToolCall?: never; piGrepToolCall?: never; piFindToolCall?: never; piLsToolCall?: never; connectScmToolCall?: never; searchConversationsToolCall?: never; createGoalToolCall?: never; updateGoalToolCall?: never }
+  | { computerUseToolCall: ComputerUseToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never; sendMessageToolCall?: never; fetchCloudAgentDataToolCall?: never; sendToUserToolCall?: never; piReadToolCall?: never; piBashToolCall?: never; piEditToolCall?: never; piWriteToolCall?: never; piGrepToolCall?: never; piFindToolCall?: never; piLsToolCall?: never; connectScmToolCall?: never; searchConversationsToolCall?: never; createGoalToolCall?: never; updateGoalToolCall?: never }
+  | { writeShellStdinToolCall: WriteShellStdinToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never; sendMessageToolCall?: never; fetchCloudAgentDataToolCall?: never; sendToUserToolCall?: never; piReadToolCall?: never; piBashToolCall?: never; piEditToolCall?: never; piWriteToolCall?: never; piGrepToolCall?: never; piFindToolCall?: never; piLsToolCall?: never; connectScmToolCall?: never; searchConversationsToolCall?: never; createGoalToolCall?: never; updateGoalToolCall?: never }
+  | { reflectToolCall: ReflectToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never; sendMessageToolCall?: never; fetchCloudAgentDataToolCall?: never; sendToUserToolCall?: never; piReadToolCall?: never; piBashToolCall?: never; piEditToolCall?: never; piWriteToolCall?: never; piGrepToolCall?: never; piFindToolCall?: never; piLsToolCall?: never; connectScmToolCall?: never; searchConversationsToolCall?: never; createGoalToolCall?: never; updateGoalToolCall?: never }
+  | { setupVmEnvironmentToolCall: SetupVmEnvironmentToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never; sendMessageToolCall?: never; fetchCloudAgentDataToolCall?: never; sendToUserToolCall?: never; piReadToolCall?: never; piBashToolCall?: never; piEditToolCall?: never; piWriteToolCall?: never; piGrepToolCall?: never; piFindToolCall?: never; piLsToolCall?: never; connectScmToolCall?: never; searchConversationsToolCall?: never; createGoalToolCall?: never; updateGoalToolCall?: never }
+  | { truncatedToolCall: TruncatedToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never; sendMessageToolCall?: never; fetchCloudAgentDataToolCall?: never; sendToUserToolCall?: never; piReadToolCall?: never; piBashToolCall?: never; piEditToolCall?: never; piWriteToolCall?: never; piGrepToolCall?: never; piFindToolCall?: never; piLsToolCall?: never; connectScmToolCall?: never; searchConversationsToolCall?: never; createGoalToolCall?: never; updateGoalToolCall?: never }
+  | { startGrindExecutionToolCall: StartGrindExecutionToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never; sendMessageToolCall?: never; fetchCloudAgentDataToolCall?: never; sendToUserToolCall?: never; piReadToolCall?: never; piBashToolCall?: never; piEditToolCall?: never; piWriteToolCall?: never; piGrepToolCall?: never; piFindToolCall?: never; piLsToolCall?: never; connectScmToolCall?: never; searchConversationsToolCall?: never; createGoalToolCall?: never; updateGoalToolCall?: never }
+  | { startGrindPlanningToolCall: StartGrindPlanningToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never; sendMessageToolCall?: never; fetchCloudAgentDataToolCall?: never; sendToUserToolCall?: never; piReadToolCall?: never; piBashToolCall?: never; piEditToolCall?: never; piWriteToolCall?: never; piGrepToolCall?: never; piFindToolCall?: never; piLsToolCall?: never; connectScmToolCall?: never; searchConversationsToolCall?: never; createGoalToolCall?: never; updateGoalToolCall?: never }
+  | { webFetchToolCall: WebFetchToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never; sendMessageToolCall?: never; fetchCloudAgentDataToolCall?: never; sendToUserToolCall?: never; piReadToolCall?: never; piBashToolCall?: never; piEditToolCall?: never; piWriteToolCall?: never; piGrepToolCall?: never; piFindToolCall?: never; piLsToolCall?: never; connectScmToolCall?: never; searchConversationsToolCall?: never; createGoalToolCall?: never; updateGoalToolCall?: never }
+  | { reportBugfixResultsToolCall: ReportBugfixResultsToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never; sendMessageToolCall?: never; fetchCloudAgentDataToolCall?: never; sendToUserToolCall?: never; piReadToolCall?: never; piBashToolCall?: never; piEditToolCall?: never; piWriteToolCall?: never; piGrepToolCall?: never; piFindToolCall?: never; piLsToolCall?: never; connectScmToolCall?: never; searchConversationsToolCall?: never; createGoalToolCall?: never; updateGoalToolCall?: never }
+  | { aiAttributionToolCall: AiAttributionToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never; sendMessageToolCall?: never; fetchCloudAgentDataToolCall?: never; sendToUserToolCall?: never; piReadToolCall?: never; piBashToolCall?: never; piEditToolCall?: never; piWriteToolCall?: never; piGrepToolCall?: never; piFindToolCall?: never; piLsToolCall?: never; connectScmToolCall?: never; searchConversationsToolCall?: never; createGoalToolCall?: never; updateGoalToolCall?: never }
+  | { prManagementToolCall: PrManagementToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never; sendMessageToolCall?: never; fetchCloudAgentDataToolCall?: never; sendToUserToolCall?: never; piReadToolCall?: never; piBashToolCall?: never; piEditToolCall?: never; piWriteToolCall?: never; piGrepToolCall?: never; piFindToolCall?: never; piLsToolCall?: never; connectScmToolCall?: never; searchConversationsToolCall?: never; createGoalToolCall?: never; updateGoalToolCall?: never }
+  | { mcpAuthToolCall: McpAuthToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never; sendMessageToolCall?: never; fetchCloudAgentDataToolCall?: never; sendToUserToolCall?: never; piReadToolCall?: never; piBashToolCall?: never; piEditToolCall?: never; piWriteToolCall?: never; piGrepToolCall?: never; piFindToolCall?: never; piLsToolCall?: never; connectScmToolCall?: never; searchConversationsToolCall?: never; createGoalToolCall?: never; updateGoalToolCall?: never }
+  | { awaitToolCall: AwaitToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never; sendMessageToolCall?: never; fetchCloudAgentDataToolCall?: never; sendToUserToolCall?: never; piReadToolCall?: never; piBashToolCall?: never; piEditToolCall?: never; piWriteToolCall?: never; piGrepToolCall?: never; piFindToolCall?: never; piLsToolCall?: never; connectScmToolCall?: never; searchConversationsToolCall?: never; createGoalToolCall?: never; updateGoalToolCall?: never }
+  | { blameByFilePathToolCall: BlameByFilePathToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never; sendMessageToolCall?: never; fetchCloudAgentDataToolCall?: never; sendToUserToolCall?: never; piReadToolCall?: never; piBashToolCall?: never; piEditToolCall?: never; piWriteToolCall?: never; piGrepToolCall?: never; piFindToolCall?: never; piLsToolCall?: never; connectScmToolCall?: never; searchConversationsToolCall?: never; createGoalToolCall?: never; updateGoalToolCall?: never }
+  | { getMcpToolsToolCall: GetMcpToolsToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never; sendMessageToolCall?: never; fetchCloudAgentDataToolCall?: never; sendToUserToolCall?: never; piReadToolCall?: never; piBashToolCall?: never; piEditToolCall?: never; piWriteToolCall?: never; piGrepToolCall?: never; piFindToolCall?: never; piLsToolCall?: never; connectScmToolCall?: never; searchConversationsToolCall?: never; createGoalToolCall?: never; updateGoalToolCall?: never }
+  | { reportBugToolCall: ReportBugToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never; sendMessageToolCall?: never; fetchCloudAgentDataToolCall?: never; sendToUserToolCall?: never; piReadToolCall?: never; piBashToolCall?: never; piEditToolCall?: never; piWriteToolCall?: never; piGrepToolCall?: never; piFindToolCall?: never; piLsToolCall?: never; connectScmToolCall?: never; searchConversationsToolCall?: never; createGoalToolCall?: never; updateGoalToolCall?: never }
+  | { setActiveBranchToolCall: SetActiveBranchToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never; sendMessageToolCall?: never; fetchCloudAgentDataToolCall?: never; sendToUserToolCall?: never; piReadToolCall?: never; piBashToolCall?: never; piEditToolCall?: never; piWriteToolCall?: never; piGrepToolCall?: never; piFindToolCall?: never; piLsToolCall?: never; connectScmToolCall?: never; searchConversationsToolCall?: never; createGoalToolCall?: never; updateGoalToolCall?: never }
+  | { communicateUpdateToolCall: CommunicateUpdateToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never; sendMessageToolCall?: never; fetchCloudAgentDataToolCall?: never; sendToUserToolCall?: never; piReadToolCall?: never; piBashToolCall?: never; piEditToolCall?: never; piWriteToolCall?: never; piGrepToolCall?: never; piFindToolCall?: never; piLsToolCall?: never; connectScmToolCall?: never; searchConversationsToolCall?: never; createGoalToolCall?: never; updateGoalToolCall?: never }
+  | { sendFinalSummaryToolCall: SendFinalSummaryToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never; sendMessageToolCall?: never; fetchCloudAgentDataToolCall?: never; sendToUserToolCall?: never; piReadToolCall?: never; piBashToolCall?: never; piEditToolCall?: never; piWriteToolCall?: never; piGrepToolCall?: never; piFindToolCall?: never; piLsToolCall?: never; connectScmToolCall?: never; searchConversationsToolCall?: never; createGoalToolCall?: never; updateGoalToolCall?: never }
+  | { updatePrCodeTourToolCall: UpdatePrCodeTourToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never; sendMessageToolCall?: never; fetchCloudAgentDataToolCall?: never; sendToUserToolCall?: never; piReadToolCall?: never; piBashToolCall?: never; piEditToolCall?: never; piWriteToolCall?: never; piGrepToolCall?: never; piFindToolCall?: never; piLsToolCall?: never; connectScmToolCall?: never; searchConversationsToolCall?: never; createGoalToolCall?: never; updateGoalToolCall?: never }
+  | { replaceEnvToolCall: ReplaceEnvToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never; sendMessageToolCall?: never; fetchCloudAgentDataToolCall?: never; sendToUserToolCall?: never; piReadToolCall?: never; piBashToolCall?: never; piEditToolCall?: never; piWriteToolCall?: never; piGrepToolCall?: never; piFindToolCall?: never; piLsToolCall?: never; connectScmToolCall?: never; searchConversationsToolCall?: never; createGoalToolCall?: never; updateGoalToolCall?: never }
+  | { editPrLabelsToolCall: EditPrLabelsToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; recordCiInvestigationFindingsToolCall?: never; sendMessageToolCall?: never; fetchCloudAgentDataToolCall?: never; sendToUserToolCall?: never; piReadToolCall?: never; piBashToolCall?: never; piEditToolCall?: never; piWriteToolCall?: never; piGrepToolCall?: never; piFindToolCall?: never; piLsToolCall?: never; connectScmToolCall?: never; searchConversationsToolCall?: never; createGoalToolCall?: never; updateGoalToolCall?: never }
+  | { recordCiInvestigationFindingsToolCall: RecordCiInvestigationFindingsToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; sendMessageToolCall?: never; fetchCloudAgentDataToolCall?: never; sendToUserToolCall?: never; piReadToolCall?: never; piBashToolCall?: never; piEditToolCall?: never; piWriteToolCall?: never; piGrepToolCall?: never; piFindToolCall?: never; piLsToolCall?: never; connectScmToolCall?: never; searchConversationsToolCall?: never; createGoalToolCall?: never; updateGoalToolCall?: never }
+  | { sendMessageToolCall: SendMessageToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never; fetchCloudAgentDataToolCall?: never; sendToUserToolCall?: never; piReadToolCall?: never; piBashToolCall?: never; piEditToolCall?: never; piWriteToolCall?: never; piGrepToolCall?: never; piFindToolCall?: never; piLsToolCall?: never; connectScmToolCall?: never; searchConversationsToolCall?: never; createGoalToolCall?: never; updateGoalToolCall?: never }
+  | { fetchCloudAgentDataToolCall: FetchCloudAgentDataToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never; sendMessageToolCall?: never; sendToUserToolCall?: never; piReadToolCall?: never; piBashToolCall?: never; piEditToolCall?: never; piWriteToolCall?: never; piGrepToolCall?: never; piFindToolCall?: never; piLsToolCall?: never; connectScmToolCall?: never; searchConversationsToolCall?: never; createGoalToolCall?: never; updateGoalToolCall?: never }
+  | { sendToUserToolCall: SendToUserToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never; sendMessageToolCall?: never; fetchCloudAgentDataToolCall?: never; piReadToolCall?: never; piBashToolCall?: never; piEditToolCall?: never; piWriteToolCall?: never; piGrepToolCall?: never; piFindToolCall?: never; piLsToolCall?: never; connectScmToolCall?: never; searchConversationsToolCall?: never; createGoalToolCall?: never; updateGoalToolCall?: never }
+  | { piReadToolCall: PiReadToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never; sendMessageToolCall?: never; fetchCloudAgentDataToolCall?: never; sendToUserToolCall?: never; piBashToolCall?: never; piEditToolCall?: never; piWriteToolCall?: never; piGrepToolCall?: never; piFindToolCall?: never; piLsToolCall?: never; connectScmToolCall?: never; searchConversationsToolCall?: never; createGoalToolCall?: never; updateGoalToolCall?: never }
+  | { piBashToolCall: PiBashToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never; sendMessageToolCall?: never; fetchCloudAgentDataToolCall?: never; sendToUserToolCall?: never; piReadToolCall?: never; piEditToolCall?: never; piWriteToolCall?: never; piGrepToolCall?: never; piFindToolCall?: never; piLsToolCall?: never; connectScmToolCall?: never; searchConversationsToolCall?: never; createGoalToolCall?: never; updateGoalToolCall?: never }
+  | { piEditToolCall: PiEditToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never; sendMessageToolCall?: never; fetchCloudAgentDataToolCall?: never; sendToUserToolCall?: never; piReadToolCall?: never; piBashToolCall?: never; piWriteToolCall?: never; piGrepToolCall?: never; piFindToolCall?: never; piLsToolCall?: never; connectScmToolCall?: never; searchConversationsToolCall?: never; createGoalToolCall?: never; updateGoalToolCall?: never }
+  | { piWriteToolCall: PiWriteToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never; sendMessageToolCall?: never; fetchCloudAgentDataToolCall?: never; sendToUserToolCall?: never; piReadToolCall?: never; piBashToolCall?: never; piEditToolCall?: never; piGrepToolCall?: never; piFindToolCall?: never; piLsToolCall?: never; connectScmToolCall?: never; searchConversationsToolCall?: never; createGoalToolCall?: never; updateGoalToolCall?: never }
+  | { piGrepToolCall: PiGrepToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never; sendMessageToolCall?: never; fetchCloudAgentDataToolCall?: never; sendToUserToolCall?: never; piReadToolCall?: never; piBashToolCall?: never; piEditToolCall?: never; piWriteToolCall?: never; piFindToolCall?: never; piLsToolCall?: never; connectScmToolCall?: never; searchConversationsToolCall?: never; createGoalToolCall?: never; updateGoalToolCall?: never }
+  | { piFindToolCall: PiFindToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never; sendMessageToolCall?: never; fetchCloudAgentDataToolCall?: never; sendToUserToolCall?: never; piReadToolCall?: never; piBashToolCall?: never; piEditToolCall?: never; piWriteToolCall?: never; piGrepToolCall?: never; piLsToolCall?: never; connectScmToolCall?: never; searchConversationsToolCall?: never; createGoalToolCall?: never; updateGoalToolCall?: never }
+  | { piLsToolCall: PiLsToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never; sendMessageToolCall?: never; fetchCloudAgentDataToolCall?: never; sendToUserToolCall?: never; piReadToolCall?: never; piBashToolCall?: never; piEditToolCall?: never; piWriteToolCall?: never; piGrepToolCall?: never; piFindToolCall?: never; connectScmToolCall?: never; searchConversationsToolCall?: never; createGoalToolCall?: never; updateGoalToolCall?: never }
+  | { connectScmToolCall: ConnectScmToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never; sendMessageToolCall?: never; fetchCloudAgentDataToolCall?: never; sendToUserToolCall?: never; piReadToolCall?: never; piBashToolCall?: never; piEditToolCall?: never; piWriteToolCall?: never; piGrepToolCall?: never; piFindToolCall?: never; piLsToolCall?: never; searchConversationsToolCall?: never; createGoalToolCall?: never; updateGoalToolCall?: never }
+  | { searchConversationsToolCall: SearchConversationsToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never; sendMessageToolCall?: never; fetchCloudAgentDataToolCall?: never; sendToUserToolCall?: never; piReadToolCall?: never; piBashToolCall?: never; piEditToolCall?: never; piWriteToolCall?: never; piGrepToolCall?: never; piFindToolCall?: never; piLsToolCall?: never; connectScmToolCall?: never; createGoalToolCall?: never; updateGoalToolCall?: never }
+  | { createGoalToolCall: CreateGoalToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never; sendMessageToolCall?: never; fetchCloudAgentDataToolCall?: never; sendToUserToolCall?: never; piReadToolCall?: never; piBashToolCall?: never; piEditToolCall?: never; piWriteToolCall?: never; piGrepToolCall?: never; piFindToolCall?: never; piLsToolCall?: never; connectScmToolCall?: never; searchConversationsToolCall?: never; updateGoalToolCall?: never }
+  | { updateGoalToolCall: UpdateGoalToolCall; shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never; sendMessageToolCall?: never; fetchCloudAgentDataToolCall?: never; sendToUserToolCall?: never; piReadToolCall?: never; piBashToolCall?: never; piEditToolCall?: never; piWriteToolCall?: never; piGrepToolCall?: never; piFindToolCall?: never; piLsToolCall?: never; connectScmToolCall?: never; searchConversationsToolCall?: never; createGoalToolCall?: never }
+  | { shellToolCall?: never; deleteToolCall?: never; globToolCall?: never; grepToolCall?: never; readToolCall?: never; updateTodosToolCall?: never; readTodosToolCall?: never; editToolCall?: never; lsToolCall?: never; readLintsToolCall?: never; mcpToolCall?: never; semSearchToolCall?: never; createPlanToolCall?: never; webSearchToolCall?: never; taskToolCall?: never; listMcpResourcesToolCall?: never; readMcpResourceToolCall?: never; applyAgentDiffToolCall?: never; askQuestionToolCall?: never; fetchToolCall?: never; switchModeToolCall?: never; generateImageToolCall?: never; recordScreenToolCall?: never; computerUseToolCall?: never; writeShellStdinToolCall?: never; reflectToolCall?: never; setupVmEnvironmentToolCall?: never; truncatedToolCall?: never; startGrindExecutionToolCall?: never; startGrindPlanningToolCall?: never; webFetchToolCall?: never; reportBugfixResultsToolCall?: never; aiAttributionToolCall?: never; prManagementToolCall?: never; mcpAuthToolCall?: never; awaitToolCall?: never; blameByFilePathToolCall?: never; getMcpToolsToolCall?: never; reportBugToolCall?: never; setActiveBranchToolCall?: never; communicateUpdateToolCall?: never; sendFinalSummaryToolCall?: never; updatePrCodeTourToolCall?: never; replaceEnvToolCall?: never; editPrLabelsToolCall?: never; recordCiInvestigationFindingsToolCall?: never; sendMessageToolCall?: never; fetchCloudAgentDataToolCall?: never; sendToUserToolCall?: never; piReadToolCall?: never; piBashToolCall?: never; piEditToolCall?: never; piWriteToolCall?: never; piGrepToolCall?: never; piFindToolCall?: never; piLsToolCall?: never; connectScmToolCall?: never; searchConversationsToolCall?: never; createGoalToolCall?: never; updateGoalToolCall?: never }
 )
 export interface ShellToolCall {
   args?: ShellArgs
@@ -1057,6 +1178,7 @@ export interface TaskArgs {
   mode?: TaskMode
   respondingToMessageIds?: Array<string>
   environment?: SubagentExecutionEnvironment
+  machine?: TargetMachine
 }
 export type SubagentType = {
 } & (
@@ -1196,64 +1318,97 @@ export type ExecServerMessage = {
   id?: number
   execId?: string
   spanContext?: SpanContext
+  acceptHookAdditionalContexts?: boolean
 } & (
-  | { shellArgs: ShellArgs; writeArgs?: never; deleteArgs?: never; grepArgs?: never; readArgs?: never; redactedReadArgs?: never; lsArgs?: never; diagnosticsArgs?: never; requestContextArgs?: never; mcpArgs?: never; shellStreamArgs?: never; backgroundShellSpawnArgs?: never; listMcpResourcesExecArgs?: never; readMcpResourceExecArgs?: never; mcpStateExecArgs?: never; fetchArgs?: never; recordScreenArgs?: never; computerUseArgs?: never; writeShellStdinArgs?: never; executeHookArgs?: never; subagentArgs?: never; forceBackgroundShellArgs?: never; forceBackgroundSubagentArgs?: never; subagentAwaitArgs?: never; smartModeClassifierArgs?: never }
-  | { writeArgs: WriteArgs; shellArgs?: never; deleteArgs?: never; grepArgs?: never; readArgs?: never; redactedReadArgs?: never; lsArgs?: never; diagnosticsArgs?: never; requestContextArgs?: never; mcpArgs?: never; shellStreamArgs?: never; backgroundShellSpawnArgs?: never; listMcpResourcesExecArgs?: never; readMcpResourceExecArgs?: never; mcpStateExecArgs?: never; fetchArgs?: never; recordScreenArgs?: never; computerUseArgs?: never; writeShellStdinArgs?: never; executeHookArgs?: never; subagentArgs?: never; forceBackgroundShellArgs?: never; forceBackgroundSubagentArgs?: never; subagentAwaitArgs?: never; smartModeClassifierArgs?: never }
-  | { deleteArgs: DeleteArgs; shellArgs?: never; writeArgs?: never; grepArgs?: never; readArgs?: never; redactedReadArgs?: never; lsArgs?: never; diagnosticsArgs?: never; requestContextArgs?: never; mcpArgs?: never; shellStreamArgs?: never; backgroundShellSpawnArgs?: never; listMcpResourcesExecArgs?: never; readMcpResourceExecArgs?: never; mcpStateExecArgs?: never; fetchArgs?: never; recordScreenArgs?: never; computerUseArgs?: never; writeShellStdinArgs?: never; executeHookArgs?: never; subagentArgs?: never; forceBackgroundShellArgs?: never; forceBackgroundSubagentArgs?: never; subagentAwaitArgs?: never; smartModeClassifierArgs?: never }
-  | { grepArgs: GrepArgs; shellArgs?: never; writeArgs?: never; deleteArgs?: never; readArgs?: never; redactedReadArgs?: never; lsArgs?: never; diagnosticsArgs?: never; requestContextArgs?: never; mcpArgs?: never; shellStreamArgs?: never; backgroundShellSpawnArgs?: never; listMcpResourcesExecArgs?: never; readMcpResourceExecArgs?: never; mcpStateExecArgs?: never; fetchArgs?: never; recordScreenArgs?: never; computerUseArgs?: never; writeShellStdinArgs?: never; executeHookArgs?: never; subagentArgs?: never; forceBackgroundShellArgs?: never; forceBackgroundSubagentArgs?: never; subagentAwaitArgs?: never; smartModeClassifierArgs?: never }
-  | { readArgs: ReadArgs; shellArgs?: never; writeArgs?: never; deleteArgs?: never; grepArgs?: never; redactedReadArgs?: never; lsArgs?: never; diagnosticsArgs?: never; requestContextArgs?: never; mcpArgs?: never; shellStreamArgs?: never; backgroundShellSpawnArgs?: never; listMcpResourcesExecArgs?: never; readMcpResourceExecArgs?: never; mcpStateExecArgs?: never; fetchArgs?: never; recordScreenArgs?: never; computerUseArgs?: never; writeShellStdinArgs?: never; executeHookArgs?: never; subagentArgs?: never; forceBackgroundShellArgs?: never; forceBackgroundSubagentArgs?: never; subagentAwaitArgs?: never; smartModeClassifierArgs?: never }
-  | { redactedReadArgs: ReadArgs; shellArgs?: never; writeArgs?: never; deleteArgs?: never; grepArgs?: never; readArgs?: never; lsArgs?: never; diagnosticsArgs?: never; requestContextArgs?: never; mcpArgs?: never; shellStreamArgs?: never; backgroundShellSpawnArgs?: never; listMcpResourcesExecArgs?: never; readMcpResourceExecArgs?: never; mcpStateExecArgs?: never; fetchArgs?: never; recordScreenArgs?: never; computerUseArgs?: never; writeShellStdinArgs?: never; executeHookArgs?: never; subagentArgs?: never; forceBackgroundShellArgs?: never; forceBackgroundSubagentArgs?: never; subagentAwaitArgs?: never; smartModeClassifierArgs?: never }
-  | { lsArgs: LsArgs; shellArgs?: never; writeArgs?: never; deleteArgs?: never; grepArgs?: never; readArgs?: never; redactedReadArgs?: never; diagnosticsArgs?: never; requestContextArgs?: never; mcpArgs?: never; shellStreamArgs?: never; backgroundShellSpawnArgs?: never; listMcpResourcesExecArgs?: never; readMcpResourceExecArgs?: never; mcpStateExecArgs?: never; fetchArgs?: never; recordScreenArgs?: never; computerUseArgs?: never; writeShellStdinArgs?: never; executeHookArgs?: never; subagentArgs?: never; forceBackgroundShellArgs?: never; forceBackgroundSubagentArgs?: never; subagentAwaitArgs?: never; smartModeClassifierArgs?: never }
-  | { diagnosticsArgs: DiagnosticsArgs; shellArgs?: never; writeArgs?: never; deleteArgs?: never; grepArgs?: never; readArgs?: never; redactedReadArgs?: never; lsArgs?: never; requestContextArgs?: never; mcpArgs?: never; shellStreamArgs?: never; backgroundShellSpawnArgs?: never; listMcpResourcesExecArgs?: never; readMcpResourceExecArgs?: never; mcpStateExecArgs?: never; fetchArgs?: never; recordScreenArgs?: never; computerUseArgs?: never; writeShellStdinArgs?: never; executeHookArgs?: never; subagentArgs?: never; forceBackgroundShellArgs?: never; forceBackgroundSubagentArgs?: never; subagentAwaitArgs?: never; smartModeClassifierArgs?: never }
-  | { requestContextArgs: RequestContextArgs; shellArgs?: never; writeArgs?: never; deleteArgs?: never; grepArgs?: never; readArgs?: never; redactedReadArgs?: never; lsArgs?: never; diagnosticsArgs?: never; mcpArgs?: never; shellStreamArgs?: never; backgroundShellSpawnArgs?: never; listMcpResourcesExecArgs?: never; readMcpResourceExecArgs?: never; mcpStateExecArgs?: never; fetchArgs?: never; recordScreenArgs?: never; computerUseArgs?: never; writeShellStdinArgs?: never; executeHookArgs?: never; subagentArgs?: never; forceBackgroundShellArgs?: never; forceBackgroundSubagentArgs?: never; subagentAwaitArgs?: never; smartModeClassifierArgs?: never }
-  | { mcpArgs: McpArgs; shellArgs?: never; writeArgs?: never; deleteArgs?: never; grepArgs?: never; readArgs?: never; redactedReadArgs?: never; lsArgs?: never; diagnosticsArgs?: never; requestContextArgs?: never; shellStreamArgs?: never; backgroundShellSpawnArgs?: never; listMcpResourcesExecArgs?: never; readMcpResourceExecArgs?: never; mcpStateExecArgs?: never; fetchArgs?: never; recordScreenArgs?: never; computerUseArgs?: never; writeShellStdinArgs?: never; executeHookArgs?: never; subagentArgs?: never; forceBackgroundShellArgs?: never; forceBackgroundSubagentArgs?: never; subagentAwaitArgs?: never; smartModeClassifierArgs?: never }
-  | { shellStreamArgs: ShellArgs; shellArgs?: never; writeArgs?: never; deleteArgs?: never; grepArgs?: never; readArgs?: never; redactedReadArgs?: never; lsArgs?: never; diagnosticsArgs?: never; requestContextArgs?: never; mcpArgs?: never; backgroundShellSpawnArgs?: never; listMcpResourcesExecArgs?: never; readMcpResourceExecArgs?: never; mcpStateExecArgs?: never; fetchArgs?: never; recordScreenArgs?: never; computerUseArgs?: never; writeShellStdinArgs?: never; executeHookArgs?: never; subagentArgs?: never; forceBackgroundShellArgs?: never; forceBackgroundSubagentArgs?: never; subagentAwaitArgs?: never; smartModeClassifierArgs?: never }
-  | { backgroundShellSpawnArgs: BackgroundShellSpawnArgs; shellArgs?: never; writeArgs?: never; deleteArgs?: never; grepArgs?: never; readArgs?: never; redactedReadArgs?: never; lsArgs?: never; diagnosticsArgs?: never; requestContextArgs?: never; mcpArgs?: never; shellStreamArgs?: never; listMcpResourcesExecArgs?: never; readMcpResourceExecArgs?: never; mcpStateExecArgs?: never; fetchArgs?: never; recordScreenArgs?: never; computerUseArgs?: never; writeShellStdinArgs?: never; executeHookArgs?: never; subagentArgs?: never; forceBackgroundShellArgs?: never; forceBackgroundSubagentArgs?: never; subagentAwaitArgs?: never; smartModeClassifierArgs?: never }
-  | { listMcpResourcesExecArgs: ListMcpResourcesExecArgs; shellArgs?: never; writeArgs?: never; deleteArgs?: never; grepArgs?: never; readArgs?: never; redactedReadArgs?: never; lsArgs?: never; diagnosticsArgs?: never; requestContextArgs?: never; mcpArgs?: never; shellStreamArgs?: never; backgroundShellSpawnArgs?: never; readMcpResourceExecArgs?: never; mcpStateExecArgs?: never; fetchArgs?: never; recordScreenArgs?: never; computerUseArgs?: never; writeShellStdinArgs?: never; executeHookArgs?: never; subagentArgs?: never; forceBackgroundShellArgs?: never; forceBackgroundSubagentArgs?: never; subagentAwaitArgs?: never; smartModeClassifierArgs?: never }
-  | { readMcpResourceExecArgs: ReadMcpResourceExecArgs; shellArgs?: never; writeArgs?: never; deleteArgs?: never; grepArgs?: never; readArgs?: never; redactedReadArgs?: never; lsArgs?: never; diagnosticsArgs?: never; requestContextArgs?: never; mcpArgs?: never; shellStreamArgs?: never; backgroundShellSpawnArgs?: never; listMcpResourcesExecArgs?: never; mcpStateExecArgs?: never; fetchArgs?: never; recordScreenArgs?: never; computerUseArgs?: never; writeShellStdinArgs?: never; executeHookArgs?: never; subagentArgs?: never; forceBackgroundShellArgs?: never; forceBackgroundSubagentArgs?: never; subagentAwaitArgs?: never; smartModeClassifierArgs?: never }
-  | { mcpStateExecArgs: McpStateExecArgs; shellArgs?: never; writeArgs?: never; deleteArgs?: never; grepArgs?: never; readArgs?: never; redactedReadArgs?: never; lsArgs?: never; diagnosticsArgs?: never; requestContextArgs?: never; mcpArgs?: never; shellStreamArgs?: never; backgroundShellSpawnArgs?: never; listMcpResourcesExecArgs?: never; readMcpResourceExecArgs?: never; fetchArgs?: never; recordScreenArgs?: never; computerUseArgs?: never; writeShellStdinArgs?: never; executeHookArgs?: never; subagentArgs?: never; forceBackgroundShellArgs?: never; forceBackgroundSubagentArgs?: never; subagentAwaitArgs?: never; smartModeClassifierArgs?: never }
-  | { fetchArgs: FetchArgs; shellArgs?: never; writeArgs?: never; deleteArgs?: never; grepArgs?: never; readArgs?: never; redactedReadArgs?: never; lsArgs?: never; diagnosticsArgs?: never; requestContextArgs?: never; mcpArgs?: never; shellStreamArgs?: never; backgroundShellSpawnArgs?: never; listMcpResourcesExecArgs?: never; readMcpResourceExecArgs?: never; mcpStateExecArgs?: never; recordScreenArgs?: never; computerUseArgs?: never; writeShellStdinArgs?: never; executeHookArgs?: never; subagentArgs?: never; forceBackgroundShellArgs?: never; forceBackgroundSubagentArgs?: never; subagentAwaitArgs?: never; smartModeClassifierArgs?: never }
-  | { recordScreenArgs: RecordScreenArgs; shellArgs?: never; writeArgs?: never; deleteArgs?: never; grepArgs?: never; readArgs?: never; redactedReadArgs?: never; lsArgs?: never; diagnosticsArgs?: never; requestContextArgs?: never; mcpArgs?: never; shellStreamArgs?: never; backgroundShellSpawnArgs?: never; listMcpResourcesExecArgs?: never; readMcpResourceExecArgs?: never; mcpStateExecArgs?: never; fetchArgs?: never; computerUseArgs?: never; writeShellStdinArgs?: never; executeHookArgs?: never; subagentArgs?: never; forceBackgroundShellArgs?: never; forceBackgroundSubagentArgs?: never; subagentAwaitArgs?: never; smartModeClassifierArgs?: never }
-  | { computerUseArgs: ComputerUseArgs; shellArgs?: never; writeArgs?: never; deleteArgs?: never; grepArgs?: never; readArgs?: never; redactedReadArgs?: never; lsArgs?: never; diagnosticsArgs?: never; requestContextArgs?: never; mcpArgs?: never; shellStreamArgs?: never; backgroundShellSpawnArgs?: never; listMcpResourcesExecArgs?: never; readMcpResourceExecArgs?: never; mcpStateExecArgs?: never; fetchArgs?: never; recordScreenArgs?: never; writeShellStdinArgs?: never; executeHookArgs?: never; subagentArgs?: never; forceBackgroundShellArgs?: never; forceBackgroundSubagentArgs?: never; subagentAwaitArgs?: never; smartModeClassifierArgs?: never }
-  | { writeShellStdinArgs: WriteShellStdinArgs; shellArgs?: never; writeArgs?: never; deleteArgs?: never; grepArgs?: never; readArgs?: never; redactedReadArgs?: never; lsArgs?: never; diagnosticsArgs?: never; requestContextArgs?: never; mcpArgs?: never; shellStreamArgs?: never; backgroundShellSpawnArgs?: never; listMcpResourcesExecArgs?: never; readMcpResourceExecArgs?: never; mcpStateExecArgs?: never; fetchArgs?: never; recordScreenArgs?: never; computerUseArgs?: never; executeHookArgs?: never; subagentArgs?: never; forceBackgroundShellArgs?: never; forceBackgroundSubagentArgs?: never; subagentAwaitArgs?: never; smartModeClassifierArgs?: never }
-  | { executeHookArgs: ExecuteHookArgs; shellArgs?: never; writeArgs?: never; deleteArgs?: never; grepArgs?: never; readArgs?: never; redactedReadArgs?: never; lsArgs?: never; diagnosticsArgs?: never; requestContextArgs?: never; mcpArgs?: never; shellStreamArgs?: never; backgroundShellSpawnArgs?: never; listMcpResourcesExecArgs?: never; readMcpResourceExecArgs?: never; mcpStateExecArgs?: never; fetchArgs?: never; recordScreenArgs?: never; computerUseArgs?: never; writeShellStdinArgs?: never; subagentArgs?: never; forceBackgroundShellArgs?: never; forceBackgroundSubagentArgs?: never; subagentAwaitArgs?: never; smartModeClassifierArgs?: never }
-  | { subagentArgs: SubagentArgs; shellArgs?: never; writeArgs?: never; deleteArgs?: never; grepArgs?: never; readArgs?: never; redactedReadArgs?: never; lsArgs?: never; diagnosticsArgs?: never; requestContextArgs?: never; mcpArgs?: never; shellStreamArgs?: never; backgroundShellSpawnArgs?: never; listMcpResourcesExecArgs?: never; readMcpResourceExecArgs?: never; mcpStateExecArgs?: never; fetchArgs?: never; recordScreenArgs?: never; computerUseArgs?: never; writeShellStdinArgs?: never; executeHookArgs?: never; forceBackgroundShellArgs?: never; forceBackgroundSubagentArgs?: never; subagentAwaitArgs?: never; smartModeClassifierArgs?: never }
-  | { forceBackgroundShellArgs: ForceBackgroundShellArgs; shellArgs?: never; writeArgs?: never; deleteArgs?: never; grepArgs?: never; readArgs?: never; redactedReadArgs?: never; lsArgs?: never; diagnosticsArgs?: never; requestContextArgs?: never; mcpArgs?: never; shellStreamArgs?: never; backgroundShellSpawnArgs?: never; listMcpResourcesExecArgs?: never; readMcpResourceExecArgs?: never; mcpStateExecArgs?: never; fetchArgs?: never; recordScreenArgs?: never; computerUseArgs?: never; writeShellStdinArgs?: never; executeHookArgs?: never; subagentArgs?: never; forceBackgroundSubagentArgs?: never; subagentAwaitArgs?: never; smartModeClassifierArgs?: never }
-  | { forceBackgroundSubagentArgs: ForceBackgroundSubagentArgs; shellArgs?: never; writeArgs?: never; deleteArgs?: never; grepArgs?: never; readArgs?: never; redactedReadArgs?: never; lsArgs?: never; diagnosticsArgs?: never; requestContextArgs?: never; mcpArgs?: never; shellStreamArgs?: never; backgroundShellSpawnArgs?: never; listMcpResourcesExecArgs?: never; readMcpResourceExecArgs?: never; mcpStateExecArgs?: never; fetchArgs?: never; recordScreenArgs?: never; computerUseArgs?: never; writeShellStdinArgs?: never; executeHookArgs?: never; subagentArgs?: never; forceBackgroundShellArgs?: never; subagentAwaitArgs?: never; smartModeClassifierArgs?: never }
-  | { subagentAwaitArgs: SubagentAwaitArgs; shellArgs?: never; writeArgs?: never; deleteArgs?: never; grepArgs?: never; readArgs?: never; redactedReadArgs?: never; lsArgs?: never; diagnosticsArgs?: never; requestContextArgs?: never; mcpArgs?: never; shellStreamArgs?: never; backgroundShellSpawnArgs?: never; listMcpResourcesExecArgs?: never; readMcpResourceExecArgs?: never; mcpStateExecArgs?: never; fetchArgs?: never; recordScreenArgs?: never; computerUseArgs?: never; writeShellStdinArgs?: never; executeHookArgs?: never; subagentArgs?: never; forceBackgroundShellArgs?: never; forceBackgroundSubagentArgs?: never; smartModeClassifierArgs?: never }
-  | { smartModeClassifierArgs: SmartModeClassifierArgs; shellArgs?: never; writeArgs?: never; deleteArgs?: never; grepArgs?: never; readArgs?: never; redactedReadArgs?: never; lsArgs?: never; diagnosticsArgs?: never; requestContextArgs?: never; mcpArgs?: never; shellStreamArgs?: never; backgroundShellSpawnArgs?: never; listMcpResourcesExecArgs?: never; readMcpResourceExecArgs?: never; mcpStateExecArgs?: never; fetchArgs?: never; recordScreenArgs?: never; computerUseArgs?: never; writeShellStdinArgs?: never; executeHookArgs?: never; subagentArgs?: never; forceBackgroundShellArgs?: never; forceBackgroundSubagentArgs?: never; subagentAwaitArgs?: never }
-  | { shellArgs?: never; writeArgs?: never; deleteArgs?: never; grepArgs?: never; readArgs?: never; redactedReadArgs?: never; lsArgs?: never; diagnosticsArgs?: never; requestContextArgs?: never; mcpArgs?: never; shellStreamArgs?: never; backgroundShellSpawnArgs?: never; listMcpResourcesExecArgs?: never; readMcpResourceExecArgs?: never; mcpStateExecArgs?: never; fetchArgs?: never; recordScreenArgs?: never; computerUseArgs?: never; writeShellStdinArgs?: never; executeHookArgs?: never; subagentArgs?: never; forceBackgroundShellArgs?: never; forceBackgroundSubagentArgs?: never; subagentAwaitArgs?: never; smartModeClassifierArgs?: never }
+  | { shellArgs: ShellArgs; writeArgs?: never; deleteArgs?: never; grepArgs?: never; readArgs?: never; redactedReadArgs?: never; lsArgs?: never; diagnosticsArgs?: never; requestContextArgs?: never; mcpArgs?: never; shellStreamArgs?: never; backgroundShellSpawnArgs?: never; listMcpResourcesExecArgs?: never; readMcpResourceExecArgs?: never; mcpStateExecArgs?: never; fetchArgs?: never; recordScreenArgs?: never; computerUseArgs?: never; writeShellStdinArgs?: never; executeHookArgs?: never; subagentArgs?: never; forceBackgroundShellArgs?: never; forceBackgroundSubagentArgs?: never; subagentAwaitArgs?: never; smartModeClassifierArgs?: never; canvasDiagnosticsArgs?: never; shellAllowlistPrecheckArgs?: never; mcpAllowlistPrecheckArgs?: never; webFetchAllowlistPrecheckArgs?: never; gitDiffRequest?: never; piReadArgs?: never; piBashArgs?: never; piEditArgs?: never; piWriteArgs?: never; piGrepArgs?: never; piFindArgs?: never; piLsArgs?: never; miniSweAgentBashArgs?: never; conversationSearchArgs?: never; agentStoreConflictArgs?: never }
+  | { writeArgs: WriteArgs; shellArgs?: never; deleteArgs?: never; grepArgs?: never; readArgs?: never; redactedReadArgs?: never; lsArgs?: never; diagnosticsArgs?: never; requestContextArgs?: never; mcpArgs?: never; shellStreamArgs?: never; backgroundShellSpawnArgs?: never; listMcpResourcesExecArgs?: never; readMcpResourceExecArgs?: never; mcpStateExecArgs?: never; fetchArgs?: never; recordScreenArgs?: never; computerUseArgs?: never; writeShellStdinArgs?: never; executeHookArgs?: never; subagentArgs?: never; forceBackgroundShellArgs?: never; forceBackgroundSubagentArgs?: never; subagentAwaitArgs?: never; smartModeClassifierArgs?: never; canvasDiagnosticsArgs?: never; shellAllowlistPrecheckArgs?: never; mcpAllowlistPrecheckArgs?: never; webFetchAllowlistPrecheckArgs?: never; gitDiffRequest?: never; piReadArgs?: never; piBashArgs?: never; piEditArgs?: never; piWriteArgs?: never; piGrepArgs?: never; piFindArgs?: never; piLsArgs?: never; miniSweAgentBashArgs?: never; conversationSearchArgs?: never; agentStoreConflictArgs?: never }
+  | { deleteArgs: DeleteArgs; shellArgs?: never; writeArgs?: never; grepArgs?: never; readArgs?: never; redactedReadArgs?: never; lsArgs?: never; diagnosticsArgs?: never; requestContextArgs?: never; mcpArgs?: never; shellStreamArgs?: never; backgroundShellSpawnArgs?: never; listMcpResourcesExecArgs?: never; readMcpResourceExecArgs?: never; mcpStateExecArgs?: never; fetchArgs?: never; recordScreenArgs?: never; computerUseArgs?: never; writeShellStdinArgs?: never; executeHookArgs?: never; subagentArgs?: never; forceBackgroundShellArgs?: never; forceBackgroundSubagentArgs?: never; subagentAwaitArgs?: never; smartModeClassifierArgs?: never; canvasDiagnosticsArgs?: never; shellAllowlistPrecheckArgs?: never; mcpAllowlistPrecheckArgs?: never; webFetchAllowlistPrecheckArgs?: never; gitDiffRequest?: never; piReadArgs?: never; piBashArgs?: never; piEditArgs?: never; piWriteArgs?: never; piGrepArgs?: never; piFindArgs?: never; piLsArgs?: never; miniSweAgentBashArgs?: never; conversationSearchArgs?: never; agentStoreConflictArgs?: never }
+  | { grepArgs: GrepArgs; shellArgs?: never; writeArgs?: never; deleteArgs?: never; readArgs?: never; redactedReadArgs?: never; lsArgs?: never; diagnosticsArgs?: never; requestContextArgs?: never; mcpArgs?: never; shellStreamArgs?: never; backgroundShellSpawnArgs?: never; listMcpResourcesExecArgs?: never; readMcpResourceExecArgs?: never; mcpStateExecArgs?: never; fetchArgs?: never; recordScreenArgs?: never; computerUseArgs?: never; writeShellStdinArgs?: never; executeHookArgs?: never; subagentArgs?: never; forceBackgroundShellArgs?: never; forceBackgroundSubagentArgs?: never; subagentAwaitArgs?: never; smartModeClassifierArgs?: never; canvasDiagnosticsArgs?: never; shellAllowlistPrecheckArgs?: never; mcpAllowlistPrecheckArgs?: never; webFetchAllowlistPrecheckArgs?: never; gitDiffRequest?: never; piReadArgs?: never; piBashArgs?: never; piEditArgs?: never; piWriteArgs?: never; piGrepArgs?: never; piFindArgs?: never; piLsArgs?: never; miniSweAgentBashArgs?: never; conversationSearchArgs?: never; agentStoreConflictArgs?: never }
+  | { readArgs: ReadArgs; shellArgs?: never; writeArgs?: never; deleteArgs?: never; grepArgs?: never; redactedReadArgs?: never; lsArgs?: never; diagnosticsArgs?: never; requestContextArgs?: never; mcpArgs?: never; shellStreamArgs?: never; backgroundShellSpawnArgs?: never; listMcpResourcesExecArgs?: never; readMcpResourceExecArgs?: never; mcpStateExecArgs?: never; fetchArgs?: never; recordScreenArgs?: never; computerUseArgs?: never; writeShellStdinArgs?: never; executeHookArgs?: never; subagentArgs?: never; forceBackgroundShellArgs?: never; forceBackgroundSubagentArgs?: never; subagentAwaitArgs?: never; smartModeClassifierArgs?: never; canvasDiagnosticsArgs?: never; shellAllowlistPrecheckArgs?: never; mcpAllowlistPrecheckArgs?: never; webFetchAllowlistPrecheckArgs?: never; gitDiffRequest?: never; piReadArgs?: never; piBashArgs?: never; piEditArgs?: never; piWriteArgs?: never; piGrepArgs?: never; piFindArgs?: never; piLsArgs?: never; miniSweAgentBashArgs?: never; conversationSearchArgs?: never; agentStoreConflictArgs?: never }
+  | { redactedReadArgs: ReadArgs; shellArgs?: never; writeArgs?: never; deleteArgs?: never; grepArgs?: never; readArgs?: never; lsArgs?: never; diagnosticsArgs?: never; requestContextArgs?: never; mcpArgs?: never; shellStreamArgs?: never; backgroundShellSpawnArgs?: never; listMcpResourcesExecArgs?: never; readMcpResourceExecArgs?: never; mcpStateExecArgs?: never; fetchArgs?: never; recordScreenArgs?: never; computerUseArgs?: never; writeShellStdinArgs?: never; executeHookArgs?: never; subagentArgs?: never; forceBackgroundShellArgs?: never; forceBackgroundSubagentArgs?: never; subagentAwaitArgs?: never; smartModeClassifierArgs?: never; canvasDiagnosticsArgs?: never; shellAllowlistPrecheckArgs?: never; mcpAllowlistPrecheckArgs?: never; webFetchAllowlistPrecheckArgs?: never; gitDiffRequest?: never; piReadArgs?: never; piBashArgs?: never; piEditArgs?: never; piWriteArgs?: never; piGrepArgs?: never; piFindArgs?: never; piLsArgs?: never; miniSweAgentBashArgs?: never; conversationSearchArgs?: never; agentStoreConflictArgs?: never }
+  | { lsArgs: LsArgs; shellArgs?: never; writeArgs?: never; deleteArgs?: never; grepArgs?: never; readArgs?: never; redactedReadArgs?: never; diagnosticsArgs?: never; requestContextArgs?: never; mcpArgs?: never; shellStreamArgs?: never; backgroundShellSpawnArgs?: never; listMcpResourcesExecArgs?: never; readMcpResourceExecArgs?: never; mcpStateExecArgs?: never; fetchArgs?: never; recordScreenArgs?: never; computerUseArgs?: never; writeShellStdinArgs?: never; executeHookArgs?: never; subagentArgs?: never; forceBackgroundShellArgs?: never; forceBackgroundSubagentArgs?: never; subagentAwaitArgs?: never; smartModeClassifierArgs?: never; canvasDiagnosticsArgs?: never; shellAllowlistPrecheckArgs?: never; mcpAllowlistPrecheckArgs?: never; webFetchAllowlistPrecheckArgs?: never; gitDiffRequest?: never; piReadArgs?: never; piBashArgs?: never; piEditArgs?: never; piWriteArgs?: never; piGrepArgs?: never; piFindArgs?: never; piLsArgs?: never; miniSweAgentBashArgs?: never; conversationSearchArgs?: never; agentStoreConflictArgs?: never }
+  | { diagnosticsArgs: DiagnosticsArgs; shellArgs?: never; writeArgs?: never; deleteArgs?: never; grepArgs?: never; readArgs?: never; redactedReadArgs?: never; lsArgs?: never; requestContextArgs?: never; mcpArgs?: never; shellStreamArgs?: never; backgroundShellSpawnArgs?: never; listMcpResourcesExecArgs?: never; readMcpResourceExecArgs?: never; mcpStateExecArgs?: never; fetchArgs?: never; recordScreenArgs?: never; computerUseArgs?: never; writeShellStdinArgs?: never; executeHookArgs?: never; subagentArgs?: never; forceBackgroundShellArgs?: never; forceBackgroundSubagentArgs?: never; subagentAwaitArgs?: never; smartModeClassifierArgs?: never; canvasDiagnosticsArgs?: never; shellAllowlistPrecheckArgs?: never; mcpAllowlistPrecheckArgs?: never; webFetchAllowlistPrecheckArgs?: never; gitDiffRequest?: never; piReadArgs?: never; piBashArgs?: never; piEditArgs?: never; piWriteArgs?: never; piGrepArgs?: never; piFindArgs?: never; piLsArgs?: never; miniSweAgentBashArgs?: never; conversationSearchArgs?: never; agentStoreConflictArgs?: never }
+  | { requestContextArgs: RequestContextArgs; shellArgs?: never; writeArgs?: never; deleteArgs?: never; grepArgs?: never; readArgs?: never; redactedReadArgs?: never; lsArgs?: never; diagnosticsArgs?: never; mcpArgs?: never; shellStreamArgs?: never; backgroundShellSpawnArgs?: never; listMcpResourcesExecArgs?: never; readMcpResourceExecArgs?: never; mcpStateExecArgs?: never; fetchArgs?: never; recordScreenArgs?: never; computerUseArgs?: never; writeShellStdinArgs?: never; executeHookArgs?: never; subagentArgs?: never; forceBackgroundShellArgs?: never; forceBackgroundSubagentArgs?: never; subagentAwaitArgs?: never; smartModeClassifierArgs?: never; canvasDiagnosticsArgs?: never; shellAllowlistPrecheckArgs?: never; mcpAllowlistPrecheckArgs?: never; webFetchAllowlistPrecheckArgs?: never; gitDiffRequest?: never; piReadArgs?: never; piBashArgs?: never; piEditArgs?: never; piWriteArgs?: never; piGrepArgs?: never; piFindArgs?: never; piLsArgs?: never; miniSweAgentBashArgs?: never; conversationSearchArgs?: never; agentStoreConflictArgs?: never }
+  | { mcpArgs: McpArgs; shellArgs?: never; writeArgs?: never; deleteArgs?: never; grepArgs?: never; readArgs?: never; redactedReadArgs?: never; lsArgs?: never; diagnosticsArgs?: never; requestContextArgs?: never; shellStreamArgs?: never; backgroundShellSpawnArgs?: never; listMcpResourcesExecArgs?: never; readMcpResourceExecArgs?: never; mcpStateExecArgs?: never; fetchArgs?: never; recordScreenArgs?: never; computerUseArgs?: never; writeShellStdinArgs?: never; executeHookArgs?: never; subagentArgs?: never; forceBackgroundShellArgs?: never; forceBackgroundSubagentArgs?: never; subagentAwaitArgs?: never; smartModeClassifierArgs?: never; canvasDiagnosticsArgs?: never; shellAllowlistPrecheckArgs?: never; mcpAllowlistPrecheckArgs?: never; webFetchAllowlistPrecheckArgs?: never; gitDiffRequest?: never; piReadArgs?: never; piBashArgs?: never; piEditArgs?: never; piWriteArgs?: never; piGrepArgs?: never; piFindArgs?: never; piLsArgs?: never; miniSweAgentBashArgs?: never; conversationSearchArgs?: never; agentStoreConflictArgs?: never }
+  | { shellStreamArgs: ShellArgs; shellArgs?: never; writeArgs?: never; deleteArgs?: never; grepArgs?: never; readArgs?: never; redactedReadArgs?: never; lsArgs?: never; diagnosticsArgs?: never; requestContextArgs?: never; mcpArgs?: never; backgroundShellSpawnArgs?: never; listMcpResourcesExecArgs?: never; readMcpResourceExecArgs?: never; mcpStateExecArgs?: never; fetchArgs?: never; recordScreenArgs?: never; computerUseArgs?: never; writeShellStdinArgs?: never; executeHookArgs?: never; subagentArgs?: never; forceBackgroundShellArgs?: never; forceBackgroundSubagentArgs?: never; subagentAwaitArgs?: never; smartModeClassifierArgs?: never; canvasDiagnosticsArgs?: never; shellAllowlistPrecheckArgs?: never; mcpAllowlistPrecheckArgs?: never; webFetchAllowlistPrecheckArgs?: never; gitDiffRequest?: never; piReadArgs?: never; piBashArgs?: never; piEditArgs?: never; piWriteArgs?: never; piGrepArgs?: never; piFindArgs?: never; piLsArgs?: never; miniSweAgentBashArgs?: never; conversationSearchArgs?: never; agentStoreConflictArgs?: never }
+  | { backgroundShellSpawnArgs: BackgroundShellSpawnArgs; shellArgs?: never; writeArgs?: never; deleteArgs?: never; grepArgs?: never; readArgs?: never; redactedReadArgs?: never; lsArgs?: never; diagnosticsArgs?: never; requestContextArgs?: never; mcpArgs?: never; shellStreamArgs?: never; listMcpResourcesExecArgs?: never; readMcpResourceExecArgs?: never; mcpStateExecArgs?: never; fetchArgs?: never; recordScreenArgs?: never; computerUseArgs?: never; writeShellStdinArgs?: never; executeHookArgs?: never; subagentArgs?: never; forceBackgroundShellArgs?: never; forceBackgroundSubagentArgs?: never; subagentAwaitArgs?: never; smartModeClassifierArgs?: never; canvasDiagnosticsArgs?: never; shellAllowlistPrecheckArgs?: never; mcpAllowlistPrecheckArgs?: never; webFetchAllowlistPrecheckArgs?: never; gitDiffRequest?: never; piReadArgs?: never; piBashArgs?: never; piEditArgs?: never; piWriteArgs?: never; piGrepArgs?: never; piFindArgs?: never; piLsArgs?: never; miniSweAgentBashArgs?: never; conversationSearchArgs?: never; agentStoreConflictArgs?: never }
+  | { listMcpResourcesExecArgs: ListMcpResourcesExecArgs; shellArgs?: never; writeArgs?: never; deleteArgs?: never; grepArgs?: never; readArgs?: never; redactedReadArgs?: never; lsArgs?: never; diagnosticsArgs?: never; requestContextArgs?: never; mcpArgs?: never; shellStreamArgs?: never; backgroundShellSpawnArgs?: never; readMcpResourceExecArgs?: never; mcpStateExecArgs?: never; fetchArgs?: never; recordScreenArgs?: never; computerUseArgs?: never; writeShellStdinArgs?: never; executeHookArgs?: never; subagentArgs?: never; forceBackgroundShellArgs?: never; forceBackgroundSubagentArgs?: never; subagentAwaitArgs?: never; smartModeClassifierArgs?: never; canvasDiagnosticsArgs?: never; shellAllowlistPrecheckArgs?: never; mcpAllowlistPrecheckArgs?: never; webFetchAllowlistPrecheckArgs?: never; gitDiffRequest?: never; piReadArgs?: never; piBashArgs?: never; piEditArgs?: never; piWriteArgs?: never; piGrepArgs?: never; piFindArgs?: never; piLsArgs?: never; miniSweAgentBashArgs?: never; conversationSearchArgs?: never; agentStoreConflictArgs?: never }
+  | { readMcpResourceExecArgs: ReadMcpResourceExecArgs; shellArgs?: never; writeArgs?: never; deleteArgs?: never; grepArgs?: never; readArgs?: never; redactedReadArgs?: never; lsArgs?: never; diagnosticsArgs?: never; requestContextArgs?: never; mcpArgs?: never; shellStreamArgs?: never; backgroundShellSpawnArgs?: never; listMcpResourcesExecArgs?: never; mcpStateExecArgs?: never; fetchArgs?: never; recordScreenArgs?: never; computerUseArgs?: never; writeShellStdinArgs?: never; executeHookArgs?: never; subagentArgs?: never; forceBackgroundShellArgs?: never; forceBackgroundSubagentArgs?: never; subagentAwaitArgs?: never; smartModeClassifierArgs?: never; canvasDiagnosticsArgs?: never; shellAllowlistPrecheckArgs?: never; mcpAllowlistPrecheckArgs?: never; webFetchAllowlistPrecheckArgs?: never; gitDiffRequest?: never; piReadArgs?: never; piBashArgs?: never; piEditArgs?: never; piWriteArgs?: never; piGrepArgs?: never; piFindArgs?: never; piLsArgs?: never; miniSweAgentBashArgs?: never; conversationSearchArgs?: never; agentStoreConflictArgs?: never }
+  | { mcpStateExecArgs: McpStateExecArgs; shellArgs?: never; writeArgs?: never; deleteArgs?: never; grepArgs?: never; readArgs?: never; redactedReadArgs?: never; lsArgs?: never; diagnosticsArgs?: never; requestContextArgs?: never; mcpArgs?: never; shellStreamArgs?: never; backgroundShellSpawnArgs?: never; listMcpResourcesExecArgs?: never; readMcpResourceExecArgs?: never; fetchArgs?: never; recordScreenArgs?: never; computerUseArgs?: never; writeShellStdinArgs?: never; executeHookArgs?: never; subagentArgs?: never; forceBackgroundShellArgs?: never; forceBackgroundSubagentArgs?: never; subagentAwaitArgs?: never; smartModeClassifierArgs?: never; canvasDiagnosticsArgs?: never; shellAllowlistPrecheckArgs?: never; mcpAllowlistPrecheckArgs?: never; webFetchAllowlistPrecheckArgs?: never; gitDiffRequest?: never; piReadArgs?: never; piBashArgs?: never; piEditArgs?: never; piWriteArgs?: never; piGrepArgs?: never; piFindArgs?: never; piLsArgs?: never; miniSweAgentBashArgs?: never; conversationSearchArgs?: never; agentStoreConflictArgs?: never }
+  | { fetchArgs: FetchArgs; shellArgs?: never; writeArgs?: never; deleteArgs?: never; grepArgs?: never; readArgs?: never; redactedReadArgs?: never; lsArgs?: never; diagnosticsArgs?: never; requestContextArgs?: never; mcpArgs?: never; shellStreamArgs?: never; backgroundShellSpawnArgs?: never; listMcpResourcesExecArgs?: never; readMcpResourceExecArgs?: never; mcpStateExecArgs?: never; recordScreenArgs?: never; computerUseArgs?: never; writeShellStdinArgs?: never; executeHookArgs?: never; subagentArgs?: never; forceBackgroundShellArgs?: never; forceBackgroundSubagentArgs?: never; subagentAwaitArgs?: never; smartModeClassifierArgs?: never; canvasDiagnosticsArgs?: never; shellAllowlistPrecheckArgs?: never; mcpAllowlistPrecheckArgs?: never; webFetchAllowlistPrecheckArgs?: never; gitDiffRequest?: never; piReadArgs?: never; piBashArgs?: never; piEditArgs?: never; piWriteArgs?: never; piGrepArgs?: never; piFindArgs?: never; piLsArgs?: never; miniSweAgentBashArgs?: never; conversationSearchArgs?: never; agentStoreConflictArgs?: never }
+  | { recordScreenArgs: RecordScreenArgs; shellArgs?: never; writeArgs?: never; deleteArgs?: never; grepArgs?: never; readArgs?: never; redactedReadArgs?: never; lsArgs?: never; diagnosticsArgs?: never; requestContextArgs?: never; mcpArgs?: never; shellStreamArgs?: never; backgroundShellSpawnArgs?: never; listMcpResourcesExecArgs?: never; readMcpResourceExecArgs?: never; mcpStateExecArgs?: never; fetchArgs?: never; computerUseArgs?: never; writeShellStdinArgs?: never; executeHookArgs?: never; subagentArgs?: never; forceBackgroundShellArgs?: never; forceBackgroundSubagentArgs?: never; subagentAwaitArgs?: never; smartModeClassifierArgs?: never; canvasDiagnosticsArgs?: never; shellAllowlistPrecheckArgs?: never; mcpAllowlistPrecheckArgs?: never; webFetchAllowlistPrecheckArgs?: never; gitDiffRequest?: never; piReadArgs?: never; piBashArgs?: never; piEditArgs?: never; piWriteArgs?: never; piGrepArgs?: never; piFindArgs?: never; piLsArgs?: never; miniSweAgentBashArgs?: never; conversationSearchArgs?: never; agentStoreConflictArgs?: never }
+  | { computerUseArgs: ComputerUseArgs; shellArgs?: never; writeArgs?: never; deleteArgs?: never; grepArgs?: never; readArgs?: never; redactedReadArgs?: never; lsArgs?: never; diagnosticsArgs?: never; requestContextArgs?: never; mcpArgs?: never; shellStreamArgs?: never; backgroundShellSpawnArgs?: never; listMcpResourcesExecArgs?: never; readMcpResourceExecArgs?: never; mcpStateExecArgs?: never; fetchArgs?: never; recordScreenArgs?: never; writeShellStdinArgs?: never; executeHookArgs?: never; subagentArgs?: never; forceBackgroundShellArgs?: never; forceBackgroundSubagentArgs?: never; subagentAwaitArgs?: never; smartModeClassifierArgs?: never; canvasDiagnosticsArgs?: never; shellAllowlistPrecheckArgs?: never; mcpAllowlistPrecheckArgs?: never; webFetchAllowlistPrecheckArgs?: never; gitDiffRequest?: never; piReadArgs?: never; piBashArgs?: never; piEditArgs?: never; piWriteArgs?: never; piGrepArgs?: never; piFindArgs?: never; piLsArgs?: never; miniSweAgentBashArgs?: never; conversationSearchArgs?: never; agentStoreConflictArgs?: never }
+  | { writeShellStdinArgs: WriteShellStdinArgs; shellArgs?: never; writeArgs?: never; deleteArgs?: never; grepArgs?: never; readArgs?: never; redactedReadArgs?: never; lsArgs?: never; diagnosticsArgs?: never; requestContextArgs?: never; mcpArgs?: never; shellStreamArgs?: never; backgroundShellSpawnArgs?: never; listMcpResourcesExecArgs?: never; readMcpResourceExecArgs?: never; mcpStateExecArgs?: never; fetchArgs?: never; recordScreenArgs?: never; computerUseArgs?: never; executeHookArgs?: never; subagentArgs?: never; forceBackgroundShellArgs?: never; forceBackgroundSubagentArgs?: never; subagentAwaitArgs?: never; smartModeClassifierArgs?: never; canvasDiagnosticsArgs?: never; shellAllowlistPrecheckArgs?: never; mcpAllowlistPrecheckArgs?: never; webFetchAllowlistPrecheckArgs?: never; gitDiffRequest?: never; piReadArgs?: never; piBashArgs?: never; piEditArgs?: never; piWriteArgs?: never; piGrepArgs?: never; piFindArgs?: never; piLsArgs?: never; miniSweAgentBashArgs?: never; conversationSearchArgs?: never; agentStoreConflictArgs?: never }
+  | { executeHookArgs: ExecuteHookArgs; shellArgs?: never; writeArgs?: never; deleteArgs?: never; grepArgs?: never; readArgs?: never; redactedReadArgs?: never; lsArgs?: never; diagnosticsArgs?: never; requestContextArgs?: never; mcpArgs?: never; shellStreamArgs?: never; backgroundShellSpawnArgs?: never; listMcpResourcesExecArgs?: never; readMcpResourceExecArgs?: never; mcpStateExecArgs?: never; fetchArgs?: never; recordScreenArgs?: never; computerUseArgs?: never; writeShellStdinArgs?: never; subagentArgs?: never; forceBackgroundShellArgs?: never; forceBackgroundSubagentArgs?: never; subagentAwaitArgs?: never; smartModeClassifierArgs?: never; canvasDiagnosticsArgs?: never; shellAllowlistPrecheckArgs?: never; mcpAllowlistPrecheckArgs?: never; webFetchAllowlistPrecheckArgs?: never; gitDiffRequest?: never; piReadArgs?: never; piBashArgs?: never; piEditArgs?: never; piWriteArgs?: never; piGrepArgs?: never; piFindArgs?: never; piLsArgs?: never; miniSweAgentBashArgs?: never; conversationSearchArgs?: never; agentStoreConflictArgs?: never }
+  | { subagentArgs: SubagentArgs; shellArgs?: never; writeArgs?: never; deleteArgs?: never; grepArgs?: never; readArgs?: never; redactedReadArgs?: never; lsArgs?: never; diagnosticsArgs?: never; requestContextArgs?: never; mcpArgs?: never; shellStreamArgs?: never; backgroundShellSpawnArgs?: never; listMcpResourcesExecArgs?: never; readMcpResourceExecArgs?: never; mcpStateExecArgs?: never; fetchArgs?: never; recordScreenArgs?: never; computerUseArgs?: never; writeShellStdinArgs?: never; executeHookArgs?: never; forceBackgroundShellArgs?: never; forceBackgroundSubagentArgs?: never; subagentAwaitArgs?: never; smartModeClassifierArgs?: never; canvasDiagnosticsArgs?: never; shellAllowlistPrecheckArgs?: never; mcpAllowlistPrecheckArgs?: never; webFetchAllowlistPrecheckArgs?: never; gitDiffRequest?: never; piReadArgs?: never; piBashArgs?: never; piEditArgs?: never; piWriteArgs?: never; piGrepArgs?: never; piFindArgs?: never; piLsArgs?: never; miniSweAgentBashArgs?: never; conversationSearchArgs?: never; agentStoreConflictArgs?: never }
+  | { forceBackgroundShellArgs: ForceBackgroundShellArgs; shellArgs?: never; writeArgs?: never; deleteArgs?: never; grepArgs?: never; readArgs?: never; redactedReadArgs?: never; lsArgs?: never; diagnosticsArgs?: never; requestContextArgs?: never; mcpArgs?: never; shellStreamArgs?: never; backgroundShellSpawnArgs?: never; listMcpResourcesExecArgs?: never; readMcpResourceExecArgs?: never; mcpStateExecArgs?: never; fetchArgs?: never; recordScreenArgs?: never; computerUseArgs?: never; writeShellStdinArgs?: never; executeHookArgs?: never; subagentArgs?: never; forceBackgroundSubagentArgs?: never; subagentAwaitArgs?: never; smartModeClassifierArgs?: never; canvasDiagnosticsArgs?: never; shellAllowlistPrecheckArgs?: never; mcpAllowlistPrecheckArgs?: never; webFetchAllowlistPrecheckArgs?: never; gitDiffRequest?: never; piReadArgs?: never; piBashArgs?: never; piEditArgs?: never; piWriteArgs?: never; piGrepArgs?: never; piFindArgs?: never; piLsArgs?: never; miniSweAgentBashArgs?: never; conversationSearchArgs?: never; agentStoreConflictArgs?: never }
+  | { forceBackgroundSubagentArgs: ForceBackgroundSubagentArgs; shellArgs?: never; writeArgs?: never; deleteArgs?: never; grepArgs?: never; readArgs?: never; redactedReadArgs?: never; lsArgs?: never; diagnosticsArgs?: never; requestContextArgs?: never; mcpArgs?: never; shellStreamArgs?: never; backgroundShellSpawnArgs?: never; listMcpResourcesExecArgs?: never; readMcpResourceExecArgs?: never; mcpStateExecArgs?: never; fetchArgs?: never; recordScreenArgs?: never; computerUseArgs?: never; writeShellStdinArgs?: never; executeHookArgs?: never; subagentArgs?: never; forceBackgroundShellArgs?: never; subagentAwaitArgs?: never; smartModeClassifierArgs?: never; canvasDiagnosticsArgs?: never; shellAllowlistPrecheckArgs?: never; mcpAllowlistPrecheckArgs?: never; webFetchAllowlistPrecheckArgs?: never; gitDiffRequest?: never; piReadArgs?: never; piBashArgs?: never; piEditArgs?: never; piWriteArgs?: never; piGrepArgs?: never; piFindArgs?: never; piLsArgs?: never; miniSweAgentBashArgs?: never; conversationSearchArgs?: never; agentStoreConflictArgs?: never }
+  | { subagentAwaitArgs: SubagentAwaitArgs; shellArgs?: never; writeArgs?: never; deleteArgs?: never; grepArgs?: never; readArgs?: never; redactedReadArgs?: never; lsArgs?: never; diagnosticsArgs?: never; requestContextArgs?: never; mcpArgs?: never; shellStreamArgs?: never; backgroundShellSpawnArgs?: never; listMcpResourcesExecArgs?: never; readMcpResourceExecArgs?: never; mcpStateExecArgs?: never; fetchArgs?: never; recordScreenArgs?: never; computerUseArgs?: never; writeShellStdinArgs?: never; executeHookArgs?: never; subagentArgs?: never; forceBackgroundShellArgs?: never; forceBackgroundSubagentArgs?: never; smartModeClassifierArgs?: never; canvasDiagnosticsArgs?: never; shellAllowlistPrecheckArgs?: never; mcpAllowlistPrecheckArgs?: never; webFetchAllowlistPrecheckArgs?: never; gitDiffRequest?: never; piReadArgs?: never; piBashArgs?: never; piEditArgs?: never; piWriteArgs?: never; piGrepArgs?: never; piFindArgs?: never; piLsArgs?: never; miniSweAgentBashArgs?: never; conversationSearchArgs?: never; agentStoreConflictArgs?: never }
+  | { smartModeClassifierArgs: SmartModeClassifierArgs; shellArgs?: never; writeArgs?: never; deleteArgs?: never; grepArgs?: never; readArgs?: never; redactedReadArgs?: never; lsArgs?: never; diagnosticsArgs?: never; requestContextArgs?: never; mcpArgs?: never; shellStreamArgs?: never; backgroundShellSpawnArgs?: never; listMcpResourcesExecArgs?: never; readMcpResourceExecArgs?: never; mcpStateExecArgs?: never; fetchArgs?: never; recordScreenArgs?: never; computerUseArgs?: never; writeShellStdinArgs?: never; executeHookArgs?: never; subagentArgs?: never; forceBackgroundShellArgs?: never; forceBackgroundSubagentArgs?: never; subagentAwaitArgs?: never; canvasDiagnosticsArgs?: never; shellAllowlistPrecheckArgs?: never; mcpAllowlistPrecheckArgs?: never; webFetchAllowlistPrecheckArgs?: never; gitDiffRequest?: never; piReadArgs?: never; piBashArgs?: never; piEditArgs?: never; piWriteArgs?: never; piGrepArgs?: never; piFindArgs?: never; piLsArgs?: never; miniSweAgentBashArgs?: never; conversationSearchArgs?: never; agentStoreConflictArgs?: never }
+  | { canvasDiagnosticsArgs: CanvasDiagnosticsArgs; shellArgs?: never; writeArgs?: never; deleteArgs?: never; grepArgs?: never; readArgs?: never; redactedReadArgs?: never; lsArgs?: never; diagnosticsArgs?: never; requestContextArgs?: never; mcpArgs?: never; shellStreamArgs?: never; backgroundShellSpawnArgs?: never; listMcpResourcesExecArgs?: never; readMcpResourceExecArgs?: never; mcpStateExecArgs?: never; fetchArgs?: never; recordScreenArgs?: never; computerUseArgs?: never; writeShellStdinArgs?: never; executeHookArgs?: never; subagentArgs?: never; forceBackgroundShellArgs?: never; forceBackgroundSubagentArgs?: never; subagentAwaitArgs?: never; smartModeClassifierArgs?: never; shellAllowlistPrecheckArgs?: never; mcpAllowlistPrecheckArgs?: never; webFetchAllowlistPrecheckArgs?: never; gitDiffRequest?: never; piReadArgs?: never; piBashArgs?: never; piEditArgs?: never; piWriteArgs?: never; piGrepArgs?: never; piFindArgs?: never; piLsArgs?: never; miniSweAgentBashArgs?: never; conversationSearchArgs?: never; agentStoreConflictArgs?: never }
+  | { shellAllowlistPrecheckArgs: ShellAllowlistPrecheckArgs; shellArgs?: never; writeArgs?: never; deleteArgs?: never; grepArgs?: never; readArgs?: never; redactedReadArgs?: never; lsArgs?: never; diagnosticsArgs?: never; requestContextArgs?: never; mcpArgs?: never; shellStreamArgs?: never; backgroundShellSpawnArgs?: never; listMcpResourcesExecArgs?: never; readMcpResourceExecArgs?: never; mcpStateExecArgs?: never; fetchArgs?: never; recordScreenArgs?: never; computerUseArgs?: never; writeShellStdinArgs?: never; executeHookArgs?: never; subagentArgs?: never; forceBackgroundShellArgs?: never; forceBackgroundSubagentArgs?: never; subagentAwaitArgs?: never; smartModeClassifierArgs?: never; canvasDiagnosticsArgs?: never; mcpAllowlistPrecheckArgs?: never; webFetchAllowlistPrecheckArgs?: never; gitDiffRequest?: never; piReadArgs?: never; piBashArgs?: never; piEditArgs?: never; piWriteArgs?: never; piGrepArgs?: never; piFindArgs?: never; piLsArgs?: never; miniSweAgentBashArgs?: never; conversationSearchArgs?: never; agentStoreConflictArgs?: never }
+  | { mcpAllowlistPrecheckArgs: McpAllowlistPrecheckArgs; shellArgs?: never; writeArgs?: never; deleteArgs?: never; grepArgs?: never; readArgs?: never; redactedReadArgs?: never; lsArgs?: never; diagnosticsArgs?: never; requestContextArgs?: never; mcpArgs?: never; shellStreamArgs?: never; backgroundShellSpawnArgs?: never; listMcpResourcesExecArgs?: never; readMcpResourceExecArgs?: never; mcpStateExecArgs?: never; fetchArgs?: never; recordScreenArgs?: never; computerUseArgs?: never; writeShellStdinArgs?: never; executeHookArgs?: never; subagentArgs?: never; forceBackgroundShellArgs?: never; forceBackgroundSubagentArgs?: never; subagentAwaitArgs?: never; smartModeClassifierArgs?: never; canvasDiagnosticsArgs?: never; shellAllowlistPrecheckArgs?: never; webFetchAllowlistPrecheckArgs?: never; gitDiffRequest?: never; piReadArgs?: never; piBashArgs?: never; piEditArgs?: never; piWriteArgs?: never; piGrepArgs?: never; piFindArgs?: never; piLsArgs?: never; miniSweAgentBashArgs?: never; conversationSearchArgs?: never; agentStoreConflictArgs?: never }
+  | { webFetchAllowlistPrecheckArgs: WebFetchAllowlistPrecheckArgs; shellArgs?: never; writeArgs?: never; deleteArgs?: never; grepArgs?: never; readArgs?: never; redactedReadArgs?: never; lsArgs?: never; diagnosticsArgs?: never; requestContextArgs?: never; mcpArgs?: never; shellStreamArgs?: never; backgroundShellSpawnArgs?: never; listMcpResourcesExecArgs?: never; readMcpResourceExecArgs?: never; mcpStateExecArgs?: never; fetchArgs?: never; recordScreenArgs?: never; computerUseArgs?: never; writeShellStdinArgs?: never; executeHookArgs?: never; subagentArgs?: never; forceBackgroundShellArgs?: never; forceBackgroundSubagentArgs?: never; subagentAwaitArgs?: never; smartModeClassifierArgs?: never; canvasDiagnosticsArgs?: never; shellAllowlistPrecheckArgs?: never; mcpAllowlistPrecheckArgs?: never; gitDiffRequest?: never; piReadArgs?: never; piBashArgs?: never; piEditArgs?: never; piWriteArgs?: never; piGrepArgs?: never; piFindArgs?: never; piLsArgs?: never; miniSweAgentBashArgs?: never; conversationSearchArgs?: never; agentStoreConflictArgs?: never }
+  | { gitDiffRequest: GetDiffRequest; shellArgs?: never; writeArgs?: never; deleteArgs?: never; grepArgs?: never; readArgs?: never; redactedReadArgs?: never; lsArgs?: never; diagnosticsArgs?: never; requestContextArgs?: never; mcpArgs?: never; shellStreamArgs?: never; backgroundShellSpawnArgs?: never; listMcpResourcesExecArgs?: never; readMcpResourceExecArgs?: never; mcpStateExecArgs?: never; fetchArgs?: never; recordScreenArgs?: never; computerUseArgs?: never; writeShellStdinArgs?: never; executeHookArgs?: never; subagentArgs?: never; forceBackgroundShellArgs?: never; forceBackgroundSubagentArgs?: never; subagentAwaitArgs?: never; smartModeClassifierArgs?: never; canvasDiagnosticsArgs?: never; shellAllowlistPrecheckArgs?: never; mcpAllowlistPrecheckArgs?: never; webFetchAllowlistPrecheckArgs?: never; piReadArgs?: never; piBashArgs?: never; piEditArgs?: never; piWriteArgs?: never; piGrepArgs?: never; piFindArgs?: never; piLsArgs?: never; miniSweAgentBashArgs?: never; conversationSearchArgs?: never; agentStoreConflictArgs?: never }
+  | { piReadArgs: PiReadExecArgs; shellArgs?: never; writeArgs?: never; deleteArgs?: never; grepArgs?: never; readArgs?: never; redactedReadArgs?: never; lsArgs?: never; diagnosticsArgs?: never; requestContextArgs?: never; mcpArgs?: never; shellStreamArgs?: never; backgroundShellSpawnArgs?: never; listMcpResourcesExecArgs?: never; readMcpResourceExecArgs?: never; mcpStateExecArgs?: never; fetchArgs?: never; recordScreenArgs?: never; computerUseArgs?: never; writeShellStdinArgs?: never; executeHookArgs?: never; subagentArgs?: never; forceBackgroundShellArgs?: never; forceBackgroundSubagentArgs?: never; subagentAwaitArgs?: never; smartModeClassifierArgs?: never; canvasDiagnosticsArgs?: never; shellAllowlistPrecheckArgs?: never; mcpAllowlistPrecheckArgs?: never; webFetchAllowlistPrecheckArgs?: never; gitDiffRequest?: never; piBashArgs?: never; piEditArgs?: never; piWriteArgs?: never; piGrepArgs?: never; piFindArgs?: never; piLsArgs?: never; miniSweAgentBashArgs?: never; conversationSearchArgs?: never; agentStoreConflictArgs?: never }
+  | { piBashArgs: PiBashExecArgs; shellArgs?: never; writeArgs?: never; deleteArgs?: never; grepArgs?: never; readArgs?: never; redactedReadArgs?: never; lsArgs?: never; diagnosticsArgs?: never; requestContextArgs?: never; mcpArgs?: never; shellStreamArgs?: never; backgroundShellSpawnArgs?: never; listMcpResourcesExecArgs?: never; readMcpResourceExecArgs?: never; mcpStateExecArgs?: never; fetchArgs?: never; recordScreenArgs?: never; computerUseArgs?: never; writeShellStdinArgs?: never; executeHookArgs?: never; subagentArgs?: never; forceBackgroundShellArgs?: never; forceBackgroundSubagentArgs?: never; subagentAwaitArgs?: never; smartModeClassifierArgs?: never; canvasDiagnosticsArgs?: never; shellAllowlistPrecheckArgs?: never; mcpAllowlistPrecheckArgs?: never; webFetchAllowlistPrecheckArgs?: never; gitDiffRequest?: never; piReadArgs?: never; piEditArgs?: never; piWriteArgs?: never; piGrepArgs?: never; piFindArgs?: never; piLsArgs?: never; miniSweAgentBashArgs?: never; conversationSearchArgs?: never; agentStoreConflictArgs?: never }
+  | { piEditArgs: PiEditExecArgs; shellArgs?: never; writeArgs?: never; deleteArgs?: never; grepArgs?: never; readArgs?: never; redactedReadArgs?: never; lsArgs?: never; diagnosticsArgs?: never; requestContextArgs?: never; mcpArgs?: never; shellStreamArgs?: never; backgroundShellSpawnArgs?: never; listMcpResourcesExecArgs?: never; readMcpResourceExecArgs?: never; mcpStateExecArgs?: never; fetchArgs?: never; recordScreenArgs?: never; computerUseArgs?: never; writeShellStdinArgs?: never; executeHookArgs?: never; subagentArgs?: never; forceBackgroundShellArgs?: never; forceBackgroundSubagentArgs?: never; subagentAwaitArgs?: never; smartModeClassifierArgs?: never; canvasDiagnosticsArgs?: never; shellAllowlistPrecheckArgs?: never; mcpAllowlistPrecheckArgs?: never; webFetchAllowlistPrecheckArgs?: never; gitDiffRequest?: never; piReadArgs?: never; piBashArgs?: never; piWriteArgs?: never; piGrepArgs?: never; piFindArgs?: never; piLsArgs?: never; miniSweAgentBashArgs?: never; conversationSearchArgs?: never; agentStoreConflictArgs?: never }
+  | { piWriteArgs: PiWriteExecArgs; shellArgs?: never; writeArgs?: never; deleteArgs?: never; grepArgs?: never; readArgs?: never; redactedReadArgs?: never; lsArgs?: never; diagnosticsArgs?: never; requestContextArgs?: never; mcpArgs?: never; shellStreamArgs?: never; backgroundShellSpawnArgs?: never; listMcpResourcesExecArgs?: never; readMcpResourceExecArgs?: never; mcpStateExecArgs?: never; fetchArgs?: never; recordScreenArgs?: never; computerUseArgs?: never; writeShellStdinArgs?: never; executeHookArgs?: never; subagentArgs?: never; forceBackgroundShellArgs?: never; forceBackgroundSubagentArgs?: never; subagentAwaitArgs?: never; smartModeClassifierArgs?: never; canvasDiagnosticsArgs?: never; shellAllowlistPrecheckArgs?: never; mcpAllowlistPrecheckArgs?: never; webFetchAllowlistPrecheckArgs?: never; gitDiffRequest?: never; piReadArgs?: never; piBashArgs?: never; piEditArgs?: never; piGrepArgs?: never; piFindArgs?: never; piLsArgs?: never; miniSweAgentBashArgs?: never; conversationSearchArgs?: never; agentStoreConflictArgs?: never }
+  | { piGrepArgs: PiGrepExecArgs; shellArgs?: never; writeArgs?: never; deleteArgs?: never; grepArgs?: never; readArgs?: never; redactedReadArgs?: never; lsArgs?: never; diagnosticsArgs?: never; requestContextArgs?: never; mcpArgs?: never; shellStreamArgs?: never; backgroundShellSpawnArgs?: never; listMcpResourcesExecArgs?: never; readMcpResourceExecArgs?: never; mcpStateExecArgs?: never; fetchArgs?: never; recordScreenArgs?: never; computerUseArgs?: never; writeShellStdinArgs?: never; executeHookArgs?: never; subagentArgs?: never; forceBackgroundShellArgs?: never; forceBackgroundSubagentArgs?: never; subagentAwaitArgs?: never; smartModeClassifierArgs?: never; canvasDiagnosticsArgs?: never; shellAllowlistPrecheckArgs?: never; mcpAllowlistPrecheckArgs?: never; webFetchAllowlistPrecheckArgs?: never; gitDiffRequest?: never; piReadArgs?: never; piBashArgs?: never; piEditArgs?: never; piWriteArgs?: never; piFindArgs?: never; piLsArgs?: never; miniSweAgentBashArgs?: never; conversationSearchArgs?: never; agentStoreConflictArgs?: never }
+  | { piFindArgs: PiFindExecArgs; shellArgs?: never; writeArgs?: never; deleteArgs?: never; grepArgs?: never; readArgs?: never; redactedReadArgs?: never; lsArgs?: never; diagnosticsArgs?: never; requestContextArgs?: never; mcpArgs?: never; shellStreamArgs?: never; backgroundShellSpawnArgs?: never; listMcpResourcesExecArgs?: never; readMcpResourceExecArgs?: never; mcpStateExecArgs?: never; fetchArgs?: never; recordScreenArgs?: never; computerUseArgs?: never; writeShellStdinArgs?: never; executeHookArgs?: never; subagentArgs?: never; forceBackgroundShellArgs?: never; forceBackgroundSubagentArgs?: never; subagentAwaitArgs?: never; smartModeClassifierArgs?: never; canvasDiagnosticsArgs?: never; shellAllowlistPrecheckArgs?: never; mcpAllowlistPrecheckArgs?: never; webFetchAllowlistPrecheckArgs?: never; gitDiffRequest?: never; piReadArgs?: never; piBashArgs?: never; piEditArgs?: never; piWriteArgs?: never; piGrepArgs?: never; piLsArgs?: never; miniSweAgentBashArgs?: never; conversationSearchArgs?: never; agentStoreConflictArgs?: never }
+  | { piLsArgs: PiLsExecArgs; shellArgs?: never; writeArgs?: never; deleteArgs?: never; grepArgs?: never; readArgs?: never; redactedReadArgs?: never; lsArgs?: never; diagnosticsArgs?: never; requestContextArgs?: never; mcpArgs?: never; shellStreamArgs?: never; backgroundShellSpawnArgs?: never; listMcpResourcesExecArgs?: never; readMcpResourceExecArgs?: never; mcpStateExecArgs?: never; fetchArgs?: never; recordScreenArgs?: never; computerUseArgs?: never; writeShellStdinArgs?: never; executeHookArgs?: never; subagentArgs?: never; forceBackgroundShellArgs?: never; forceBackgroundSubagentArgs?: never; subagentAwaitArgs?: never; smartModeClassifierArgs?: never; canvasDiagnosticsArgs?: never; shellAllowlistPrecheckArgs?: never; mcpAllowlistPrecheckArgs?: never; webFetchAllowlistPrecheckArgs?: never; gitDiffRequest?: never; piReadArgs?: never; piBashArgs?: never; piEditArgs?: never; piWriteArgs?: never; piGrepArgs?: never; piFindArgs?: never; miniSweAgentBashArgs?: never; conversationSearchArgs?: never; agentStoreConflictArgs?: never }
+  | { miniSweAgentBashArgs: ShellArgs; shellArgs?: never; writeArgs?: never; deleteArgs?: never; grepArgs?: never; readArgs?: never; redactedReadArgs?: never; lsArgs?: never; diagnosticsArgs?: never; requestContextArgs?: never; mcpArgs?: never; shellStreamArgs?: never; backgroundShellSpawnArgs?: never; listMcpResourcesExecArgs?: never; readMcpResourceExecArgs?: never; mcpStateExecArgs?: never; fetchArgs?: never; recordScreenArgs?: never; computerUseArgs?: never; writeShellStdinArgs?: never; executeHookArgs?: never; subagentArgs?: never; forceBackgroundShellArgs?: never; forceBackgroundSubagentArgs?: never; subagentAwaitArgs?: never; smartModeClassifierArgs?: never; canvasDiagnosticsArgs?: never; shellAllowlistPrecheckArgs?: never; mcpAllowlistPrecheckArgs?: never; webFetchAllowlistPrecheckArgs?: never; gitDiffRequest?: never; piReadArgs?: never; piBashArgs?: never; piEditArgs?: never; piWriteArgs?: never; piGrepArgs?: never; piFindArgs?: never; piLsArgs?: never; conversationSearchArgs?: never; agentStoreConflictArgs?: never }
+  | { conversationSearchArgs: ConversationSearchArgs; shellArgs?: never; writeArgs?: never; deleteArgs?: never; grepArgs?: never; readArgs?: never; redactedReadArgs?: never; lsArgs?: never; diagnosticsArgs?: never; requestContextArgs?: never; mcpArgs?: never; shellStreamArgs?: never; backgroundShellSpawnArgs?: never; listMcpResourcesExecArgs?: never; readMcpResourceExecArgs?: never; mcpStateExecArgs?: never; fetchArgs?: never; recordScreenArgs?: never; computerUseArgs?: never; writeShellStdinArgs?: never; executeHookArgs?: never; subagentArgs?: never; forceBackgroundShellArgs?: never; forceBackgroundSubagentArgs?: never; subagentAwaitArgs?: never; smartModeClassifierArgs?: never; canvasDiagnosticsArgs?: never; shellAllowlistPrecheckArgs?: never; mcpAllowlistPrecheckArgs?: never; webFetchAllowlistPrecheckArgs?: never; gitDiffRequest?: never; piReadArgs?: never; piBashArgs?: never; piEditArgs?: never; piWriteArgs?: never; piGrepArgs?: never; piFindArgs?: never; piLsArgs?: never; miniSweAgentBashArgs?: never; agentStoreConflictArgs?: never }
+  | { agentStoreConflictArgs: AgentStoreConflictArgs; shellArgs?: never; writeArgs?: never; deleteArgs?: never; grepArgs?: never; readArgs?: never; redactedReadArgs?: never; lsArgs?: never; diagnosticsArgs?: never; requestContextArgs?: never; mcpArgs?: never; shellStreamArgs?: never; backgroundShellSpawnArgs?: never; listMcpResourcesExecArgs?: never; readMcpResourceExecArgs?: never; mcpStateExecArgs?: never; fetchArgs?: never; recordScreenArgs?: never; computerUseArgs?: never; writeShellStdinArgs?: never; executeHookArgs?: never; subagentArgs?: never; forceBackgroundShellArgs?: never; forceBackgroundSubagentArgs?: never; subagentAwaitArgs?: never; smartModeClassifierArgs?: never; canvasDiagnosticsArgs?: never; shellAllowlistPrecheckArgs?: never; mcpAllowlistPrecheckArgs?: never; webFetchAllowlistPrecheckArgs?: never; gitDiffRequest?: never; piReadArgs?: never; piBashArgs?: never; piEditArgs?: never; piWriteArgs?: never; piGrepArgs?: never; piFindArgs?: never; piLsArgs?: never; miniSweAgentBashArgs?: never; conversationSearchArgs?: never }
+  | { shellArgs?: never; writeArgs?: never; deleteArgs?: never; grepArgs?: never; readArgs?: never; redactedReadArgs?: never; lsArgs?: never; diagnosticsArgs?: never; requestContextArgs?: never; mcpArgs?: never; shellStreamArgs?: never; backgroundShellSpawnArgs?: never; listMcpResourcesExecArgs?: never; readMcpResourceExecArgs?: never; mcpStateExecArgs?: never; fetchArgs?: never; recordScreenArgs?: never; computerUseArgs?: never; writeShellStdinArgs?: never; executeHookArgs?: never; subagentArgs?: never; forceBackgroundShellArgs?: never; forceBackgroundSubagentArgs?: never; subagentAwaitArgs?: never; smartModeClassifierArgs?: never; canvasDiagnosticsArgs?: never; shellAllowlistPrecheckArgs?: never; mcpAllowlistPrecheckArgs?: never; webFetchAllowlistPrecheckArgs?: never; gitDiffRequest?: never; piReadArgs?: never; piBashArgs?: never; piEditArgs?: never; piWriteArgs?: never; piGrepArgs?: never; piFindArgs?: never; piLsArgs?: never; miniSweAgentBashArgs?: never; conversationSearchArgs?: never; agentStoreConflictArgs?: never }
 )
 export type ExecClientMessage = {
   id?: number
   execId?: string
+  localExecutionTimeMs?: number
+  hookAdditionalContexts?: Array<HookAdditionalContext>
 } & (
-  | { shellResult: ShellResult; writeResult?: never; deleteResult?: never; grepResult?: never; readResult?: never; redactedReadResult?: never; lsResult?: never; diagnosticsResult?: never; requestContextResult?: never; mcpResult?: never; shellStream?: never; backgroundShellSpawnResult?: never; listMcpResourcesExecResult?: never; readMcpResourceExecResult?: never; mcpStateExecResult?: never; fetchResult?: never; recordScreenResult?: never; computerUseResult?: never; writeShellStdinResult?: never; executeHookResult?: never; subagentResult?: never; forceBackgroundShellResult?: never; forceBackgroundSubagentResult?: never; subagentAwaitResult?: never; smartModeClassifierResult?: never }
-  | { writeResult: WriteResult; shellResult?: never; deleteResult?: never; grepResult?: never; readResult?: never; redactedReadResult?: never; lsResult?: never; diagnosticsResult?: never; requestContextResult?: never; mcpResult?: never; shellStream?: never; backgroundShellSpawnResult?: never; listMcpResourcesExecResult?: never; readMcpResourceExecResult?: never; mcpStateExecResult?: never; fetchResult?: never; recordScreenResult?: never; computerUseResult?: never; writeShellStdinResult?: never; executeHookResult?: never; subagentResult?: never; forceBackgroundShellResult?: never; forceBackgroundSubagentResult?: never; subagentAwaitResult?: never; smartModeClassifierResult?: never }
-  | { deleteResult: DeleteResult; shellResult?: never; writeResult?: never; grepResult?: never; readResult?: never; redactedReadResult?: never; lsResult?: never; diagnosticsResult?: never; requestContextResult?: never; mcpResult?: never; shellStream?: never; backgroundShellSpawnResult?: never; listMcpResourcesExecResult?: never; readMcpResourceExecResult?: never; mcpStateExecResult?: never; fetchResult?: never; recordScreenResult?: never; computerUseResult?: never; writeShellStdinResult?: never; executeHookResult?: never; subagentResult?: never; forceBackgroundShellResult?: never; forceBackgroundSubagentResult?: never; subagentAwaitResult?: never; smartModeClassifierResult?: never }
-  | { grepResult: GrepResult; shellResult?: never; writeResult?: never; deleteResult?: never; readResult?: never; redactedReadResult?: never; lsResult?: never; diagnosticsResult?: never; requestContextResult?: never; mcpResult?: never; shellStream?: never; backgroundShellSpawnResult?: never; listMcpResourcesExecResult?: never; readMcpResourceExecResult?: never; mcpStateExecResult?: never; fetchResult?: never; recordScreenResult?: never; computerUseResult?: never; writeShellStdinResult?: never; executeHookResult?: never; subagentResult?: never; forceBackgroundShellResult?: never; forceBackgroundSubagentResult?: never; subagentAwaitResult?: never; smartModeClassifierResult?: never }
-  | { readResult: ReadResult; shellResult?: never; writeResult?: never; deleteResult?: never; grepResult?: never; redactedReadResult?: never; lsResult?: never; diagnosticsResult?: never; requestContextResult?: never; mcpResult?: never; shellStream?: never; backgroundShellSpawnResult?: never; listMcpResourcesExecResult?: never; readMcpResourceExecResult?: never; mcpStateExecResult?: never; fetchResult?: never; recordScreenResult?: never; computerUseResult?: never; writeShellStdinResult?: never; executeHookResult?: never; subagentResult?: never; forceBackgroundShellResult?: never; forceBackgroundSubagentResult?: never; subagentAwaitResult?: never; smartModeClassifierResult?: never }
-  | { redactedReadResult: ReadResult; shellResult?: never; writeResult?: never; deleteResult?: never; grepResult?: never; readResult?: never; lsResult?: never; diagnosticsResult?: never; requestContextResult?: never; mcpResult?: never; shellStream?: never; backgroundShellSpawnResult?: never; listMcpResourcesExecResult?: never; readMcpResourceExecResult?: never; mcpStateExecResult?: never; fetchResult?: never; recordScreenResult?: never; computerUseResult?: never; writeShellStdinResult?: never; executeHookResult?: never; subagentResult?: never; forceBackgroundShellResult?: never; forceBackgroundSubagentResult?: never; subagentAwaitResult?: never; smartModeClassifierResult?: never }
-  | { lsResult: LsResult; shellResult?: never; writeResult?: never; deleteResult?: never; grepResult?: never; readResult?: never; redactedReadResult?: never; diagnosticsResult?: never; requestContextResult?: never; mcpResult?: never; shellStream?: never; backgroundShellSpawnResult?: never; listMcpResourcesExecResult?: never; readMcpResourceExecResult?: never; mcpStateExecResult?: never; fetchResult?: never; recordScreenResult?: never; computerUseResult?: never; writeShellStdinResult?: never; executeHookResult?: never; subagentResult?: never; forceBackgroundShellResult?: never; forceBackgroundSubagentResult?: never; subagentAwaitResult?: never; smartModeClassifierResult?: never }
-  | { diagnosticsResult: DiagnosticsResult; shellResult?: never; writeResult?: never; deleteResult?: never; grepResult?: never; readResult?: never; redactedReadResult?: never; lsResult?: never; requestContextResult?: never; mcpResult?: never; shellStream?: never; backgroundShellSpawnResult?: never; listMcpResourcesExecResult?: never; readMcpResourceExecResult?: never; mcpStateExecResult?: never; fetchResult?: never; recordScreenResult?: never; computerUseResult?: never; writeShellStdinResult?: never; executeHookResult?: never; subagentResult?: never; forceBackgroundShellResult?: never; forceBackgroundSubagentResult?: never; subagentAwaitResult?: never; smartModeClassifierResult?: never }
-  | { requestContextResult: RequestContextResult; shellResult?: never; writeResult?: never; deleteResult?: never; grepResult?: never; readResult?: never; redactedReadResult?: never; lsResult?: never; diagnosticsResult?: never; mcpResult?: never; shellStream?: never; backgroundShellSpawnResult?: never; listMcpResourcesExecResult?: never; readMcpResourceExecResult?: never; mcpStateExecResult?: never; fetchResult?: never; recordScreenResult?: never; computerUseResult?: never; writeShellStdinResult?: never; executeHookResult?: never; subagentResult?: never; forceBackgroundShellResult?: never; forceBackgroundSubagentResult?: never; subagentAwaitResult?: never; smartModeClassifierResult?: never }
-  | { mcpResult: McpResult; shellResult?: never; writeResult?: never; deleteResult?: never; grepResult?: never; readResult?: never; redactedReadResult?: never; lsResult?: never; diagnosticsResult?: never; requestContextResult?: never; shellStream?: never; backgroundShellSpawnResult?: never; listMcpResourcesExecResult?: never; readMcpResourceExecResult?: never; mcpStateExecResult?: never; fetchResult?: never; recordScreenResult?: never; computerUseResult?: never; writeShellStdinResult?: never; executeHookResult?: never; subagentResult?: never; forceBackgroundShellResult?: never; forceBackgroundSubagentResult?: never; subagentAwaitResult?: never; smartModeClassifierResult?: never }
-  | { shellStream: ShellStream; shellResult?: never; writeResult?: never; deleteResult?: never; grepResult?: never; readResult?: never; redactedReadResult?: never; lsResult?: never; diagnosticsResult?: never; requestContextResult?: never; mcpResult?: never; backgroundShellSpawnResult?: never; listMcpResourcesExecResult?: never; readMcpResourceExecResult?: never; mcpStateExecResult?: never; fetchResult?: never; recordScreenResult?: never; computerUseResult?: never; writeShellStdinResult?: never; executeHookResult?: never; subagentResult?: never; forceBackgroundShellResult?: never; forceBackgroundSubagentResult?: never; subagentAwaitResult?: never; smartModeClassifierResult?: never }
-  | { backgroundShellSpawnResult: BackgroundShellSpawnResult; shellResult?: never; writeResult?: never; deleteResult?: never; grepResult?: never; readResult?: never; redactedReadResult?: never; lsResult?: never; diagnosticsResult?: never; requestContextResult?: never; mcpResult?: never; shellStream?: never; listMcpResourcesExecResult?: never; readMcpResourceExecResult?: never; mcpStateExecResult?: never; fetchResult?: never; recordScreenResult?: never; computerUseResult?: never; writeShellStdinResult?: never; executeHookResult?: never; subagentResult?: never; forceBackgroundShellResult?: never; forceBackgroundSubagentResult?: never; subagentAwaitResult?: never; smartModeClassifierResult?: never }
-  | { listMcpResourcesExecResult: ListMcpResourcesExecResult; shellResult?: never; writeResult?: never; deleteResult?: never; grepResult?: never; readResult?: never; redactedReadResult?: never; lsResult?: never; diagnosticsResult?: never; requestContextResult?: never; mcpResult?: never; shellStream?: never; backgroundShellSpawnResult?: never; readMcpResourceExecResult?: never; mcpStateExecResult?: never; fetchResult?: never; recordScreenResult?: never; computerUseResult?: never; writeShellStdinResult?: never; executeHookResult?: never; subagentResult?: never; forceBackgroundShellResult?: never; forceBackgroundSubagentResult?: never; subagentAwaitResult?: never; smartModeClassifierResult?: never }
-  | { readMcpResourceExecResult: ReadMcpResourceExecResult; shellResult?: never; writeResult?: never; deleteResult?: never; grepResult?: never; readResult?: never; redactedReadResult?: never; lsResult?: never; diagnosticsResult?: never; requestContextResult?: never; mcpResult?: never; shellStream?: never; backgroundShellSpawnResult?: never; listMcpResourcesExecResult?: never; mcpStateExecResult?: never; fetchResult?: never; recordScreenResult?: never; computerUseResult?: never; writeShellStdinResult?: never; executeHookResult?: never; subagentResult?: never; forceBackgroundShellResult?: never; forceBackgroundSubagentResult?: never; subagentAwaitResult?: never; smartModeClassifierResult?: never }
-  | { mcpStateExecResult: McpStateExecResult; shellResult?: never; writeResult?: never; deleteResult?: never; grepResult?: never; readResult?: never; redactedReadResult?: never; lsResult?: never; diagnosticsResult?: never; requestContextResult?: never; mcpResult?: never; shellStream?: never; backgroundShellSpawnResult?: never; listMcpResourcesExecResult?: never; readMcpResourceExecResult?: never; fetchResult?: never; recordScreenResult?: never; computerUseResult?: never; writeShellStdinResult?: never; executeHookResult?: never; subagentResult?: never; forceBackgroundShellResult?: never; forceBackgroundSubagentResult?: never; subagentAwaitResult?: never; smartModeClassifierResult?: never }
-  | { fetchResult: FetchResult; shellResult?: never; writeResult?: never; deleteResult?: never; grepResult?: never; readResult?: never; redactedReadResult?: never; lsResult?: never; diagnosticsResult?: never; requestContextResult?: never; mcpResult?: never; shellStream?: never; backgroundShellSpawnResult?: never; listMcpResourcesExecResult?: never; readMcpResourceExecResult?: never; mcpStateExecResult?: never; recordScreenResult?: never; computerUseResult?: never; writeShellStdinResult?: never; executeHookResult?: never; subagentResult?: never; forceBackgroundShellResult?: never; forceBackgroundSubagentResult?: never; subagentAwaitResult?: never; smartModeClassifierResult?: never }
-  | { recordScreenResult: RecordScreenResult; shellResult?: never; writeResult?: never; deleteResult?: never; grepResult?: never; readResult?: never; redactedReadResult?: never; lsResult?: never; diagnosticsResult?: never; requestContextResult?: never; mcpResult?: never; shellStream?: never; backgroundShellSpawnResult?: never; listMcpResourcesExecResult?: never; readMcpResourceExecResult?: never; mcpStateExecResult?: never; fetchResult?: never; computerUseResult?: never; writeShellStdinResult?: never; executeHookResult?: never; subagentResult?: never; forceBackgroundShellResult?: never; forceBackgroundSubagentResult?: never; subagentAwaitResult?: never; smartModeClassifierResult?: never }
-  | { computerUseResult: ComputerUseResult; shellResult?: never; writeResult?: never; deleteResult?: never; grepResult?: never; readResult?: never; redactedReadResult?: never; lsResult?: never; diagnosticsResult?: never; requestContextResult?: never; mcpResult?: never; shellStream?: never; backgroundShellSpawnResult?: never; listMcpResourcesExecResult?: never; readMcpResourceExecResult?: never; mcpStateExecResult?: never; fetchResult?: never; recordScreenResult?: never; writeShellStdinResult?: never; executeHookResult?: never; subagentResult?: never; forceBackgroundShellResult?: never; forceBackgroundSubagentResult?: never; subagentAwaitResult?: never; smartModeClassifierResult?: never }
-  | { writeShellStdinResult: WriteShellStdinResult; shellResult?: never; writeResult?: never; deleteResult?: never; grepResult?: never; readResult?: never; redactedReadResult?: never; lsResult?: never; diagnosticsResult?: never; requestContextResult?: never; mcpResult?: never; shellStream?: never; backgroundShellSpawnResult?: never; listMcpResourcesExecResult?: never; readMcpResourceExecResult?: never; mcpStateExecResult?: never; fetchResult?: never; recordScreenResult?: never; computerUseResult?: never; executeHookResult?: never; subagentResult?: never; forceBackgroundShellResult?: never; forceBackgroundSubagentResult?: never; subagentAwaitResult?: never; smartModeClassifierResult?: never }
-  | { executeHookResult: ExecuteHookResult; shellResult?: never; writeResult?: never; deleteResult?: never; grepResult?: never; readResult?: never; redactedReadResult?: never; lsResult?: never; diagnosticsResult?: never; requestContextResult?: never; mcpResult?: never; shellStream?: never; backgroundShellSpawnResult?: never; listMcpResourcesExecResult?: never; readMcpResourceExecResult?: never; mcpStateExecResult?: never; fetchResult?: never; recordScreenResult?: never; computerUseResult?: never; writeShellStdinResult?: never; subagentResult?: never; forceBackgroundShellResult?: never; forceBackgroundSubagentResult?: never; subagentAwaitResult?: never; smartModeClassifierResult?: never }
-  | { subagentResult: SubagentResult; shellResult?: never; writeResult?: never; deleteResult?: never; grepResult?: never; readResult?: never; redactedReadResult?: never; lsResult?: never; diagnosticsResult?: never; requestContextResult?: never; mcpResult?: never; shellStream?: never; backgroundShellSpawnResult?: never; listMcpResourcesExecResult?: never; readMcpResourceExecResult?: never; mcpStateExecResult?: never; fetchResult?: never; recordScreenResult?: never; computerUseResult?: never; writeShellStdinResult?: never; executeHookResult?: never; forceBackgroundShellResult?: never; forceBackgroundSubagentResult?: never; subagentAwaitResult?: never; smartModeClassifierResult?: never }
-  | { forceBackgroundShellResult: ForceBackgroundShellResult; shellResult?: never; writeResult?: never; deleteResult?: never; grepResult?: never; readResult?: never; redactedReadResult?: never; lsResult?: never; diagnosticsResult?: never; requestContextResult?: never; mcpResult?: never; shellStream?: never; backgroundShellSpawnResult?: never; listMcpResourcesExecResult?: never; readMcpResourceExecResult?: never; mcpStateExecResult?: never; fetchResult?: never; recordScreenResult?: never; computerUseResult?: never; writeShellStdinResult?: never; executeHookResult?: never; subagentResult?: never; forceBackgroundSubagentResult?: never; subagentAwaitResult?: never; smartModeClassifierResult?: never }
-  | { forceBackgroundSubagentResult: ForceBackgroundSubagentResult; shellResult?: never; writeResult?: never; deleteResult?: never; grepResult?: never; readResult?: never; redactedReadResult?: never; lsResult?: never; diagnosticsResult?: never; requestContextResult?: never; mcpResult?: never; shellStream?: never; backgroundShellSpawnResult?: never; listMcpResourcesExecResult?: never; readMcpResourceExecResult?: never; mcpStateExecResult?: never; fetchResult?: never; recordScreenResult?: never; computerUseResult?: never; writeShellStdinResult?: never; executeHookResult?: never; subagentResult?: never; forceBackgroundShellResult?: never; subagentAwaitResult?: never; smartModeClassifierResult?: never }
-  | { subagentAwaitResult: SubagentAwaitResult; shellResult?: never; writeResult?: never; deleteResult?: never; grepResult?: never; readResult?: never; redactedReadResult?: never; lsResult?: never; diagnosticsResult?: never; requestContextResult?: never; mcpResult?: never; shellStream?: never; backgroundShellSpawnResult?: never; listMcpResourcesExecResult?: never; readMcpResourceExecResult?: never; mcpStateExecResult?: never; fetchResult?: never; recordScreenResult?: never; computerUseResult?: never; writeShellStdinResult?: never; executeHookResult?: never; subagentResult?: never; forceBackgroundShellResult?: never; forceBackgroundSubagentResult?: never; smartModeClassifierResult?: never }
-  | { smartModeClassifierResult: SmartModeClassifierResult; shellResult?: never; writeResult?: never; deleteResult?: never; grepResult?: never; readResult?: never; redactedReadResult?: never; lsResult?: never; diagnosticsResult?: never; requestContextResult?: never; mcpResult?: never; shellStream?: never; backgroundShellSpawnResult?: never; listMcpResourcesExecResult?: never; readMcpResourceExecResult?: never; mcpStateExecResult?: never; fetchResult?: never; recordScreenResult?: never; computerUseResult?: never; writeShellStdinResult?: never; executeHookResult?: never; subagentResult?: never; forceBackgroundShellResult?: never; forceBackgroundSubagentResult?: never; subagentAwaitResult?: never }
-  | { shellResult?: never; writeResult?: never; deleteResult?: never; grepResult?: never; readResult?: never; redactedReadResult?: never; lsResult?: never; diagnosticsResult?: never; requestContextResult?: never; mcpResult?: never; shellStream?: never; backgroundShellSpawnResult?: never; listMcpResourcesExecResult?: never; readMcpResourceExecResult?: never; mcpStateExecResult?: never; fetchResult?: never; recordScreenResult?: never; computerUseResult?: never; writeShellStdinResult?: never; executeHookResult?: never; subagentResult?: never; forceBackgroundShellResult?: never; forceBackgroundSubagentResult?: never; subagentAwaitResult?: never; smartModeClassifierResult?: never }
+  | { shellResult: ShellResult; writeResult?: never; deleteResult?: never; grepResult?: never; readResult?: never; redactedReadResult?: never; lsResult?: never; diagnosticsResult?: never; requestContextResult?: never; mcpResult?: never; shellStream?: never; backgroundShellSpawnResult?: never; listMcpResourcesExecResult?: never; readMcpResourceExecResult?: never; mcpStateExecResult?: never; fetchResult?: never; recordScreenResult?: never; computerUseResult?: never; writeShellStdinResult?: never; executeHookResult?: never; subagentResult?: never; forceBackgroundShellResult?: never; forceBackgroundSubagentResult?: never; subagentAwaitResult?: never; smartModeClassifierResult?: never; canvasDiagnosticsResult?: never; shellAllowlistPrecheckResult?: never; mcpAllowlistPrecheckResult?: never; webFetchAllowlistPrecheckResult?: never; gitDiffResponse?: never; piReadResult?: never; piBashResult?: never; piEditResult?: never; piWriteResult?: never; piGrepResult?: never; piFindResult?: never; piLsResult?: never; conversationSearchResult?: never; agentStoreConflictResult?: never; miniSweAgentBashResult?: never }
+  | { writeResult: WriteResult; shellResult?: never; deleteResult?: never; grepResult?: never; readResult?: never; redactedReadResult?: never; lsResult?: never; diagnosticsResult?: never; requestContextResult?: never; mcpResult?: never; shellStream?: never; backgroundShellSpawnResult?: never; listMcpResourcesExecResult?: never; readMcpResourceExecResult?: never; mcpStateExecResult?: never; fetchResult?: never; recordScreenResult?: never; computerUseResult?: never; writeShellStdinResult?: never; executeHookResult?: never; subagentResult?: never; forceBackgroundShellResult?: never; forceBackgroundSubagentResult?: never; subagentAwaitResult?: never; smartModeClassifierResult?: never; canvasDiagnosticsResult?: never; shellAllowlistPrecheckResult?: never; mcpAllowlistPrecheckResult?: never; webFetchAllowlistPrecheckResult?: never; gitDiffResponse?: never; piReadResult?: never; piBashResult?: never; piEditResult?: never; piWriteResult?: never; piGrepResult?: never; piFindResult?: never; piLsResult?: never; conversationSearchResult?: never; agentStoreConflictResult?: never; miniSweAgentBashResult?: never }
+  | { deleteResult: DeleteResult; shellResult?: never; writeResult?: never; grepResult?: never; readResult?: never; redactedReadResult?: never; lsResult?: never; diagnosticsResult?: never; requestContextResult?: never; mcpResult?: never; shellStream?: never; backgroundShellSpawnResult?: never; listMcpResourcesExecResult?: never; readMcpResourceExecResult?: never; mcpStateExecResult?: never; fetchResult?: never; recordScreenResult?: never; computerUseResult?: never; writeShellStdinResult?: never; executeHookResult?: never; subagentResult?: never; forceBackgroundShellResult?: never; forceBackgroundSubagentResult?: never; subagentAwaitResult?: never; smartModeClassifierResult?: never; canvasDiagnosticsResult?: never; shellAllowlistPrecheckResult?: never; mcpAllowlistPrecheckResult?: never; webFetchAllowlistPrecheckResult?: never; gitDiffResponse?: never; piReadResult?: never; piBashResult?: never; piEditResult?: never; piWriteResult?: never; piGrepResult?: never; piFindResult?: never; piLsResult?: never; conversationSearchResult?: never; agentStoreConflictResult?: never; miniSweAgentBashResult?: never }
+  | { grepResult: GrepResult; shellResult?: never; writeResult?: never; deleteResult?: never; readResult?: never; redactedReadResult?: never; lsResult?: never; diagnosticsResult?: never; requestContextResult?: never; mcpResult?: never; shellStream?: never; backgroundShellSpawnResult?: never; listMcpResourcesExecResult?: never; readMcpResourceExecResult?: never; mcpStateExecResult?: never; fetchResult?: never; recordScreenResult?: never; computerUseResult?: never; writeShellStdinResult?: never; executeHookResult?: never; subagentResult?: never; forceBackgroundShellResult?: never; forceBackgroundSubagentResult?: never; subagentAwaitResult?: never; smartModeClassifierResult?: never; canvasDiagnosticsResult?: never; shellAllowlistPrecheckResult?: never; mcpAllowlistPrecheckResult?: never; webFetchAllowlistPrecheckResult?: never; gitDiffResponse?: never; piReadResult?: never; piBashResult?: never; piEditResult?: never; piWriteResult?: never; piGrepResult?: never; piFindResult?: never; piLsResult?: never; conversationSearchResult?: never; agentStoreConflictResult?: never; miniSweAgentBashResult?: never }
+  | { readResult: ReadResult; shellResult?: never; writeResult?: never; deleteResult?: never; grepResult?: never; redactedReadResult?: never; lsResult?: never; diagnosticsResult?: never; requestContextResult?: never; mcpResult?: never; shellStream?: never; backgroundShellSpawnResult?: never; listMcpResourcesExecResult?: never; readMcpResourceExecResult?: never; mcpStateExecResult?: never; fetchResult?: never; recordScreenResult?: never; computerUseResult?: never; writeShellStdinResult?: never; executeHookResult?: never; subagentResult?: never; forceBackgroundShellResult?: never; forceBackgroundSubagentResult?: never; subagentAwaitResult?: never; smartModeClassifierResult?: never; canvasDiagnosticsResult?: never; shellAllowlistPrecheckResult?: never; mcpAllowlistPrecheckResult?: never; webFetchAllowlistPrecheckResult?: never; gitDiffResponse?: never; piReadResult?: never; piBashResult?: never; piEditResult?: never; piWriteResult?: never; piGrepResult?: never; piFindResult?: never; piLsResult?: never; conversationSearchResult?: never; agentStoreConflictResult?: never; miniSweAgentBashResult?: never }
+  | { redactedReadResult: ReadResult; shellResult?: never; writeResult?: never; deleteResult?: never; grepResult?: never; readResult?: never; lsResult?: never; diagnosticsResult?: never; requestContextResult?: never; mcpResult?: never; shellStream?: never; backgroundShellSpawnResult?: never; listMcpResourcesExecResult?: never; readMcpResourceExecResult?: never; mcpStateExecResult?: never; fetchResult?: never; recordScreenResult?: never; computerUseResult?: never; writeShellStdinResult?: never; executeHookResult?: never; subagentResult?: never; forceBackgroundShellResult?: never; forceBackgroundSubagentResult?: never; subagentAwaitResult?: never; smartModeClassifierResult?: never; canvasDiagnosticsResult?: never; shellAllowlistPrecheckResult?: never; mcpAllowlistPrecheckResult?: never; webFetchAllowlistPrecheckResult?: never; gitDiffResponse?: never; piReadResult?: never; piBashResult?: never; piEditResult?: never; piWriteResult?: never; piGrepResult?: never; piFindResult?: never; piLsResult?: never; conversationSearchResult?: never; agentStoreConflictResult?: never; miniSweAgentBashResult?: never }
+  | { lsResult: LsResult; shellResult?: never; writeResult?: never; deleteResult?: never; grepResult?: never; readResult?: never; redactedReadResult?: never; diagnosticsResult?: never; requestContextResult?: never; mcpResult?: never; shellStream?: never; backgroundShellSpawnResult?: never; listMcpResourcesExecResult?: never; readMcpResourceExecResult?: never; mcpStateExecResult?: never; fetchResult?: never; recordScreenResult?: never; computerUseResult?: never; writeShellStdinResult?: never; executeHookResult?: never; subagentResult?: never; forceBackgroundShellResult?: never; forceBackgroundSubagentResult?: never; subagentAwaitResult?: never; smartModeClassifierResult?: never; canvasDiagnosticsResult?: never; shellAllowlistPrecheckResult?: never; mcpAllowlistPrecheckResult?: never; webFetchAllowlistPrecheckResult?: never; gitDiffResponse?: never; piReadResult?: never; piBashResult?: never; piEditResult?: never; piWriteResult?: never; piGrepResult?: never; piFindResult?: never; piLsResult?: never; conversationSearchResult?: never; agentStoreConflictResult?: never; miniSweAgentBashResult?: never }
+  | { diagnosticsResult: DiagnosticsResult; shellResult?: never; writeResult?: never; deleteResult?: never; grepResult?: never; readResult?: never; redactedReadResult?: never; lsResult?: never; requestContextResult?: never; mcpResult?: never; shellStream?: never; backgroundShellSpawnResult?: never; listMcpResourcesExecResult?: never; readMcpResourceExecResult?: never; mcpStateExecResult?: never; fetchResult?: never; recordScreenResult?: never; computerUseResult?: never; writeShellStdinResult?: never; executeHookResult?: never; subagentResult?: never; forceBackgroundShellResult?: never; forceBackgroundSubagentResult?: never; subagentAwaitResult?: never; smartModeClassifierResult?: never; canvasDiagnosticsResult?: never; shellAllowlistPrecheckResult?: never; mcpAllowlistPrecheckResult?: never; webFetchAllowlistPrecheckResult?: never; gitDiffResponse?: never; piReadResult?: never; piBashResult?: never; piEditResult?: never; piWriteResult?: never; piGrepResult?: never; piFindResult?: never; piLsResult?: never; conversationSearchResult?: never; agentStoreConflictResult?: never; miniSweAgentBashResult?: never }
+  | { requestContextResult: RequestContextResult; shellResult?: never; writeResult?: never; deleteResult?: never; grepResult?: never; readResult?: never; redactedReadResult?: never; lsResult?: never; diagnosticsResult?: never; mcpResult?: never; shellStream?: never; backgroundShellSpawnResult?: never; listMcpResourcesExecResult?: never; readMcpResourceExecResult?: never; mcpStateExecResult?: never; fetchResult?: never; recordScreenResult?: never; computerUseResult?: never; writeShellStdinResult?: never; executeHookResult?: never; subagentResult?: never; forceBackgroundShellResult?: never; forceBackgroundSubagentResult?: never; subagentAwaitResult?: never; smartModeClassifierResult?: never; canvasDiagnosticsResult?: never; shellAllowlistPrecheckResult?: never; mcpAllowlistPrecheckResult?: never; webFetchAllowlistPrecheckResult?: never; gitDiffResponse?: never; piReadResult?: never; piBashResult?: never; piEditResult?: never; piWriteResult?: never; piGrepResult?: never; piFindResult?: never; piLsResult?: never; conversationSearchResult?: never; agentStoreConflictResult?: never; miniSweAgentBashResult?: never }
+  | { mcpResult: McpResult; shellResult?: never; writeResult?: never; deleteResult?: never; grepResult?: never; readResult?: never; redactedReadResult?: never; lsResult?: never; diagnosticsResult?: never; requestContextResult?: never; shellStream?: never; backgroundShellSpawnResult?: never; listMcpResourcesExecResult?: never; readMcpResourceExecResult?: never; mcpStateExecResult?: never; fetchResult?: never; recordScreenResult?: never; computerUseResult?: never; writeShellStdinResult?: never; executeHookResult?: never; subagentResult?: never; forceBackgroundShellResult?: never; forceBackgroundSubagentResult?: never; subagentAwaitResult?: never; smartModeClassifierResult?: never; canvasDiagnosticsResult?: never; shellAllowlistPrecheckResult?: never; mcpAllowlistPrecheckResult?: never; webFetchAllowlistPrecheckResult?: never; gitDiffResponse?: never; piReadResult?: never; piBashResult?: never; piEditResult?: never; piWriteResult?: never; piGrepResult?: never; piFindResult?: never; piLsResult?: never; conversationSearchResult?: never; agentStoreConflictResult?: never; miniSweAgentBashResult?: never }
+  | { shellStream: ShellStream; shellResult?: never; writeResult?: never; deleteResult?: never; grepResult?: never; readResult?: never; redactedReadResult?: never; lsResult?: never; diagnosticsResult?: never; requestContextResult?: never; mcpResult?: never; backgroundShellSpawnResult?: never; listMcpResourcesExecResult?: never; readMcpResourceExecResult?: never; mcpStateExecResult?: never; fetchResult?: never; recordScreenResult?: never; computerUseResult?: never; writeShellStdinResult?: never; executeHookResult?: never; subagentResult?: never; forceBackgroundShellResult?: never; forceBackgroundSubagentResult?: never; subagentAwaitResult?: never; smartModeClassifierResult?: never; canvasDiagnosticsResult?: never; shellAllowlistPrecheckResult?: never; mcpAllowlistPrecheckResult?: never; webFetchAllowlistPrecheckResult?: never; gitDiffResponse?: never; piReadResult?: never; piBashResult?: never; piEditResult?: never; piWriteResult?: never; piGrepResult?: never; piFindResult?: never; piLsResult?: never; conversationSearchResult?: never; agentStoreConflictResult?: never; miniSweAgentBashResult?: never }
+  | { backgroundShellSpawnResult: BackgroundShellSpawnResult; shellResult?: never; writeResult?: never; deleteResult?: never; grepResult?: never; readResult?: never; redactedReadResult?: never; lsResult?: never; diagnosticsResult?: never; requestContextResult?: never; mcpResult?: never; shellStream?: never; listMcpResourcesExecResult?: never; readMcpResourceExecResult?: never; mcpStateExecResult?: never; fetchResult?: never; recordScreenResult?: never; computerUseResult?: never; writeShellStdinResult?: never; executeHookResult?: never; subagentResult?: never; forceBackgroundShellResult?: never; forceBackgroundSubagentResult?: never; subagentAwaitResult?: never; smartModeClassifierResult?: never; canvasDiagnosticsResult?: never; shellAllowlistPrecheckResult?: never; mcpAllowlistPrecheckResult?: never; webFetchAllowlistPrecheckResult?: never; gitDiffResponse?: never; piReadResult?: never; piBashResult?: never; piEditResult?: never; piWriteResult?: never; piGrepResult?: never; piFindResult?: never; piLsResult?: never; conversationSearchResult?: never; agentStoreConflictResult?: never; miniSweAgentBashResult?: never }
+  | { listMcpResourcesExecResult: ListMcpResourcesExecResult; shellResult?: never; writeResult?: never; deleteResult?: never; grepResult?: never; readResult?: never; redactedReadResult?: never; lsResult?: never; diagnosticsResult?: never; requestContextResult?: never; mcpResult?: never; shellStream?: never; backgroundShellSpawnResult?: never; readMcpResourceExecResult?: never; mcpStateExecResult?: never; fetchResult?: never; recordScreenResult?: never; computerUseResult?: never; writeShellStdinResult?: never; executeHookResult?: never; subagentResult?: never; forceBackgroundShellResult?: never; forceBackgroundSubagentResult?: never; subagentAwaitResult?: never; smartModeClassifierResult?: never; canvasDiagnosticsResult?: never; shellAllowlistPrecheckResult?: never; mcpAllowlistPrecheckResult?: never; webFetchAllowlistPrecheckResult?: never; gitDiffResponse?: never; piReadResult?: never; piBashResult?: never; piEditResult?: never; piWriteResult?: never; piGrepResult?: never; piFindResult?: never; piLsResult?: never; conversationSearchResult?: never; agentStoreConflictResult?: never; miniSweAgentBashResult?: never }
+  | { readMcpResourceExecResult: ReadMcpResourceExecResult; shellResult?: never; writeResult?: never; deleteResult?: never; grepResult?: never; readResult?: never; redactedReadResult?: never; lsResult?: never; diagnosticsResult?: never; requestContextResult?: never; mcpResult?: never; shellStream?: never; backgroundShellSpawnResult?: never; listMcpResourcesExecResult?: never; mcpStateExecResult?: never; fetchResult?: never; recordScreenResult?: never; computerUseResult?: never; writeShellStdinResult?: never; executeHookResult?: never; subagentResult?: never; forceBackgroundShellResult?: never; forceBackgroundSubagentResult?: never; subagentAwaitResult?: never; smartModeClassifierResult?: never; canvasDiagnosticsResult?: never; shellAllowlistPrecheckResult?: never; mcpAllowlistPrecheckResult?: never; webFetchAllowlistPrecheckResult?: never; gitDiffResponse?: never; piReadResult?: never; piBashResult?: never; piEditResult?: never; piWriteResult?: never; piGrepResult?: never; piFindResult?: never; piLsResult?: never; conversationSearchResult?: never; agentStoreConflictResult?: never; miniSweAgentBashResult?: never }
+  | { mcpStateExecResult: McpStateExecResult; shellResult?: never; writeResult?: never; deleteResult?: never; grepResult?: never; readResult?: never; redactedReadResult?: never; lsResult?: never; diagnosticsResult?: never; requestContextResult?: never; mcpResult?: never; shellStream?: never; backgroundShellSpawnResult?: never; listMcpResourcesExecResult?: never; readMcpResourceExecResult?: never; fetchResult?: never; recordScreenResult?: never; computerUseResult?: never; writeShellStdinResult?: never; executeHookResult?: never; subagentResult?: never; forceBackgroundShellResult?: never; forceBackgroundSubagentResult?: never; subagentAwaitResult?: never; smartModeClassifierResult?: never; canvasDiagnosticsResult?: never; shellAllowlistPrecheckResult?: never; mcpAllowlistPrecheckResult?: never; webFetchAllowlistPrecheckResult?: never; gitDiffResponse?: never; piReadResult?: never; piBashResult?: never; piEditResult?: never; piWriteResult?: never; piGrepResult?: never; piFindResult?: never; piLsResult?: never; conversationSearchResult?: never; agentStoreConflictResult?: never; miniSweAgentBashResult?: never }
+  | { fetchResult: FetchResult; shellResult?: never; writeResult?: never; deleteResult?: never; grepResult?: never; readResult?: never; redactedReadResult?: never; lsResult?: never; diagnosticsResult?: never; requestContextResult?: never; mcpResult?: never; shellStream?: never; backgroundShellSpawnResult?: never; listMcpResourcesExecResult?: never; readMcpResourceExecResult?: never; mcpStateExecResult?: never; recordScreenResult?: never; computerUseResult?: never; writeShellStdinResult?: never; executeHookResult?: never; subagentResult?: never; forceBackgroundShellResult?: never; forceBackgroundSubagentResult?: never; subagentAwaitResult?: never; smartModeClassifierResult?: never; canvasDiagnosticsResult?: never; shellAllowlistPrecheckResult?: never; mcpAllowlistPrecheckResult?: never; webFetchAllowlistPrecheckResult?: never; gitDiffResponse?: never; piReadResult?: never; piBashResult?: never; piEditResult?: never; piWriteResult?: never; piGrepResult?: never; piFindResult?: never; piLsResult?: never; conversationSearchResult?: never; agentStoreConflictResult?: never; miniSweAgentBashResult?: never }
+  | { recordScreenResult: RecordScreenResult; shellResult?: never; writeResult?: never; deleteResult?: never; grepResult?: never; readResult?: never; redactedReadResult?: never; lsResult?: never; diagnosticsResult?: never; requestContextResult?: never; mcpResult?: never; shellStream?: never; backgroundShellSpawnResult?: never; listMcpResourcesExecResult?: never; readMcpResourceExecResult?: never; mcpStateExecResult?: never; fetchResult?: never; computerUseResult?: never; writeShellStdinResult?: never; executeHookResult?: never; subagentResult?: never; forceBackgroundShellResult?: never; forceBackgroundSubagentResult?: never; subagentAwaitResult?: never; smartModeClassifierResult?: never; canvasDiagnosticsResult?: never; shellAllowlistPrecheckResult?: never; mcpAllowlistPrecheckResult?: never; webFetchAllowlistPrecheckResult?: never; gitDiffResponse?: never; piReadResult?: never; piBashResult?: never; piEditResult?: never; piWriteResult?: never; piGrepResult?: never; piFindResult?: never; piLsResult?: never; conversationSearchResult?: never; agentStoreConflictResult?: never; miniSweAgentBashResult?: never }
+  | { computerUseResult: ComputerUseResult; shellResult?: never; writeResult?: never; deleteResult?: never; grepResult?: never; readResult?: never; redactedReadResult?: never; lsResult?: never; diagnosticsResult?: never; requestContextResult?: never; mcpResult?: never; shellStream?: never; backgroundShellSpawnResult?: never; listMcpResourcesExecResult?: never; readMcpResourceExecResult?: never; mcpStateExecResult?: never; fetchResult?: never; recordScreenResult?: never; writeShellStdinResult?: never; executeHookResult?: never; subagentResult?: never; forceBackgroundShellResult?: never; forceBackgroundSubagentResult?: never; subagentAwaitResult?: never; smartModeClassifierResult?: never; canvasDiagnosticsResult?: never; shellAllowlistPrecheckResult?: never; mcpAllowlistPrecheckResult?: never; webFetchAllowlistPrecheckResult?: never; gitDiffResponse?: never; piReadResult?: never; piBashResult?: never; piEditResult?: never; piWriteResult?: never; piGrepResult?: never; piFindResult?: never; piLsResult?: never; conversationSearchResult?: never; agentStoreConflictResult?: never; miniSweAgentBashResult?: never }
+  | { writeShellStdinResult: WriteShellStdinResult; shellResult?: never; writeResult?: never; deleteResult?: never; grepResult?: never; readResult?: never; redactedReadResult?: never; lsResult?: never; diagnosticsResult?: never; requestContextResult?: never; mcpResult?: never; shellStream?: never; backgroundShellSpawnResult?: never; listMcpResourcesExecResult?: never; readMcpResourceExecResult?: never; mcpStateExecResult?: never; fetchResult?: never; recordScreenResult?: never; computerUseResult?: never; executeHookResult?: never; subagentResult?: never; forceBackgroundShellResult?: never; forceBackgroundSubagentResult?: never; subagentAwaitResult?: never; smartModeClassifierResult?: never; canvasDiagnosticsResult?: never; shellAllowlistPrecheckResult?: never; mcpAllowlistPrecheckResult?: never; webFetchAllowlistPrecheckResult?: never; gitDiffResponse?: never; piReadResult?: never; piBashResult?: never; piEditResult?: never; piWriteResult?: never; piGrepResult?: never; piFindResult?: never; piLsResult?: never; conversationSearchResult?: never; agentStoreConflictResult?: never; miniSweAgentBashResult?: never }
+  | { executeHookResult: ExecuteHookResult; shellResult?: never; writeResult?: never; deleteResult?: never; grepResult?: never; readResult?: never; redactedReadResult?: never; lsResult?: never; diagnosticsResult?: never; requestContextResult?: never; mcpResult?: never; shellStream?: never; backgroundShellSpawnResult?: never; listMcpResourcesExecResult?: never; readMcpResourceExecResult?: never; mcpStateExecResult?: never; fetchResult?: never; recordScreenResult?: never; computerUseResult?: never; writeShellStdinResult?: never; subagentResult?: never; forceBackgroundShellResult?: never; forceBackgroundSubagentResult?: never; subagentAwaitResult?: never; smartModeClassifierResult?: never; canvasDiagnosticsResult?: never; shellAllowlistPrecheckResult?: never; mcpAllowlistPrecheckResult?: never; webFetchAllowlistPrecheckResult?: never; gitDiffResponse?: never; piReadResult?: never; piBashResult?: never; piEditResult?: never; piWriteResult?: never; piGrepResult?: never; piFindResult?: never; piLsResult?: never; conversationSearchResult?: never; agentStoreConflictResult?: never; miniSweAgentBashResult?: never }
+  | { subagentResult: SubagentResult; shellResult?: never; writeResult?: never; deleteResult?: never; grepResult?: never; readResult?: never; redactedReadResult?: never; lsResult?: never; diagnosticsResult?: never; requestContextResult?: never; mcpResult?: never; shellStream?: never; backgroundShellSpawnResult?: never; listMcpResourcesExecResult?: never; readMcpResourceExecResult?: never; mcpStateExecResult?: never; fetchResult?: never; recordScreenResult?: never; computerUseResult?: never; writeShellStdinResult?: never; executeHookResult?: never; forceBackgroundShellResult?: never; forceBackgroundSubagentResult?: never; subagentAwaitResult?: never; smartModeClassifierResult?: never; canvasDiagnosticsResult?: never; shellAllowlistPrecheckResult?: never; mcpAllowlistPrecheckResult?: never; webFetchAllowlistPrecheckResult?: never; gitDiffResponse?: never; piReadResult?: never; piBashResult?: never; piEditResult?: never; piWriteResult?: never; piGrepResult?: never; piFindResult?: never; piLsResult?: never; conversationSearchResult?: never; agentStoreConflictResult?: never; miniSweAgentBashResult?: never }
+  | { forceBackgroundShellResult: ForceBackgroundShellResult; shellResult?: never; writeResult?: never; deleteResult?: never; grepResult?: never; readResult?: never; redactedReadResult?: never; lsResult?: never; diagnosticsResult?: never; requestContextResult?: never; mcpResult?: never; shellStream?: never; backgroundShellSpawnResult?: never; listMcpResourcesExecResult?: never; readMcpResourceExecResult?: never; mcpStateExecResult?: never; fetchResult?: never; recordScreenResult?: never; computerUseResult?: never; writeShellStdinResult?: never; executeHookResult?: never; subagentResult?: never; forceBackgroundSubagentResult?: never; subagentAwaitResult?: never; smartModeClassifierResult?: never; canvasDiagnosticsResult?: never; shellAllowlistPrecheckResult?: never; mcpAllowlistPrecheckResult?: never; webFetchAllowlistPrecheckResult?: never; gitDiffResponse?: never; piReadResult?: never; piBashResult?: never; piEditResult?: never; piWriteResult?: never; piGrepResult?: never; piFindResult?: never; piLsResult?: never; conversationSearchResult?: never; agentStoreConflictResult?: never; miniSweAgentBashResult?: never }
+  | { forceBackgroundSubagentResult: ForceBackgroundSubagentResult; shellResult?: never; writeResult?: never; deleteResult?: never; grepResult?: never; readResult?: never; redactedReadResult?: never; lsResult?: never; diagnosticsResult?: never; requestContextResult?: never; mcpResult?: never; shellStream?: never; backgroundShellSpawnResult?: never; listMcpResourcesExecResult?: never; readMcpResourceExecResult?: never; mcpStateExecResult?: never; fetchResult?: never; recordScreenResult?: never; computerUseResult?: never; writeShellStdinResult?: never; executeHookResult?: never; subagentResult?: never; forceBackgroundShellResult?: never; subagentAwaitResult?: never; smartModeClassifierResult?: never; canvasDiagnosticsResult?: never; shellAllowlistPrecheckResult?: never; mcpAllowlistPrecheckResult?: never; webFetchAllowlistPrecheckResult?: never; gitDiffResponse?: never; piReadResult?: never; piBashResult?: never; piEditResult?: never; piWriteResult?: never; piGrepResult?: never; piFindResult?: never; piLsResult?: never; conversationSearchResult?: never; agentStoreConflictResult?: never; miniSweAgentBashResult?: never }
+  | { subagentAwaitResult: SubagentAwaitResult; shellResult?: never; writeResult?: never; deleteResult?: never; grepResult?: never; readResult?: never; redactedReadResult?: never; lsResult?: never; diagnosticsResult?: never; requestContextResult?: never; mcpResult?: never; shellStream?: never; backgroundShellSpawnResult?: never; listMcpResourcesExecResult?: never; readMcpResourceExecResult?: never; mcpStateExecResult?: never; fetchResult?: never; recordScreenResult?: never; computerUseResult?: never; writeShellStdinResult?: never; executeHookResult?: never; subagentResult?: never; forceBackgroundShellResult?: never; forceBackgroundSubagentResult?: never; smartModeClassifierResult?: never; canvasDiagnosticsResult?: never; shellAllowlistPrecheckResult?: never; mcpAllowlistPrecheckResult?: never; webFetchAllowlistPrecheckResult?: never; gitDiffResponse?: never; piReadResult?: never; piBashResult?: never; piEditResult?: never; piWriteResult?: never; piGrepResult?: never; piFindResult?: never; piLsResult?: never; conversationSearchResult?: never; agentStoreConflictResult?: never; miniSweAgentBashResult?: never }
+  | { smartModeClassifierResult: SmartModeClassifierResult; shellResult?: never; writeResult?: never; deleteResult?: never; grepResult?: never; readResult?: never; redactedReadResult?: never; lsResult?: never; diagnosticsResult?: never; requestContextResult?: never; mcpResult?: never; shellStream?: never; backgroundShellSpawnResult?: never; listMcpResourcesExecResult?: never; readMcpResourceExecResult?: never; mcpStateExecResult?: never; fetchResult?: never; recordScreenResult?: never; computerUseResult?: never; writeShellStdinResult?: never; executeHookResult?: never; subagentResult?: never; forceBackgroundShellResult?: never; forceBackgroundSubagentResult?: never; subagentAwaitResult?: never; canvasDiagnosticsResult?: never; shellAllowlistPrecheckResult?: never; mcpAllowlistPrecheckResult?: never; webFetchAllowlistPrecheckResult?: never; gitDiffResponse?: never; piReadResult?: never; piBashResult?: never; piEditResult?: never; piWriteResult?: never; piGrepResult?: never; piFindResult?: never; piLsResult?: never; conversationSearchResult?: never; agentStoreConflictResult?: never; miniSweAgentBashResult?: never }
+  | { canvasDiagnosticsResult: CanvasDiagnosticsResult; shellResult?: never; writeResult?: never; deleteResult?: never; grepResult?: never; readResult?: never; redactedReadResult?: never; lsResult?: never; diagnosticsResult?: never; requestContextResult?: never; mcpResult?: never; shellStream?: never; backgroundShellSpawnResult?: never; listMcpResourcesExecResult?: never; readMcpResourceExecResult?: never; mcpStateExecResult?: never; fetchResult?: never; recordScreenResult?: never; computerUseResult?: never; writeShellStdinResult?: never; executeHookResult?: never; subagentResult?: never; forceBackgroundShellResult?: never; forceBackgroundSubagentResult?: never; subagentAwaitResult?: never; smartModeClassifierResult?: never; shellAllowlistPrecheckResult?: never; mcpAllowlistPrecheckResult?: never; webFetchAllowlistPrecheckResult?: never; gitDiffResponse?: never; piReadResult?: never; piBashResult?: never; piEditResult?: never; piWriteResult?: never; piGrepResult?: never; piFindResult?: never; piLsResult?: never; conversationSearchResult?: never; agentStoreConflictResult?: never; miniSweAgentBashResult?: never }
+  | { shellAllowlistPrecheckResult: ShellAllowlistPrecheckResult; shellResult?: never; writeResult?: never; deleteResult?: never; grepResult?: never; readResult?: never; redactedReadResult?: never; lsResult?: never; diagnosticsResult?: never; requestContextResult?: never; mcpResult?: never; shellStream?: never; backgroundShellSpawnResult?: never; listMcpResourcesExecResult?: never; readMcpResourceExecResult?: never; mcpStateExecResult?: never; fetchResult?: never; recordScreenResult?: never; computerUseResult?: never; writeShellStdinResult?: never; executeHookResult?: never; subagentResult?: never; forceBackgroundShellResult?: never; forceBackgroundSubagentResult?: never; subagentAwaitResult?: never; smartModeClassifierResult?: never; canvasDiagnosticsResult?: never; mcpAllowlistPrecheckResult?: never; webFetchAllowlistPrecheckResult?: never; gitDiffResponse?: never; piReadResult?: never; piBashResult?: never; piEditResult?: never; piWriteResult?: never; piGrepResult?: never; piFindResult?: never; piLsResult?: never; conversationSearchResult?: never; agentStoreConflictResult?: never; miniSweAgentBashResult?: never }
+  | { mcpAllowlistPrecheckResult: McpAllowlistPrecheckResult; shellResult?: never; writeResult?: never; deleteResult?: never; grepResult?: never; readResult?: never; redactedReadResult?: never; lsResult?: never; diagnosticsResult?: never; requestContextResult?: never; mcpResult?: never; shellStream?: never; backgroundShellSpawnResult?: never; listMcpResourcesExecResult?: never; readMcpResourceExecResult?: never; mcpStateExecResult?: never; fetchResult?: never; recordScreenResult?: never; computerUseResult?: never; writeShellStdinResult?: never; executeHookResult?: never; subagentResult?: never; forceBackgroundShellResult?: never; forceBackgroundSubagentResult?: never; subagentAwaitResult?: never; smartModeClassifierResult?: never; canvasDiagnosticsResult?: never; shellAllowlistPrecheckResult?: never; webFetchAllowlistPrecheckResult?: never; gitDiffResponse?: never; piReadResult?: never; piBashResult?: never; piEditResult?: never; piWriteResult?: never; piGrepResult?: never; piFindResult?: never; piLsResult?: never; conversationSearchResult?: never; agentStoreConflictResult?: never; miniSweAgentBashResult?: never }
+  | { webFetchAllowlistPrecheckResult: WebFetchAllowlistPrecheckResult; shellResult?: never; writeResult?: never; deleteResult?: never; grepResult?: never; readResult?: never; redactedReadResult?: never; lsResult?: never; diagnosticsResult?: never; requestContextResult?: never; mcpResult?: never; shellStream?: never; backgroundShellSpawnResult?: never; listMcpResourcesExecResult?: never; readMcpResourceExecResult?: never; mcpStateExecResult?: never; fetchResult?: never; recordScreenResult?: never; computerUseResult?: never; writeShellStdinResult?: never; executeHookResult?: never; subagentResult?: never; forceBackgroundShellResult?: never; forceBackgroundSubagentResult?: never; subagentAwaitResult?: never; smartModeClassifierResult?: never; canvasDiagnosticsResult?: never; shellAllowlistPrecheckResult?: never; mcpAllowlistPrecheckResult?: never; gitDiffResponse?: never; piReadResult?: never; piBashResult?: never; piEditResult?: never; piWriteResult?: never; piGrepResult?: never; piFindResult?: never; piLsResult?: never; conversationSearchResult?: never; agentStoreConflictResult?: never; miniSweAgentBashResult?: never }
+  | { gitDiffResponse: GetDiffResponse; shellResult?: never; writeResult?: never; deleteResult?: never; grepResult?: never; readResult?: never; redactedReadResult?: never; lsResult?: never; diagnosticsResult?: never; requestContextResult?: never; mcpResult?: never; shellStream?: never; backgroundShellSpawnResult?: never; listMcpResourcesExecResult?: never; readMcpResourceExecResult?: never; mcpStateExecResult?: never; fetchResult?: never; recordScreenResult?: never; computerUseResult?: never; writeShellStdinResult?: never; executeHookResult?: never; subagentResult?: never; forceBackgroundShellResult?: never; forceBackgroundSubagentResult?: never; subagentAwaitResult?: never; smartModeClassifierResult?: never; canvasDiagnosticsResult?: never; shellAllowlistPrecheckResult?: never; mcpAllowlistPrecheckResult?: never; webFetchAllowlistPrecheckResult?: never; piReadResult?: never; piBashResult?: never; piEditResult?: never; piWriteResult?: never; piGrepResult?: never; piFindResult?: never; piLsResult?: never; conversationSearchResult?: never; agentStoreConflictResult?: never; miniSweAgentBashResult?: never }
+  | { piReadResult: PiReadExecResult; shellResult?: never; writeResult?: never; deleteResult?: never; grepResult?: never; readResult?: never; redactedReadResult?: never; lsResult?: never; diagnosticsResult?: never; requestContextResult?: never; mcpResult?: never; shellStream?: never; backgroundShellSpawnResult?: never; listMcpResourcesExecResult?: never; readMcpResourceExecResult?: never; mcpStateExecResult?: never; fetchResult?: never; recordScreenResult?: never; computerUseResult?: never; writeShellStdinResult?: never; executeHookResult?: never; subagentResult?: never; forceBackgroundShellResult?: never; forceBackgroundSubagentResult?: never; subagentAwaitResult?: never; smartModeClassifierResult?: never; canvasDiagnosticsResult?: never; shellAllowlistPrecheckResult?: never; mcpAllowlistPrecheckResult?: never; webFetchAllowlistPrecheckResult?: never; gitDiffResponse?: never; piBashResult?: never; piEditResult?: never; piWriteResult?: never; piGrepResult?: never; piFindResult?: never; piLsResult?: never; conversationSearchResult?: never; agentStoreConflictResult?: never; miniSweAgentBashResult?: never }
+  | { piBashResult: PiBashExecResult; shellResult?: never; writeResult?: never; deleteResult?: never; grepResult?: never; readResult?: never; redactedReadResult?: never; lsResult?: never; diagnosticsResult?: never; requestContextResult?: never; mcpResult?: never; shellStream?: never; backgroundShellSpawnResult?: never; listMcpResourcesExecResult?: never; readMcpResourceExecResult?: never; mcpStateExecResult?: never; fetchResult?: never; recordScreenResult?: never; computerUseResult?: never; writeShellStdinResult?: never; executeHookResult?: never; subagentResult?: never; forceBackgroundShellResult?: never; forceBackgroundSubagentResult?: never; subagentAwaitResult?: never; smartModeClassifierResult?: never; canvasDiagnosticsResult?: never; shellAllowlistPrecheckResult?: never; mcpAllowlistPrecheckResult?: never; webFetchAllowlistPrecheckResult?: never; gitDiffResponse?: never; piReadResult?: never; piEditResult?: never; piWriteResult?: never; piGrepResult?: never; piFindResult?: never; piLsResult?: never; conversationSearchResult?: never; agentStoreConflictResult?: never; miniSweAgentBashResult?: never }
+  | { piEditResult: PiEditExecResult; shellResult?: never; writeResult?: never; deleteResult?: never; grepResult?: never; readResult?: never; redactedReadResult?: never; lsResult?: never; diagnosticsResult?: never; requestContextResult?: never; mcpResult?: never; shellStream?: never; backgroundShellSpawnResult?: never; listMcpResourcesExecResult?: never; readMcpResourceExecResult?: never; mcpStateExecResult?: never; fetchResult?: never; recordScreenResult?: never; computerUseResult?: never; writeShellStdinResult?: never; executeHookResult?: never; subagentResult?: never; forceBackgroundShellResult?: never; forceBackgroundSubagentResult?: never; subagentAwaitResult?: never; smartModeClassifierResult?: never; canvasDiagnosticsResult?: never; shellAllowlistPrecheckResult?: never; mcpAllowlistPrecheckResult?: never; webFetchAllowlistPrecheckResult?: never; gitDiffResponse?: never; piReadResult?: never; piBashResult?: never; piWriteResult?: never; piGrepResult?: never; piFindResult?: never; piLsResult?: never; conversationSearchResult?: never; agentStoreConflictResult?: never; miniSweAgentBashResult?: never }
+  | { piWriteResult: PiWriteExecResult; shellResult?: never; writeResult?: never; deleteResult?: never; grepResult?: never; readResult?: never; redactedReadResult?: never; lsResult?: never; diagnosticsResult?: never; requestContextResult?: never; mcpResult?: never; shellStream?: never; backgroundShellSpawnResult?: never; listMcpResourcesExecResult?: never; readMcpResourceExecResult?: never; mcpStateExecResult?: never; fetchResult?: never; recordScreenResult?: never; computerUseResult?: never; writeShellStdinResult?: never; executeHookResult?: never; subagentResult?: never; forceBackgroundShellResult?: never; forceBackgroundSubagentResult?: never; subagentAwaitResult?: never; smartModeClassifierResult?: never; canvasDiagnosticsResult?: never; shellAllowlistPrecheckResult?: never; mcpAllowlistPrecheckResult?: never; webFetchAllowlistPrecheckResult?: never; gitDiffResponse?: never; piReadResult?: never; piBashResult?: never; piEditResult?: never; piGrepResult?: never; piFindResult?: never; piLsResult?: never; conversationSearchResult?: never; agentStoreConflictResult?: never; miniSweAgentBashResult?: never }
+  | { piGrepResult: PiGrepExecResult; shellResult?: never; writeResult?: never; deleteResult?: never; grepResult?: never; readResult?: never; redactedReadResult?: never; lsResult?: never; diagnosticsResult?: never; requestContextResult?: never; mcpResult?: never; shellStream?: never; backgroundShellSpawnResult?: never; listMcpResourcesExecResult?: never; readMcpResourceExecResult?: never; mcpStateExecResult?: never; fetchResult?: never; recordScreenResult?: never; computerUseResult?: never; writeShellStdinResult?: never; executeHookResult?: never; subagentResult?: never; forceBackgroundShellResult?: never; forceBackgroundSubagentResult?: never; subagentAwaitResult?: never; smartModeClassifierResult?: never; canvasDiagnosticsResult?: never; shellAllowlistPrecheckResult?: never; mcpAllowlistPrecheckResult?: never; webFetchAllowlistPrecheckResult?: never; gitDiffResponse?: never; piReadResult?: never; piBashResult?: never; piEditResult?: never; piWriteResult?: never; piFindResult?: never; piLsResult?: never; conversationSearchResult?: never; agentStoreConflictResult?: never; miniSweAgentBashResult?: never }
+  | { piFindResult: PiFindExecResult; shellResult?: never; writeResult?: never; deleteResult?: never; grepResult?: never; readResult?: never; redactedReadResult?: never; lsResult?: never; diagnosticsResult?: never; requestContextResult?: never; mcpResult?: never; shellStream?: never; backgroundShellSpawnResult?: never; listMcpResourcesExecResult?: never; readMcpResourceExecResult?: never; mcpStateExecResult?: never; fetchResult?: never; recordScreenResult?: never; computerUseResult?: never; writeShellStdinResult?: never; executeHookResult?: never; subagentResult?: never; forceBackgroundShellResult?: never; forceBackgroundSubagentResult?: never; subagentAwaitResult?: never; smartModeClassifierResult?: never; canvasDiagnosticsResult?: never; shellAllowlistPrecheckResult?: never; mcpAllowlistPrecheckResult?: never; webFetchAllowlistPrecheckResult?: never; gitDiffResponse?: never; piReadResult?: never; piBashResult?: never; piEditResult?: never; piWriteResult?: never; piGrepResult?: never; piLsResult?: never; conversationSearchResult?: never; agentStoreConflictResult?: never; miniSweAgentBashResult?: never }
+  | { piLsResult: PiLsExecResult; shellResult?: never; writeResult?: never; deleteResult?: never; grepResult?: never; readResult?: never; redactedReadResult?: never; lsResult?: never; diagnosticsResult?: never; requestContextResult?: never; mcpResult?: never; shellStream?: never; backgroundShellSpawnResult?: never; listMcpResourcesExecResult?: never; readMcpResourceExecResult?: never; mcpStateExecResult?: never; fetchResult?: never; recordScreenResult?: never; computerUseResult?: never; writeShellStdinResult?: never; executeHookResult?: never; subagentResult?: never; forceBackgroundShellResult?: never; forceBackgroundSubagentResult?: never; subagentAwaitResult?: never; smartModeClassifierResult?: never; canvasDiagnosticsResult?: never; shellAllowlistPrecheckResult?: never; mcpAllowlistPrecheckResult?: never; webFetchAllowlistPrecheckResult?: never; gitDiffResponse?: never; piReadResult?: never; piBashResult?: never; piEditResult?: never; piWriteResult?: never; piGrepResult?: never; piFindResult?: never; conversationSearchResult?: never; agentStoreConflictResult?: never; miniSweAgentBashResult?: never }
+  | { conversationSearchResult: ConversationSearchResult; shellResult?: never; writeResult?: never; deleteResult?: never; grepResult?: never; readResult?: never; redactedReadResult?: never; lsResult?: never; diagnosticsResult?: never; requestContextResult?: never; mcpResult?: never; shellStream?: never; backgroundShellSpawnResult?: never; listMcpResourcesExecResult?: never; readMcpResourceExecResult?: never; mcpStateExecResult?: never; fetchResult?: never; recordScreenResult?: never; computerUseResult?: never; writeShellStdinResult?: never; executeHookResult?: never; subagentResult?: never; forceBackgroundShellResult?: never; forceBackgroundSubagentResult?: never; subagentAwaitResult?: never; smartModeClassifierResult?: never; canvasDiagnosticsResult?: never; shellAllowlistPrecheckResult?: never; mcpAllowlistPrecheckResult?: never; webFetchAllowlistPrecheckResult?: never; gitDiffResponse?: never; piReadResult?: never; piBashResult?: never; piEditResult?: never; piWriteResult?: never; piGrepResult?: never; piFindResult?: never; piLsResult?: never; agentStoreConflictResult?: never; miniSweAgentBashResult?: never }
+  | { agentStoreConflictResult: AgentStoreConflictResult; shellResult?: never; writeResult?: never; deleteResult?: never; grepResult?: never; readResult?: never; redactedReadResult?: never; lsResult?: never; diagnosticsResult?: never; requestContextResult?: never; mcpResult?: never; shellStream?: never; backgroundShellSpawnResult?: never; listMcpResourcesExecResult?: never; readMcpResourceExecResult?: never; mcpStateExecResult?: never; fetchResult?: never; recordScreenResult?: never; computerUseResult?: never; writeShellStdinResult?: never; executeHookResult?: never; subagentResult?: never; forceBackgroundShellResult?: never; forceBackgroundSubagentResult?: never; subagentAwaitResult?: never; smartModeClassifierResult?: never; canvasDiagnosticsResult?: never; shellAllowlistPrecheckResult?: never; mcpAllowlistPrecheckResult?: never; webFetchAllowlistPrecheckResult?: never; gitDiffResponse?: never; piReadResult?: never; piBashResult?: never; piEditResult?: never; piWriteResult?: never; piGrepResult?: never; piFindResult?: never; piLsResult?: never; conversationSearchResult?: never; miniSweAgentBashResult?: never }
+  | { miniSweAgentBashResult: ShellResult; shellResult?: never; writeResult?: never; deleteResult?: never; grepResult?: never; readResult?: never; redactedReadResult?: never; lsResult?: never; diagnosticsResult?: never; requestContextResult?: never; mcpResult?: never; shellStream?: never; backgroundShellSpawnResult?: never; listMcpResourcesExecResult?: never; readMcpResourceExecResult?: never; mcpStateExecResult?: never; fetchResult?: never; recordScreenResult?: never; computerUseResult?: never; writeShellStdinResult?: never; executeHookResult?: never; subagentResult?: never; forceBackgroundShellResult?: never; forceBackgroundSubagentResult?: never; subagentAwaitResult?: never; smartModeClassifierResult?: never; canvasDiagnosticsResult?: never; shellAllowlistPrecheckResult?: never; mcpAllowlistPrecheckResult?: never; webFetchAllowlistPrecheckResult?: never; gitDiffResponse?: never; piReadResult?: never; piBashResult?: never; piEditResult?: never; piWriteResult?: never; piGrepResult?: never; piFindResult?: never; piLsResult?: never; conversationSearchResult?: never; agentStoreConflictResult?: never }
+  | { shellResult?: never; writeResult?: never; deleteResult?: never; grepResult?: never; readResult?: never; redactedReadResult?: never; lsResult?: never; diagnosticsResult?: never; requestContextResult?: never; mcpResult?: never; shellStream?: never; backgroundShellSpawnResult?: never; listMcpResourcesExecResult?: never; readMcpResourceExecResult?: never; mcpStateExecResult?: never; fetchResult?: never; recordScreenResult?: never; computerUseResult?: never; writeShellStdinResult?: never; executeHookResult?: never; subagentResult?: never; forceBackgroundShellResult?: never; forceBackgroundSubagentResult?: never; subagentAwaitResult?: never; smartModeClassifierResult?: never; canvasDiagnosticsResult?: never; shellAllowlistPrecheckResult?: never; mcpAllowlistPrecheckResult?: never; webFetchAllowlistPrecheckResult?: never; gitDiffResponse?: never; piReadResult?: never; piBashResult?: never; piEditResult?: never; piWriteResult?: never; piGrepResult?: never; piFindResult?: never; piLsResult?: never; conversationSearchResult?: never; agentStoreConflictResult?: never; miniSweAgentBashResult?: never }
 )
 export interface SpanContext {
   traceId?: string
@@ -1575,6 +1730,8 @@ export interface ShellArgs {
   outputNotification?: ShellOutputNotificationConfig
   smartModeApproval?: SmartModeApproval
   hookApprovalRequirement?: ShellHookApprovalRequirement
+  conversationId?: string
+  adminCommandDenylist?: Array<string>
 }
 export type ShellResult = {
   sandboxPolicy?: SandboxPolicy
@@ -1605,6 +1762,9 @@ export interface ShellSuccess {
   msToWait?: number
   localExecutionTimeMs?: number
   backgroundReason?: ShellBackgroundReason
+  outputHead?: string
+  outputTail?: string
+  elidedChars?: number
 }
 export interface ShellFailure {
   command?: string
@@ -1619,6 +1779,9 @@ export interface ShellFailure {
   abortReason?: ShellAbortReason
   aborted?: boolean
   localExecutionTimeMs?: number
+  outputHead?: string
+  outputTail?: string
+  elidedChars?: number
 }
 export interface ShellTimeout {
   command?: string
@@ -1716,6 +1879,8 @@ export interface SandboxPolicy {
   networkPolicyStrict?: boolean
   captureDenies?: boolean
   skipStatsigDefaults?: boolean
+  readBoundary?: SandboxPolicy_ReadBoundaryMode
+  additionalReadPaths?: Array<string>
 }
 export interface NetworkPolicy {
   version?: number
@@ -1784,14 +1949,18 @@ export interface BackgroundShellSpawnArgs {
   outputNotification?: ShellOutputNotificationConfig
   smartModeApproval?: SmartModeApproval
   hookApprovalRequirement?: ShellHookApprovalRequirement
+  skipApproval?: boolean
+  conversationId?: string
+  adminCommandDenylist?: Array<string>
 }
 export type BackgroundShellSpawnResult = {
 } & (
-  | { success: BackgroundShellSpawnSuccess; error?: never; rejected?: never; permissionDenied?: never }
-  | { error: BackgroundShellSpawnError; success?: never; rejected?: never; permissionDenied?: never }
-  | { rejected: ShellRejected; success?: never; error?: never; permissionDenied?: never }
-  | { permissionDenied: ShellPermissionDenied; success?: never; error?: never; rejected?: never }
-  | { success?: never; error?: never; rejected?: never; permissionDenied?: never }
+  | { success: BackgroundShellSpawnSuccess; error?: never; rejected?: never; permissionDenied?: never; sandboxUnsupported?: never }
+  | { error: BackgroundShellSpawnError; success?: never; rejected?: never; permissionDenied?: never; sandboxUnsupported?: never }
+  | { rejected: ShellRejected; success?: never; error?: never; permissionDenied?: never; sandboxUnsupported?: never }
+  | { permissionDenied: ShellPermissionDenied; success?: never; error?: never; rejected?: never; sandboxUnsupported?: never }
+  | { sandboxUnsupported: ShellSandboxUnsupported; success?: never; error?: never; rejected?: never; permissionDenied?: never }
+  | { success?: never; error?: never; rejected?: never; permissionDenied?: never; sandboxUnsupported?: never }
 )
 export interface BackgroundShellSpawnSuccess {
   shellId?: number
@@ -1873,6 +2042,7 @@ export interface RequestContextArgs {
   workspaceId?: string
   readOnlyPinnedTreeSha?: string
   readOnlyPluginCacheRoot?: string
+  useCached?: boolean
 }
 export type RequestContextResult = {
 } & (
@@ -1883,6 +2053,7 @@ export type RequestContextResult = {
 )
 export interface RequestContextSuccess {
   requestContext?: RequestContext
+  servedFromDiskCache?: boolean
 }
 export interface RequestContextError {
   error?: string
@@ -1899,6 +2070,7 @@ export interface McpArgs {
   smartModeApproval?: SmartModeApproval
   smartModeApprovalOnly?: boolean
   skipApproval?: boolean
+  serverIdentifier?: string
 }
 export type McpResult = {
 } & (
@@ -1993,6 +2165,8 @@ export interface ReadMcpResourceExecArgs {
   server?: string
   uri?: string
   downloadPath?: string
+  toolCallId?: string
+  smartModeApproval?: SmartModeApproval
 }
 export type ReadMcpResourceExecResult = {
 } & (
@@ -2003,6 +2177,8 @@ export type ReadMcpResourceExecResult = {
   | { success?: never; error?: never; rejected?: never; notFound?: never }
 )
 export interface McpStateExecArgs {
+  serverIdentifiers?: Array<string>
+  kickOnly?: boolean
 }
 export type McpStateExecResult = {
 } & (
@@ -2027,6 +2203,7 @@ export type RecordScreenResult = {
 export interface ComputerUseArgs {
   toolCallId?: string
   actions?: Array<ComputerUseAction>
+  description?: string
 }
 export type ComputerUseResult = {
 } & (
@@ -2058,6 +2235,7 @@ export type SubagentArgs = {
   directMetaParentChildSubagent?: boolean
   environment?: SubagentExecutionEnvironment
   cloudBaseBranch?: string
+  modelParameters?: Array<RequestedModel_ModelParameterValue>
 } & (
   | { apiKeyCredentials: ApiKeyCredentials; azureCredentials?: never; bedrockCredentials?: never }
   | { azureCredentials: AzureCredentials; apiKeyCredentials?: never; bedrockCredentials?: never }
@@ -2120,6 +2298,7 @@ export interface GetBlobArgs {
 }
 export interface GetBlobResult {
   blobData?: string /* base64 */
+  error?: Error
 }
 export interface SetBlobArgs {
   blobId?: string /* base64 */
@@ -2134,32 +2313,34 @@ export interface Error {
 export type InteractionQuery = {
   id?: number
 } & (
-  | { webSearchRequestQuery: WebSearchRequestQuery; askQuestionInteractionQuery?: never; switchModeRequestQuery?: never; createPlanRequestQuery?: never; setupVmEnvironmentArgs?: never; webFetchRequestQuery?: never; prManagementRequestQuery?: never; mcpAuthRequestQuery?: never; generateImageRequestQuery?: never; replaceEnvArgs?: never }
-  | { askQuestionInteractionQuery: AskQuestionInteractionQuery; webSearchRequestQuery?: never; switchModeRequestQuery?: never; createPlanRequestQuery?: never; setupVmEnvironmentArgs?: never; webFetchRequestQuery?: never; prManagementRequestQuery?: never; mcpAuthRequestQuery?: never; generateImageRequestQuery?: never; replaceEnvArgs?: never }
-  | { switchModeRequestQuery: SwitchModeRequestQuery; webSearchRequestQuery?: never; askQuestionInteractionQuery?: never; createPlanRequestQuery?: never; setupVmEnvironmentArgs?: never; webFetchRequestQuery?: never; prManagementRequestQuery?: never; mcpAuthRequestQuery?: never; generateImageRequestQuery?: never; replaceEnvArgs?: never }
-  | { createPlanRequestQuery: CreatePlanRequestQuery; webSearchRequestQuery?: never; askQuestionInteractionQuery?: never; switchModeRequestQuery?: never; setupVmEnvironmentArgs?: never; webFetchRequestQuery?: never; prManagementRequestQuery?: never; mcpAuthRequestQuery?: never; generateImageRequestQuery?: never; replaceEnvArgs?: never }
-  | { setupVmEnvironmentArgs: SetupVmEnvironmentArgs; webSearchRequestQuery?: never; askQuestionInteractionQuery?: never; switchModeRequestQuery?: never; createPlanRequestQuery?: never; webFetchRequestQuery?: never; prManagementRequestQuery?: never; mcpAuthRequestQuery?: never; generateImageRequestQuery?: never; replaceEnvArgs?: never }
-  | { webFetchRequestQuery: WebFetchRequestQuery; webSearchRequestQuery?: never; askQuestionInteractionQuery?: never; switchModeRequestQuery?: never; createPlanRequestQuery?: never; setupVmEnvironmentArgs?: never; prManagementRequestQuery?: never; mcpAuthRequestQuery?: never; generateImageRequestQuery?: never; replaceEnvArgs?: never }
-  | { prManagementRequestQuery: PrManagementRequestQuery; webSearchRequestQuery?: never; askQuestionInteractionQuery?: never; switchModeRequestQuery?: never; createPlanRequestQuery?: never; setupVmEnvironmentArgs?: never; webFetchRequestQuery?: never; mcpAuthRequestQuery?: never; generateImageRequestQuery?: never; replaceEnvArgs?: never }
-  | { mcpAuthRequestQuery: McpAuthRequestQuery; webSearchRequestQuery?: never; askQuestionInteractionQuery?: never; switchModeRequestQuery?: never; createPlanRequestQuery?: never; setupVmEnvironmentArgs?: never; webFetchRequestQuery?: never; prManagementRequestQuery?: never; generateImageRequestQuery?: never; replaceEnvArgs?: never }
-  | { generateImageRequestQuery: GenerateImageRequestQuery; webSearchRequestQuery?: never; askQuestionInteractionQuery?: never; switchModeRequestQuery?: never; createPlanRequestQuery?: never; setupVmEnvironmentArgs?: never; webFetchRequestQuery?: never; prManagementRequestQuery?: never; mcpAuthRequestQuery?: never; replaceEnvArgs?: never }
-  | { replaceEnvArgs: ReplaceEnvArgs; webSearchRequestQuery?: never; askQuestionInteractionQuery?: never; switchModeRequestQuery?: never; createPlanRequestQuery?: never; setupVmEnvironmentArgs?: never; webFetchRequestQuery?: never; prManagementRequestQuery?: never; mcpAuthRequestQuery?: never; generateImageRequestQuery?: never }
-  | { webSearchRequestQuery?: never; askQuestionInteractionQuery?: never; switchModeRequestQuery?: never; createPlanRequestQuery?: never; setupVmEnvironmentArgs?: never; webFetchRequestQuery?: never; prManagementRequestQuery?: never; mcpAuthRequestQuery?: never; generateImageRequestQuery?: never; replaceEnvArgs?: never }
+  | { webSearchRequestQuery: WebSearchRequestQuery; askQuestionInteractionQuery?: never; switchModeRequestQuery?: never; createPlanRequestQuery?: never; setupVmEnvironmentArgs?: never; webFetchRequestQuery?: never; prManagementRequestQuery?: never; mcpAuthRequestQuery?: never; generateImageRequestQuery?: never; replaceEnvArgs?: never; connectScmRequestQuery?: never }
+  | { askQuestionInteractionQuery: AskQuestionInteractionQuery; webSearchRequestQuery?: never; switchModeRequestQuery?: never; createPlanRequestQuery?: never; setupVmEnvironmentArgs?: never; webFetchRequestQuery?: never; prManagementRequestQuery?: never; mcpAuthRequestQuery?: never; generateImageRequestQuery?: never; replaceEnvArgs?: never; connectScmRequestQuery?: never }
+  | { switchModeRequestQuery: SwitchModeRequestQuery; webSearchRequestQuery?: never; askQuestionInteractionQuery?: never; createPlanRequestQuery?: never; setupVmEnvironmentArgs?: never; webFetchRequestQuery?: never; prManagementRequestQuery?: never; mcpAuthRequestQuery?: never; generateImageRequestQuery?: never; replaceEnvArgs?: never; connectScmRequestQuery?: never }
+  | { createPlanRequestQuery: CreatePlanRequestQuery; webSearchRequestQuery?: never; askQuestionInteractionQuery?: never; switchModeRequestQuery?: never; setupVmEnvironmentArgs?: never; webFetchRequestQuery?: never; prManagementRequestQuery?: never; mcpAuthRequestQuery?: never; generateImageRequestQuery?: never; replaceEnvArgs?: never; connectScmRequestQuery?: never }
+  | { setupVmEnvironmentArgs: SetupVmEnvironmentArgs; webSearchRequestQuery?: never; askQuestionInteractionQuery?: never; switchModeRequestQuery?: never; createPlanRequestQuery?: never; webFetchRequestQuery?: never; prManagementRequestQuery?: never; mcpAuthRequestQuery?: never; generateImageRequestQuery?: never; replaceEnvArgs?: never; connectScmRequestQuery?: never }
+  | { webFetchRequestQuery: WebFetchRequestQuery; webSearchRequestQuery?: never; askQuestionInteractionQuery?: never; switchModeRequestQuery?: never; createPlanRequestQuery?: never; setupVmEnvironmentArgs?: never; prManagementRequestQuery?: never; mcpAuthRequestQuery?: never; generateImageRequestQuery?: never; replaceEnvArgs?: never; connectScmRequestQuery?: never }
+  | { prManagementRequestQuery: PrManagementRequestQuery; webSearchRequestQuery?: never; askQuestionInteractionQuery?: never; switchModeRequestQuery?: never; createPlanRequestQuery?: never; setupVmEnvironmentArgs?: never; webFetchRequestQuery?: never; mcpAuthRequestQuery?: never; generateImageRequestQuery?: never; replaceEnvArgs?: never; connectScmRequestQuery?: never }
+  | { mcpAuthRequestQuery: McpAuthRequestQuery; webSearchRequestQuery?: never; askQuestionInteractionQuery?: never; switchModeRequestQuery?: never; createPlanRequestQuery?: never; setupVmEnvironmentArgs?: never; webFetchRequestQuery?: never; prManagementRequestQuery?: never; generateImageRequestQuery?: never; replaceEnvArgs?: never; connectScmRequestQuery?: never }
+  | { generateImageRequestQuery: GenerateImageRequestQuery; webSearchRequestQuery?: never; askQuestionInteractionQuery?: never; switchModeRequestQuery?: never; createPlanRequestQuery?: never; setupVmEnvironmentArgs?: never; webFetchRequestQuery?: never; prManagementRequestQuery?: never; mcpAuthRequestQuery?: never; replaceEnvArgs?: never; connectScmRequestQuery?: never }
+  | { replaceEnvArgs: ReplaceEnvArgs; webSearchRequestQuery?: never; askQuestionInteractionQuery?: never; switchModeRequestQuery?: never; createPlanRequestQuery?: never; setupVmEnvironmentArgs?: never; webFetchRequestQuery?: never; prManagementRequestQuery?: never; mcpAuthRequestQuery?: never; generateImageRequestQuery?: never; connectScmRequestQuery?: never }
+  | { connectScmRequestQuery: ConnectScmRequestQuery; webSearchRequestQuery?: never; askQuestionInteractionQuery?: never; switchModeRequestQuery?: never; createPlanRequestQuery?: never; setupVmEnvironmentArgs?: never; webFetchRequestQuery?: never; prManagementRequestQuery?: never; mcpAuthRequestQuery?: never; generateImageRequestQuery?: never; replaceEnvArgs?: never }
+  | { webSearchRequestQuery?: never; askQuestionInteractionQuery?: never; switchModeRequestQuery?: never; createPlanRequestQuery?: never; setupVmEnvironmentArgs?: never; webFetchRequestQuery?: never; prManagementRequestQuery?: never; mcpAuthRequestQuery?: never; generateImageRequestQuery?: never; replaceEnvArgs?: never; connectScmRequestQuery?: never }
 )
 export type InteractionResponse = {
   id?: number
 } & (
-  | { webSearchRequestResponse: WebSearchRequestResponse; askQuestionInteractionResponse?: never; switchModeRequestResponse?: never; createPlanRequestResponse?: never; setupVmEnvironmentResult?: never; webFetchRequestResponse?: never; prManagementResult?: never; mcpAuthRequestResponse?: never; generateImageRequestResponse?: never; replaceEnvResult?: never }
-  | { askQuestionInteractionResponse: AskQuestionInteractionResponse; webSearchRequestResponse?: never; switchModeRequestResponse?: never; createPlanRequestResponse?: never; setupVmEnvironmentResult?: never; webFetchRequestResponse?: never; prManagementResult?: never; mcpAuthRequestResponse?: never; generateImageRequestResponse?: never; replaceEnvResult?: never }
-  | { switchModeRequestResponse: SwitchModeRequestResponse; webSearchRequestResponse?: never; askQuestionInteractionResponse?: never; createPlanRequestResponse?: never; setupVmEnvironmentResult?: never; webFetchRequestResponse?: never; prManagementResult?: never; mcpAuthRequestResponse?: never; generateImageRequestResponse?: never; replaceEnvResult?: never }
-  | { createPlanRequestResponse: CreatePlanRequestResponse; webSearchRequestResponse?: never; askQuestionInteractionResponse?: never; switchModeRequestResponse?: never; setupVmEnvironmentResult?: never; webFetchRequestResponse?: never; prManagementResult?: never; mcpAuthRequestResponse?: never; generateImageRequestResponse?: never; replaceEnvResult?: never }
-  | { setupVmEnvironmentResult: SetupVmEnvironmentResult; webSearchRequestResponse?: never; askQuestionInteractionResponse?: never; switchModeRequestResponse?: never; createPlanRequestResponse?: never; webFetchRequestResponse?: never; prManagementResult?: never; mcpAuthRequestResponse?: never; generateImageRequestResponse?: never; replaceEnvResult?: never }
-  | { webFetchRequestResponse: WebFetchRequestResponse; webSearchRequestResponse?: never; askQuestionInteractionResponse?: never; switchModeRequestResponse?: never; createPlanRequestResponse?: never; setupVmEnvironmentResult?: never; prManagementResult?: never; mcpAuthRequestResponse?: never; generateImageRequestResponse?: never; replaceEnvResult?: never }
-  | { prManagementResult: PrManagementResult; webSearchRequestResponse?: never; askQuestionInteractionResponse?: never; switchModeRequestResponse?: never; createPlanRequestResponse?: never; setupVmEnvironmentResult?: never; webFetchRequestResponse?: never; mcpAuthRequestResponse?: never; generateImageRequestResponse?: never; replaceEnvResult?: never }
-  | { mcpAuthRequestResponse: McpAuthRequestResponse; webSearchRequestResponse?: never; askQuestionInteractionResponse?: never; switchModeRequestResponse?: never; createPlanRequestResponse?: never; setupVmEnvironmentResult?: never; webFetchRequestResponse?: never; prManagementResult?: never; generateImageRequestResponse?: never; replaceEnvResult?: never }
-  | { generateImageRequestResponse: GenerateImageRequestResponse; webSearchRequestResponse?: never; askQuestionInteractionResponse?: never; switchModeRequestResponse?: never; createPlanRequestResponse?: never; setupVmEnvironmentResult?: never; webFetchRequestResponse?: never; prManagementResult?: never; mcpAuthRequestResponse?: never; replaceEnvResult?: never }
-  | { replaceEnvResult: ReplaceEnvResult; webSearchRequestResponse?: never; askQuestionInteractionResponse?: never; switchModeRequestResponse?: never; createPlanRequestResponse?: never; setupVmEnvironmentResult?: never; webFetchRequestResponse?: never; prManagementResult?: never; mcpAuthRequestResponse?: never; generateImageRequestResponse?: never }
-  | { webSearchRequestResponse?: never; askQuestionInteractionResponse?: never; switchModeRequestResponse?: never; createPlanRequestResponse?: never; setupVmEnvironmentResult?: never; webFetchRequestResponse?: never; prManagementResult?: never; mcpAuthRequestResponse?: never; generateImageRequestResponse?: never; replaceEnvResult?: never }
+  | { webSearchRequestResponse: WebSearchRequestResponse; askQuestionInteractionResponse?: never; switchModeRequestResponse?: never; createPlanRequestResponse?: never; setupVmEnvironmentResult?: never; webFetchRequestResponse?: never; prManagementResult?: never; mcpAuthRequestResponse?: never; generateImageRequestResponse?: never; replaceEnvResult?: never; connectScmRequestResponse?: never }
+  | { askQuestionInteractionResponse: AskQuestionInteractionResponse; webSearchRequestResponse?: never; switchModeRequestResponse?: never; createPlanRequestResponse?: never; setupVmEnvironmentResult?: never; webFetchRequestResponse?: never; prManagementResult?: never; mcpAuthRequestResponse?: never; generateImageRequestResponse?: never; replaceEnvResult?: never; connectScmRequestResponse?: never }
+  | { switchModeRequestResponse: SwitchModeRequestResponse; webSearchRequestResponse?: never; askQuestionInteractionResponse?: never; createPlanRequestResponse?: never; setupVmEnvironmentResult?: never; webFetchRequestResponse?: never; prManagementResult?: never; mcpAuthRequestResponse?: never; generateImageRequestResponse?: never; replaceEnvResult?: never; connectScmRequestResponse?: never }
+  | { createPlanRequestResponse: CreatePlanRequestResponse; webSearchRequestResponse?: never; askQuestionInteractionResponse?: never; switchModeRequestResponse?: never; setupVmEnvironmentResult?: never; webFetchRequestResponse?: never; prManagementResult?: never; mcpAuthRequestResponse?: never; generateImageRequestResponse?: never; replaceEnvResult?: never; connectScmRequestResponse?: never }
+  | { setupVmEnvironmentResult: SetupVmEnvironmentResult; webSearchRequestResponse?: never; askQuestionInteractionResponse?: never; switchModeRequestResponse?: never; createPlanRequestResponse?: never; webFetchRequestResponse?: never; prManagementResult?: never; mcpAuthRequestResponse?: never; generateImageRequestResponse?: never; replaceEnvResult?: never; connectScmRequestResponse?: never }
+  | { webFetchRequestResponse: WebFetchRequestResponse; webSearchRequestResponse?: never; askQuestionInteractionResponse?: never; switchModeRequestResponse?: never; createPlanRequestResponse?: never; setupVmEnvironmentResult?: never; prManagementResult?: never; mcpAuthRequestResponse?: never; generateImageRequestResponse?: never; replaceEnvResult?: never; connectScmRequestResponse?: never }
+  | { prManagementResult: PrManagementResult; webSearchRequestResponse?: never; askQuestionInteractionResponse?: never; switchModeRequestResponse?: never; createPlanRequestResponse?: never; setupVmEnvironmentResult?: never; webFetchRequestResponse?: never; mcpAuthRequestResponse?: never; generateImageRequestResponse?: never; replaceEnvResult?: never; connectScmRequestResponse?: never }
+  | { mcpAuthRequestResponse: McpAuthRequestResponse; webSearchRequestResponse?: never; askQuestionInteractionResponse?: never; switchModeRequestResponse?: never; createPlanRequestResponse?: never; setupVmEnvironmentResult?: never; webFetchRequestResponse?: never; prManagementResult?: never; generateImageRequestResponse?: never; replaceEnvResult?: never; connectScmRequestResponse?: never }
+  | { generateImageRequestResponse: GenerateImageRequestResponse; webSearchRequestResponse?: never; askQuestionInteractionResponse?: never; switchModeRequestResponse?: never; createPlanRequestResponse?: never; setupVmEnvironmentResult?: never; webFetchRequestResponse?: never; prManagementResult?: never; mcpAuthRequestResponse?: never; replaceEnvResult?: never; connectScmRequestResponse?: never }
+  | { replaceEnvResult: ReplaceEnvResult; webSearchRequestResponse?: never; askQuestionInteractionResponse?: never; switchModeRequestResponse?: never; createPlanRequestResponse?: never; setupVmEnvironmentResult?: never; webFetchRequestResponse?: never; prManagementResult?: never; mcpAuthRequestResponse?: never; generateImageRequestResponse?: never; connectScmRequestResponse?: never }
+  | { connectScmRequestResponse: ConnectScmRequestResponse; webSearchRequestResponse?: never; askQuestionInteractionResponse?: never; switchModeRequestResponse?: never; createPlanRequestResponse?: never; setupVmEnvironmentResult?: never; webFetchRequestResponse?: never; prManagementResult?: never; mcpAuthRequestResponse?: never; generateImageRequestResponse?: never; replaceEnvResult?: never }
+  | { webSearchRequestResponse?: never; askQuestionInteractionResponse?: never; switchModeRequestResponse?: never; createPlanRequestResponse?: never; setupVmEnvironmentResult?: never; webFetchRequestResponse?: never; prManagementResult?: never; mcpAuthRequestResponse?: never; generateImageRequestResponse?: never; replaceEnvResult?: never; connectScmRequestResponse?: never }
 )
 export interface WebSearchRequestQuery {
   args?: WebSearchArgs
@@ -2206,6 +2387,7 @@ export interface CreatePlanRequestResponse {
 export interface WebFetchRequestQuery {
   args?: WebFetchArgs
   skipApproval?: boolean
+  smartModeApproval?: SmartModeApproval
 }
 export type WebFetchRequestResponse = {
 } & (
@@ -2272,6 +2454,8 @@ export interface GenerateImageRequestResponse_Rejected {
 }
 export interface ReplaceEnvArgs {
   config?: ReplaceEnvConfig
+  mode?: ReplaceEnvMode
+  checkoutRefOverrides?: Array<RepoCheckoutRefOverride>
 }
 export type ReplaceEnvResult = {
 } & (
@@ -2306,14 +2490,19 @@ export interface ConversationStateStructure {
   communicateUpdateFinalSummary?: string
   communicateUpdateCompletedSubtitle?: string
   communicateUpdateStatesByParentToolCallId?: { [key: string]: CommunicateUpdateTurnState }
-  subagentRunsByParentToolCallId?: { [key: string]: SubagentRun }
+  subagentRunsByParentToolCallId?: { [key: string]: SubagentRunState }
   conversationStartedTimestampMs?: number | string
   conversationStartedTimeZone?: string
+  subagentStateRefs?: { [key: string]: string /* base64 */ }
+  goalState?: GoalState
+  isRootProjectConversation?: boolean
 }
 export interface ConversationTokenDetails {
   usedTokens?: number
   maxTokens?: number
   breakdown?: PromptTokenBreakdownSnapshot
+  promptContextUsageTree?: PromptContextUsageTree
+  promptContextUsageSnapshotBlobId?: string /* base64 */
 }
 export interface StepTiming {
   durationMs?: number | string
@@ -2331,6 +2520,9 @@ export interface SubagentPersistedState {
   modelId?: string
   environment?: SubagentExecutionEnvironment
   cloudSubagent?: CloudSubagentReference
+  firstClassBcId?: string
+  cloudRequestedEnvironmentBuildId?: string
+  machine?: TargetMachine
 }
 export interface SubagentRun {
   parentToolCallId?: string
@@ -2421,6 +2613,7 @@ export interface ReadLintsToolCall {
 export interface McpToolCall {
   args?: McpArgs
   result?: McpToolResult
+  description?: string
 }
 export interface SemSearchToolCall {
   args?: SemSearchToolArgs
@@ -2437,6 +2630,7 @@ export interface WebSearchToolCall {
 export interface TaskToolCall {
   args?: TaskArgs
   result?: TaskResult
+  cloudAgentBcId?: string
 }
 export interface ListMcpResourcesToolCall {
   args?: ListMcpResourcesExecArgs
@@ -2565,226 +2759,658 @@ export interface RecordCiInvestigationFindingsToolCall {
   result?: RecordCiInvestigationFindingsResult
 }
 export interface AiAttributionArgs {
+  filePaths?: Array<string>
+  startLine?: number
+  endLine?: number
+  commitHashes?: Array<string>
+  outputMode?: string
+  maxCommits?: number
+  includeLineRanges?: boolean
 }
-export interface AiAttributionResult {
-}
+export type AiAttributionResult = {
+} & (
+  | { success: AiAttributionSuccess; error?: never }
+  | { error: AiAttributionError; success?: never }
+  | { success?: never; error?: never }
+)
 export interface ApplyAgentDiffArgs {
+  agentId?: string
 }
-export interface ApplyAgentDiffResult {
-}
+export type ApplyAgentDiffResult = {
+} & (
+  | { success: ApplyAgentDiffSuccess; error?: never }
+  | { error: ApplyAgentDiffError; success?: never }
+  | { success?: never; error?: never }
+)
 export interface AwaitArgs {
+  taskId?: string
+  blockUntilMs?: number
+  regex?: string
 }
-export interface AwaitResult {
-}
+export type AwaitResult = {
+} & (
+  | { complete: AwaitTaskComplete; stillRunning?: never; error?: never; success?: never }
+  | { stillRunning: AwaitTaskStillRunning; complete?: never; error?: never; success?: never }
+  | { error: AwaitError; complete?: never; stillRunning?: never; success?: never }
+  | { success: AwaitSuccess; complete?: never; stillRunning?: never; error?: never }
+  | { complete?: never; stillRunning?: never; error?: never; success?: never }
+)
 export interface BlameByFilePathArgs {
+  filePath?: string
+  startLine?: number
+  endLine?: number
 }
-export interface BlameByFilePathResult {
-}
+export type BlameByFilePathResult = {
+} & (
+  | { success: BlameByFilePathSuccess; error?: never }
+  | { error: BlameByFilePathError; success?: never }
+  | { success?: never; error?: never }
+)
 export interface ClientContinuationConfig {
+  idleThreshold?: number
+  maxLoops?: number
+  nudgeMessage?: string
+  escapeMessageTemplate?: string
+  collectBackgroundChildren?: boolean
+  childrenCompletedMessageTemplate?: string
+  continuationRoundDelayMs?: number
 }
 export interface CloudSubagentReference {
+  bcId?: string
+  transcriptPath?: string
 }
 export interface CommunicateUpdateArgs {
+  currentStep?: string
+  finalSummary?: string
+  completedSubtitle?: string
 }
 export interface CommunicateUpdateHistoryEntry {
+  step?: string
+  messageIndex?: number
 }
-export interface CommunicateUpdateResult {
-}
+export type CommunicateUpdateResult = {
+} & (
+  | { success: CommunicateUpdateSuccess; error?: never }
+  | { error: CommunicateUpdateError; success?: never }
+  | { success?: never; error?: never }
+)
 export interface CommunicateUpdateTurnState {
+  history?: Array<CommunicateUpdateHistoryEntry>
+  finalSummary?: string
+  completedSubtitle?: string
 }
-export interface ComputerUseAction {
-}
+export type ComputerUseAction = {
+} & (
+  | { mouseMove: MouseMoveAction; click?: never; mouseDown?: never; mouseUp?: never; drag?: never; scroll?: never; type?: never; key?: never; wait?: never; screenshot?: never; cursorPosition?: never }
+  | { click: ClickAction; mouseMove?: never; mouseDown?: never; mouseUp?: never; drag?: never; scroll?: never; type?: never; key?: never; wait?: never; screenshot?: never; cursorPosition?: never }
+  | { mouseDown: MouseDownAction; mouseMove?: never; click?: never; mouseUp?: never; drag?: never; scroll?: never; type?: never; key?: never; wait?: never; screenshot?: never; cursorPosition?: never }
+  | { mouseUp: MouseUpAction; mouseMove?: never; click?: never; mouseDown?: never; drag?: never; scroll?: never; type?: never; key?: never; wait?: never; screenshot?: never; cursorPosition?: never }
+  | { drag: DragAction; mouseMove?: never; click?: never; mouseDown?: never; mouseUp?: never; scroll?: never; type?: never; key?: never; wait?: never; screenshot?: never; cursorPosition?: never }
+  | { scroll: ScrollAction; mouseMove?: never; click?: never; mouseDown?: never; mouseUp?: never; drag?: never; type?: never; key?: never; wait?: never; screenshot?: never; cursorPosition?: never }
+  | { type: TypeAction; mouseMove?: never; click?: never; mouseDown?: never; mouseUp?: never; drag?: never; scroll?: never; key?: never; wait?: never; screenshot?: never; cursorPosition?: never }
+  | { key: KeyAction; mouseMove?: never; click?: never; mouseDown?: never; mouseUp?: never; drag?: never; scroll?: never; type?: never; wait?: never; screenshot?: never; cursorPosition?: never }
+  | { wait: WaitAction; mouseMove?: never; click?: never; mouseDown?: never; mouseUp?: never; drag?: never; scroll?: never; type?: never; key?: never; screenshot?: never; cursorPosition?: never }
+  | { screenshot: ScreenshotAction; mouseMove?: never; click?: never; mouseDown?: never; mouseUp?: never; drag?: never; scroll?: never; type?: never; key?: never; wait?: never; cursorPosition?: never }
+  | { cursorPosition: CursorPositionAction; mouseMove?: never; click?: never; mouseDown?: never; mouseUp?: never; drag?: never; scroll?: never; type?: never; key?: never; wait?: never; screenshot?: never }
+  | { mouseMove?: never; click?: never; mouseDown?: never; mouseUp?: never; drag?: never; scroll?: never; type?: never; key?: never; wait?: never; screenshot?: never; cursorPosition?: never }
+)
 export interface ComputerUseError {
+  error?: string
+  actionCount?: number
+  durationMs?: number
+  log?: string
+  screenshot?: string
+  screenshotPath?: string
 }
 export interface ComputerUseSuccess {
+  actionCount?: number
+  durationMs?: number
+  screenshot?: string
+  log?: string
+  screenshotPath?: string
+  cursorPosition?: Coordinate
 }
 export interface ConversationHistoryAssistantMessage {
+  content?: Array<ConversationHistoryAssistantContent>
 }
 export interface ConversationHistoryToolMessage {
+  toolCallId?: string
+  toolName?: string
+  content?: Array<ConversationHistoryToolResultContent>
+  isError?: boolean
+  hookAdditionalContexts?: Array<HookAdditionalContext>
 }
 export interface ConversationHistoryUserMessage {
+  content?: Array<ConversationHistoryUserContent>
 }
 export interface CursorRuleTypeAgentFetched {
+  description?: string
 }
 export interface CursorRuleTypeGlobal {
 }
 export interface CursorRuleTypeManuallyAttached {
 }
 export interface EditPrLabelsArgs {
+  toolCallId?: string
+  prUrl?: string
+  addLabels?: Array<string>
+  removeLabels?: Array<string>
 }
-export interface EditPrLabelsResult {
-}
-export interface ExecuteHookRequest {
-}
-export interface ExecuteHookResponse {
-}
+export type EditPrLabelsResult = {
+} & (
+  | { success: EditPrLabelsSuccess; error?: never }
+  | { error: EditPrLabelsError; success?: never }
+  | { success?: never; error?: never }
+)
+export type ExecuteHookRequest = {
+} & (
+  | { preCompact: PreCompactRequestQuery; subagentStart?: never; subagentStop?: never; preToolUse?: never; postToolUse?: never; postToolUseFailure?: never; beforeSubmitPrompt?: never; afterAgentResponse?: never; afterAgentThought?: never; stop?: never }
+  | { subagentStart: SubagentStartRequestQuery; preCompact?: never; subagentStop?: never; preToolUse?: never; postToolUse?: never; postToolUseFailure?: never; beforeSubmitPrompt?: never; afterAgentResponse?: never; afterAgentThought?: never; stop?: never }
+  | { subagentStop: SubagentStopRequestQuery; preCompact?: never; subagentStart?: never; preToolUse?: never; postToolUse?: never; postToolUseFailure?: never; beforeSubmitPrompt?: never; afterAgentResponse?: never; afterAgentThought?: never; stop?: never }
+  | { preToolUse: PreToolUseRequestQuery; preCompact?: never; subagentStart?: never; subagentStop?: never; postToolUse?: never; postToolUseFailure?: never; beforeSubmitPrompt?: never; afterAgentResponse?: never; afterAgentThought?: never; stop?: never }
+  | { postToolUse: PostToolUseRequestQuery; preCompact?: never; subagentStart?: never; subagentStop?: never; preToolUse?: never; postToolUseFailure?: never; beforeSubmitPrompt?: never; afterAgentResponse?: never; afterAgentThought?: never; stop?: never }
+  | { postToolUseFailure: PostToolUseFailureRequestQuery; preCompact?: never; subagentStart?: never; subagentStop?: never; preToolUse?: never; postToolUse?: never; beforeSubmitPrompt?: never; afterAgentResponse?: never; afterAgentThought?: never; stop?: never }
+  | { beforeSubmitPrompt: BeforeSubmitPromptRequestQuery; preCompact?: never; subagentStart?: never; subagentStop?: never; preToolUse?: never; postToolUse?: never; postToolUseFailure?: never; afterAgentResponse?: never; afterAgentThought?: never; stop?: never }
+  | { afterAgentResponse: AfterAgentResponseRequestQuery; preCompact?: never; subagentStart?: never; subagentStop?: never; preToolUse?: never; postToolUse?: never; postToolUseFailure?: never; beforeSubmitPrompt?: never; afterAgentThought?: never; stop?: never }
+  | { afterAgentThought: AfterAgentThoughtRequestQuery; preCompact?: never; subagentStart?: never; subagentStop?: never; preToolUse?: never; postToolUse?: never; postToolUseFailure?: never; beforeSubmitPrompt?: never; afterAgentResponse?: never; stop?: never }
+  | { stop: StopRequestQuery; preCompact?: never; subagentStart?: never; subagentStop?: never; preToolUse?: never; postToolUse?: never; postToolUseFailure?: never; beforeSubmitPrompt?: never; afterAgentResponse?: never; afterAgentThought?: never }
+  | { preCompact?: never; subagentStart?: never; subagentStop?: never; preToolUse?: never; postToolUse?: never; postToolUseFailure?: never; beforeSubmitPrompt?: never; afterAgentResponse?: never; afterAgentThought?: never; stop?: never }
+)
+export type ExecuteHookResponse = {
+} & (
+  | { preCompact: PreCompactRequestResponse; subagentStart?: never; subagentStop?: never; preToolUse?: never; postToolUse?: never; postToolUseFailure?: never; beforeSubmitPrompt?: never; afterAgentResponse?: never; afterAgentThought?: never; stop?: never }
+  | { subagentStart: SubagentStartRequestResponse; preCompact?: never; subagentStop?: never; preToolUse?: never; postToolUse?: never; postToolUseFailure?: never; beforeSubmitPrompt?: never; afterAgentResponse?: never; afterAgentThought?: never; stop?: never }
+  | { subagentStop: SubagentStopRequestResponse; preCompact?: never; subagentStart?: never; preToolUse?: never; postToolUse?: never; postToolUseFailure?: never; beforeSubmitPrompt?: never; afterAgentResponse?: never; afterAgentThought?: never; stop?: never }
+  | { preToolUse: PreToolUseRequestResponse; preCompact?: never; subagentStart?: never; subagentStop?: never; postToolUse?: never; postToolUseFailure?: never; beforeSubmitPrompt?: never; afterAgentResponse?: never; afterAgentThought?: never; stop?: never }
+  | { postToolUse: PostToolUseRequestResponse; preCompact?: never; subagentStart?: never; subagentStop?: never; preToolUse?: never; postToolUseFailure?: never; beforeSubmitPrompt?: never; afterAgentResponse?: never; afterAgentThought?: never; stop?: never }
+  | { postToolUseFailure: PostToolUseFailureRequestResponse; preCompact?: never; subagentStart?: never; subagentStop?: never; preToolUse?: never; postToolUse?: never; beforeSubmitPrompt?: never; afterAgentResponse?: never; afterAgentThought?: never; stop?: never }
+  | { beforeSubmitPrompt: BeforeSubmitPromptRequestResponse; preCompact?: never; subagentStart?: never; subagentStop?: never; preToolUse?: never; postToolUse?: never; postToolUseFailure?: never; afterAgentResponse?: never; afterAgentThought?: never; stop?: never }
+  | { afterAgentResponse: AfterAgentResponseRequestResponse; preCompact?: never; subagentStart?: never; subagentStop?: never; preToolUse?: never; postToolUse?: never; postToolUseFailure?: never; beforeSubmitPrompt?: never; afterAgentThought?: never; stop?: never }
+  | { afterAgentThought: AfterAgentThoughtRequestResponse; preCompact?: never; subagentStart?: never; subagentStop?: never; preToolUse?: never; postToolUse?: never; postToolUseFailure?: never; beforeSubmitPrompt?: never; afterAgentResponse?: never; stop?: never }
+  | { stop: StopRequestResponse; preCompact?: never; subagentStart?: never; subagentStop?: never; preToolUse?: never; postToolUse?: never; postToolUseFailure?: never; beforeSubmitPrompt?: never; afterAgentResponse?: never; afterAgentThought?: never }
+  | { preCompact?: never; subagentStart?: never; subagentStop?: never; preToolUse?: never; postToolUse?: never; postToolUseFailure?: never; beforeSubmitPrompt?: never; afterAgentResponse?: never; afterAgentThought?: never; stop?: never }
+)
 export interface GenerateImageArgs {
+  description?: string
+  filePath?: string
+  referenceImagePaths?: Array<string>
+  aspectRatio?: string
 }
-export interface GenerateImageResult {
-}
-export interface GetMcpToolsAgentResult {
-}
+export type GenerateImageResult = {
+} & (
+  | { success: GenerateImageSuccess; error?: never }
+  | { error: GenerateImageError; success?: never }
+  | { success?: never; error?: never }
+)
+export type GetMcpToolsAgentResult = {
+} & (
+  | { success: GetMcpToolsSuccess; error?: never }
+  | { error: GetMcpToolsError; success?: never }
+  | { success?: never; error?: never }
+)
 export interface GetMcpToolsArgs {
+  server?: string
+  toolName?: string
+  pattern?: string
+  toolCallId?: string
 }
 export interface HooksConfigInfo {
+  configuredSteps?: Array<string>
 }
 export interface ListMcpResourcesError {
+  error?: string
 }
 export interface ListMcpResourcesRejected {
+  reason?: string
 }
 export interface ListMcpResourcesSuccess {
+  resources?: Array<ListMcpResourcesExecResult_McpResource>
 }
 export interface MatchedInstalledPlugin {
+  displayName?: string
+  description?: string
+  matchedKeyword?: string
+  skills?: Array<RecentlyAddedPlugin_CapabilityDescriptor>
+  subagents?: Array<RecentlyAddedPlugin_CapabilityDescriptor>
+  hooks?: Array<RecentlyAddedPlugin_CapabilityDescriptor>
+  rules?: Array<RecentlyAddedPlugin_CapabilityDescriptor>
+  commands?: Array<RecentlyAddedPlugin_CapabilityDescriptor>
+  mcpServers?: Array<string>
 }
 export interface McpAuthArgs {
+  serverIdentifier?: string
+  toolCallId?: string
 }
-export interface McpAuthResult {
-}
+export type McpAuthResult = {
+} & (
+  | { success: McpAuthSuccess; error?: never; rejected?: never }
+  | { error: McpAuthError; success?: never; rejected?: never }
+  | { rejected: McpAuthRejected; success?: never; error?: never }
+  | { success?: never; error?: never; rejected?: never }
+)
 export interface McpMetaToolOptions {
+  enabled?: boolean
+  mcpDescriptors?: Array<McpDescriptor>
 }
 export interface McpStateError {
+  error?: string
 }
 export interface McpStateRejected {
+  reason?: string
 }
 export interface McpStateSuccess {
+  servers?: Array<McpStateServer>
 }
 export interface NetworkPolicyLoggingConfig {
+  decisionLogPath?: string
+  logFormat?: string
 }
 export interface PlanRegistryEntry {
+  id?: string
+  path?: string
 }
-export interface PrManagementArgs {
-}
+export type PrManagementArgs = {
+  toolCallId?: string
+} & (
+  | { createPr: CreatePrAction; updatePr?: never; postComment?: never; resolveComment?: never; getCiStatus?: never; setPrStatus?: never }
+  | { updatePr: UpdatePrAction; createPr?: never; postComment?: never; resolveComment?: never; getCiStatus?: never; setPrStatus?: never }
+  | { postComment: PostCommentAction; createPr?: never; updatePr?: never; resolveComment?: never; getCiStatus?: never; setPrStatus?: never }
+  | { resolveComment: ResolveCommentAction; createPr?: never; updatePr?: never; postComment?: never; getCiStatus?: never; setPrStatus?: never }
+  | { getCiStatus: GetCiStatusAction; createPr?: never; updatePr?: never; postComment?: never; resolveComment?: never; setPrStatus?: never }
+  | { setPrStatus: SetPrStatusAction; createPr?: never; updatePr?: never; postComment?: never; resolveComment?: never; getCiStatus?: never }
+  | { createPr?: never; updatePr?: never; postComment?: never; resolveComment?: never; getCiStatus?: never; setPrStatus?: never }
+)
 export interface PrManagementError {
+  error?: string
 }
 export interface PrManagementNeedsConfirmation {
+  message?: string
+  discoveredPrUrl?: string
+  discoveredPrNumber?: number
+  discoveredPrTitle?: string
+  branchName?: string
 }
 export interface PrManagementRegistered {
+  message?: string
+  title?: string
+  body?: string
+  baseBranch?: string
+  draft?: boolean
+  branchName?: string
 }
 export interface PrManagementRejected {
+  reason?: string
 }
 export interface PrManagementSuccess {
+  prUrl?: string
+  prNumber?: number
+  message?: string
 }
 export interface PrecomputedHumanChange {
+  path?: string
+  renderedDiffs?: Array<PrecomputedHumanChangeRenderedDiff>
+  isNewFile?: boolean
+  isDeletedFile?: boolean
 }
 export interface PromptTokenBreakdownSnapshot {
+  totalUsedTokens?: number
+  maxTokens?: number
+  categories?: Array<PromptTokenBreakdownCategory>
 }
 export interface ReadMcpResourceError {
+  uri?: string
+  error?: string
 }
 export interface ReadMcpResourceNotFound {
+  uri?: string
 }
 export interface ReadMcpResourceRejected {
+  uri?: string
+  reason?: string
 }
-export interface ReadMcpResourceSuccess {
-}
+export type ReadMcpResourceSuccess = {
+  uri?: string
+  name?: string
+  description?: string
+  mimeType?: string
+  annotations?: { [key: string]: string }
+  downloadPath?: string
+  outputLocation?: OutputLocation
+} & (
+  | { text: string; blob?: never }
+  | { blob: string /* base64 */; text?: never }
+  | { text?: never; blob?: never }
+)
 export interface RecentAgentsContext {
+  recentAgents?: Array<RecentAgent>
 }
 export interface RecentlyAddedPlugin {
+  displayName?: string
+  description?: string
+  skills?: Array<RecentlyAddedPlugin_CapabilityDescriptor>
+  subagents?: Array<RecentlyAddedPlugin_CapabilityDescriptor>
+  hooks?: Array<RecentlyAddedPlugin_CapabilityDescriptor>
+  rules?: Array<RecentlyAddedPlugin_CapabilityDescriptor>
+  commands?: Array<RecentlyAddedPlugin_CapabilityDescriptor>
+  mcpServers?: Array<string>
+}
+export interface RecentlyAddedPlugin_CapabilityDescriptor {
+  name?: string
+  description?: string
 }
 export interface RecordCiInvestigationFindingsArgs {
+  findings?: Array<RecordCiInvestigationFinding>
+  overall?: RecordCiInvestigationOverall
+  toolCallId?: string
 }
-export interface RecordCiInvestigationFindingsResult {
-}
+export type RecordCiInvestigationFindingsResult = {
+} & (
+  | { success: RecordCiInvestigationFindingsSuccess; error?: never }
+  | { error: RecordCiInvestigationFindingsError; success?: never }
+  | { success?: never; error?: never }
+)
 export interface RecordScreenDiscardSuccess {
 }
 export interface RecordScreenFailure {
+  error?: string
 }
 export interface RecordScreenSaveSuccess {
+  path?: string
+  recordingDurationMs?: number | string
+  requestedFilePathRejectedReason?: RequestedFilePathRejectedReason
 }
 export interface RecordScreenStartSuccess {
+  wasPriorRecordingCancelled?: boolean
+  wasSaveAsFilenameIgnored?: boolean
 }
 export interface ReflectArgs {
+  unexpectedActionOutcomes?: string
+  relevantInstructions?: string
+  scenarioAnalysis?: string
+  criticalSynthesis?: string
+  nextSteps?: string
+  toolCallId?: string
 }
-export interface ReflectResult {
-}
+export type ReflectResult = {
+} & (
+  | { success: ReflectSuccess; error?: never }
+  | { error: ReflectError; success?: never }
+  | { success?: never; error?: never }
+)
 export interface ReplaceEnvConfig {
+  installScript?: string
+  dockerfileContents?: string
 }
 export interface ReplaceEnvFailure {
+  errorMessage?: string
+  setupLogs?: string
 }
 export interface ReplaceEnvSuccess {
+  setupLogs?: string
 }
 export interface ReportBugArgs {
+  title?: string
+  file?: string
+  startLine?: number
+  endLine?: number
+  description?: string
+  severity?: string
+  category?: string
+  rationale?: string
 }
-export interface ReportBugResult {
-}
+export type ReportBugResult = {
+} & (
+  | { success: ReportBugSuccess; error?: never }
+  | { error: ReportBugError; success?: never }
+  | { success?: never; error?: never }
+)
 export interface ReportBugfixResultsArgs {
+  summary?: string
+  results?: Array<BugfixResultItem>
 }
-export interface ReportBugfixResultsResult {
-}
-export interface SelectedAgenticGitAction {
-}
+export type ReportBugfixResultsResult = {
+} & (
+  | { success: ReportBugfixResultsSuccess; error?: never }
+  | { error: ReportBugfixResultsError; success?: never }
+  | { success?: never; error?: never }
+)
+export type SelectedAgenticGitAction = {
+  branchContext?: SelectedGitBranchContext
+  pathToTemplateFile?: string
+  pathToTemplateDir?: string
+} & (
+  | { commitParams: SelectedAgenticGitActionCommitParams; commitAndPushParams?: never; pushParams?: never; createPrParams?: never; createPrWithChangesParams?: never; fixMergeConflictsParams?: never; babysitPrInCloudParams?: never; applyLocallyParams?: never; checkoutBranchParams?: never; createBranchAndCommitParams?: never; createBranchCommitAndPushParams?: never; updateBranchParams?: never; createBranchParams?: never }
+  | { commitAndPushParams: SelectedAgenticGitActionCommitParams; commitParams?: never; pushParams?: never; createPrParams?: never; createPrWithChangesParams?: never; fixMergeConflictsParams?: never; babysitPrInCloudParams?: never; applyLocallyParams?: never; checkoutBranchParams?: never; createBranchAndCommitParams?: never; createBranchCommitAndPushParams?: never; updateBranchParams?: never; createBranchParams?: never }
+  | { pushParams: SelectedAgenticGitActionPushParams; commitParams?: never; commitAndPushParams?: never; createPrParams?: never; createPrWithChangesParams?: never; fixMergeConflictsParams?: never; babysitPrInCloudParams?: never; applyLocallyParams?: never; checkoutBranchParams?: never; createBranchAndCommitParams?: never; createBranchCommitAndPushParams?: never; updateBranchParams?: never; createBranchParams?: never }
+  | { createPrParams: SelectedAgenticGitActionPushParams; commitParams?: never; commitAndPushParams?: never; pushParams?: never; createPrWithChangesParams?: never; fixMergeConflictsParams?: never; babysitPrInCloudParams?: never; applyLocallyParams?: never; checkoutBranchParams?: never; createBranchAndCommitParams?: never; createBranchCommitAndPushParams?: never; updateBranchParams?: never; createBranchParams?: never }
+  | { createPrWithChangesParams: SelectedAgenticGitActionCommitParams; commitParams?: never; commitAndPushParams?: never; pushParams?: never; createPrParams?: never; fixMergeConflictsParams?: never; babysitPrInCloudParams?: never; applyLocallyParams?: never; checkoutBranchParams?: never; createBranchAndCommitParams?: never; createBranchCommitAndPushParams?: never; updateBranchParams?: never; createBranchParams?: never }
+  | { fixMergeConflictsParams: SelectedAgenticGitActionFixMergeConflictsParams; commitParams?: never; commitAndPushParams?: never; pushParams?: never; createPrParams?: never; createPrWithChangesParams?: never; babysitPrInCloudParams?: never; applyLocallyParams?: never; checkoutBranchParams?: never; createBranchAndCommitParams?: never; createBranchCommitAndPushParams?: never; updateBranchParams?: never; createBranchParams?: never }
+  | { babysitPrInCloudParams: SelectedAgenticGitActionBabysitPrInCloudParams; commitParams?: never; commitAndPushParams?: never; pushParams?: never; createPrParams?: never; createPrWithChangesParams?: never; fixMergeConflictsParams?: never; applyLocallyParams?: never; checkoutBranchParams?: never; createBranchAndCommitParams?: never; createBranchCommitAndPushParams?: never; updateBranchParams?: never; createBranchParams?: never }
+  | { applyLocallyParams: SelectedAgenticGitActionPullLocallyParams; commitParams?: never; commitAndPushParams?: never; pushParams?: never; createPrParams?: never; createPrWithChangesParams?: never; fixMergeConflictsParams?: never; babysitPrInCloudParams?: never; checkoutBranchParams?: never; createBranchAndCommitParams?: never; createBranchCommitAndPushParams?: never; updateBranchParams?: never; createBranchParams?: never }
+  | { checkoutBranchParams: SelectedAgenticGitActionPullLocallyParams; commitParams?: never; commitAndPushParams?: never; pushParams?: never; createPrParams?: never; createPrWithChangesParams?: never; fixMergeConflictsParams?: never; babysitPrInCloudParams?: never; applyLocallyParams?: never; createBranchAndCommitParams?: never; createBranchCommitAndPushParams?: never; updateBranchParams?: never; createBranchParams?: never }
+  | { createBranchAndCommitParams: SelectedAgenticGitActionCommitParams; commitParams?: never; commitAndPushParams?: never; pushParams?: never; createPrParams?: never; createPrWithChangesParams?: never; fixMergeConflictsParams?: never; babysitPrInCloudParams?: never; applyLocallyParams?: never; checkoutBranchParams?: never; createBranchCommitAndPushParams?: never; updateBranchParams?: never; createBranchParams?: never }
+  | { createBranchCommitAndPushParams: SelectedAgenticGitActionCommitParams; commitParams?: never; commitAndPushParams?: never; pushParams?: never; createPrParams?: never; createPrWithChangesParams?: never; fixMergeConflictsParams?: never; babysitPrInCloudParams?: never; applyLocallyParams?: never; checkoutBranchParams?: never; createBranchAndCommitParams?: never; updateBranchParams?: never; createBranchParams?: never }
+  | { updateBranchParams: SelectedAgenticGitActionUpdateBranchParams; commitParams?: never; commitAndPushParams?: never; pushParams?: never; createPrParams?: never; createPrWithChangesParams?: never; fixMergeConflictsParams?: never; babysitPrInCloudParams?: never; applyLocallyParams?: never; checkoutBranchParams?: never; createBranchAndCommitParams?: never; createBranchCommitAndPushParams?: never; createBranchParams?: never }
+  | { createBranchParams: SelectedAgenticGitActionCreateBranchParams; commitParams?: never; commitAndPushParams?: never; pushParams?: never; createPrParams?: never; createPrWithChangesParams?: never; fixMergeConflictsParams?: never; babysitPrInCloudParams?: never; applyLocallyParams?: never; checkoutBranchParams?: never; createBranchAndCommitParams?: never; createBranchCommitAndPushParams?: never; updateBranchParams?: never }
+  | { commitParams?: never; commitAndPushParams?: never; pushParams?: never; createPrParams?: never; createPrWithChangesParams?: never; fixMergeConflictsParams?: never; babysitPrInCloudParams?: never; applyLocallyParams?: never; checkoutBranchParams?: never; createBranchAndCommitParams?: never; createBranchCommitAndPushParams?: never; updateBranchParams?: never; createBranchParams?: never }
+)
 export interface SelectedBrowser {
+  browserId?: string
+  url?: string
+  pageTitle?: string
 }
 export interface SelectedConsoleLog {
+  message?: string
+  timestamp?: number
+  level?: string
+  clientName?: string
+  sessionId?: string
+  stackTrace?: StackTrace
+  objectDataJson?: string
 }
 export interface SelectedCursorCommand {
+  name?: string
+  content?: string
+  pluginCapability?: SelectedPluginCapabilityRef
+  fullPath?: string
+  displayName?: string
 }
 export interface SelectedCursorRule {
+  rule?: CursorRule
 }
-export interface SelectedDocument {
+export type SelectedDocument = {
+  uuid?: string
+  filename?: string
+  mimeType?: string
+  path?: string
+} & (
+  | { blobId: string /* base64 */; data?: never; blobIdWithData?: never; promptUploadRef?: never }
+  | { data: string /* base64 */; blobId?: never; blobIdWithData?: never; promptUploadRef?: never }
+  | { blobIdWithData: SelectedDocument_BlobIdWithData; blobId?: never; data?: never; promptUploadRef?: never }
+  | { promptUploadRef: PromptUploadRef; blobId?: never; data?: never; blobIdWithData?: never }
+  | { blobId?: never; data?: never; blobIdWithData?: never; promptUploadRef?: never }
+)
+export interface SelectedDocument_BlobIdWithData {
+  blobId?: string /* base64 */
+  data?: string /* base64 */
 }
 export interface SelectedDocumentation {
+  docId?: string
+  name?: string
 }
 export interface SelectedExternalLink {
+  url?: string
+  uuid?: string
+  pdfContent?: string
+  isPdf?: boolean
+  filename?: string
+  blobId?: string /* base64 */
 }
 export interface SelectedGitCommit {
+  sha?: string
+  message?: string
+  description?: string
+  diff?: string
 }
 export interface SelectedGitDiff {
+  content?: string
+  fullContentLengthCharCount?: number
 }
 export interface SelectedGitDiffFromBranchToMain {
+  content?: string
+  fullContentLengthCharCount?: number
 }
 export interface SelectedGitPRDiffSelection {
+  prUrl?: string
+  filePath?: string
+  startLine?: number
+  endLine?: number
+  diffContent?: string
+  blobId?: string /* base64 */
 }
 export interface SelectedPastChat {
+  agentId?: string
+  name?: string
 }
 export interface SelectedPullRequest {
+  number?: number
+  url?: string
+  title?: string
+  folderPath?: string
+  summaryJson?: string
+  description?: string
+  blobId?: string /* base64 */
 }
 export interface SelectedSubagent {
+  name?: string
 }
 export interface SelectedUIElement {
+  element?: string
+  xpath?: string
+  textContent?: string
+  extra?: string
+  component?: string
+  componentPropsJson?: string
 }
-export interface SelectedVideo {
+export type SelectedVideo = {
+  uuid?: string
+  path?: string
+  fps?: number
+  mimeType?: string
+  filename?: string
+  materializeToFilesystem?: boolean
+} & (
+  | { blobId: string /* base64 */; data?: never; blobIdWithData?: never; signedUrl?: never }
+  | { data: string /* base64 */; blobId?: never; blobIdWithData?: never; signedUrl?: never }
+  | { blobIdWithData: SelectedVideo_BlobIdWithData; blobId?: never; data?: never; signedUrl?: never }
+  | { signedUrl: SelectedVideo_SignedUrl; blobId?: never; data?: never; blobIdWithData?: never }
+  | { blobId?: never; data?: never; blobIdWithData?: never; signedUrl?: never }
+)
+export interface SelectedVideo_BlobIdWithData {
+  blobId?: string /* base64 */
+  data?: string /* base64 */
+}
+export interface SelectedVideo_SignedUrl {
+  url?: string
+  key?: string
+  expiresAtUnixMs?: number | string
+  refreshAfterUnixMs?: number | string
+  conversationId?: string
 }
 export interface SemSearchToolArgs {
+  query?: string
+  targetDirectories?: Array<string>
+  explanation?: string
 }
-export interface SemSearchToolResult {
-}
+export type SemSearchToolResult = {
+} & (
+  | { success: SemSearchToolSuccess; error?: never }
+  | { error: SemSearchToolError; success?: never }
+  | { success?: never; error?: never }
+)
 export interface SendFinalSummaryArgs {
+  finalSummary?: string
 }
-export interface SendFinalSummaryResult {
-}
+export type SendFinalSummaryResult = {
+} & (
+  | { success: SendFinalSummarySuccess; error?: never }
+  | { error: SendFinalSummaryError; success?: never }
+  | { success?: never; error?: never }
+)
 export interface SetActiveBranchArgs {
+  path?: string
+  branchName?: string
 }
-export interface SetActiveBranchResult {
-}
+export type SetActiveBranchResult = {
+} & (
+  | { success: SetActiveBranchSuccess; error?: never }
+  | { error: SetActiveBranchError; success?: never }
+  | { success?: never; error?: never }
+)
 export interface SetupVmEnvironmentSuccess {
 }
 export interface SmartModeClassifierConversationMessage {
+  role?: string
+  content?: string
 }
 export interface SmartModeClassifierError {
+  error?: string
 }
 export interface SmartModeClassifierSuccess {
+  decision?: SmartModeClassifierDecision
+  blockReason?: string
 }
 export interface SmartModeRiskTarget {
+  action?: string
+  arguments?: { [key: string]: unknown }
 }
 export interface StartGrindExecutionArgs {
+  explanation?: string
+  toolCallId?: string
 }
-export interface StartGrindExecutionResult {
-}
+export type StartGrindExecutionResult = {
+} & (
+  | { success: StartGrindExecutionSuccess; error?: never }
+  | { error: StartGrindExecutionError; success?: never }
+  | { success?: never; error?: never }
+)
 export interface StartGrindPlanningArgs {
+  explanation?: string
+  toolCallId?: string
 }
-export interface StartGrindPlanningResult {
-}
+export type StartGrindPlanningResult = {
+} & (
+  | { success: StartGrindPlanningSuccess; error?: never }
+  | { error: StartGrindPlanningError; success?: never }
+  | { success?: never; error?: never }
+)
 export interface SubagentAwaitComplete {
+  agentId?: string
+  transcriptPath?: string
+  toolCallCount?: number
+  finalMessage?: string
 }
 export interface SubagentAwaitError {
+  agentId?: string
+  error?: string
 }
 export interface SubagentAwaitNotFound {
+  agentId?: string
 }
 export interface SubagentAwaitStillRunning {
+  agentId?: string
+  transcriptPath?: string
 }
 export interface SubagentError {
+  agentId?: string
+  error?: string
 }
 export interface SubagentSuccess {
+  agentId?: string
+  finalMessage?: string
+  toolCallCount?: number
+  backgroundReason?: SubagentBackgroundReason
+  transcriptPath?: string
 }
 export interface SubagentTypeBash {
 }
@@ -2795,6 +3421,7 @@ export interface SubagentTypeComputerUse {
 export interface SubagentTypeCursorGuide {
 }
 export interface SubagentTypeCustom {
+  name?: string
 }
 export interface SubagentTypeDebug {
 }
@@ -2811,27 +3438,1553 @@ export interface SubagentTypeVmSetupHelper {
 export interface SubagentTypeWatchVideo {
 }
 export interface TrackedGitRepo {
+  repoPath?: string
+  branchName?: string
 }
 export interface TruncatedToolCallArgs {
 }
-export interface TruncatedToolCallResult {
-}
+export type TruncatedToolCallResult = {
+} & (
+  | { success: TruncatedToolCallSuccess; error?: never }
+  | { error: TruncatedToolCallError; success?: never }
+  | { success?: never; error?: never }
+)
 export interface UpdatePrCodeTourArgs {
+  feedback?: string
+  toolCallId?: string
 }
-export interface UpdatePrCodeTourResult {
-}
+export type UpdatePrCodeTourResult = {
+} & (
+  | { success: UpdatePrCodeTourSuccess; error?: never }
+  | { error: UpdatePrCodeTourError; success?: never }
+  | { success?: never; error?: never }
+)
 export interface GoalContinuationAction {
 }
 export type InjectContextAction = {
   injectionId?: string
   expectedRunId?: string
 } & (
-  | { systemContext: SystemContextInjection }
-  | { systemContext?: never }
+  | { systemContext: SystemContextInjection; userContext?: never }
+  | { userContext: UserContextInjection; systemContext?: never }
+  | { systemContext?: never; userContext?: never }
 )
 export interface SystemContextInjection {
   producer?: string
   content?: string
+}
+export interface AfterAgentResponseRequestQuery {
+  text?: string
+  conversationId?: string
+  generationId?: string
+  model?: string
+  modelId?: string
+  modelParams?: Array<RequestedModel_ModelParameterValue>
+  inputTokens?: number | string
+  outputTokens?: number | string
+  cacheReadTokens?: number | string
+  cacheWriteTokens?: number | string
+}
+export interface AfterAgentResponseRequestResponse {
+}
+export interface AfterAgentThoughtRequestQuery {
+  text?: string
+  durationMs?: number | string
+  conversationId?: string
+  generationId?: string
+  model?: string
+  modelId?: string
+  modelParams?: Array<RequestedModel_ModelParameterValue>
+}
+export interface AfterAgentThoughtRequestResponse {
+}
+export interface AgentStoreConflictArgs {
+  cursor?: AgentStoreConflictCursor
+  advance?: boolean
+}
+export interface AgentStoreConflictCursor {
+  journalEpoch?: string
+  seq?: number | string
+  lastEventId?: string
+}
+export interface AgentStoreConflictError {
+  error?: string
+}
+export interface AgentStoreConflictEvent {
+  v?: number
+  eventId?: string
+  journalEpoch?: string
+  seq?: number | string
+  tsMs?: number | string
+  kind?: string
+  storeId?: string
+  originalRelPath?: string
+  conflictRelPath?: string
+  originalAbsPath?: string
+  conflictAbsPath?: string
+  preservedBytes?: number | string
+}
+export type AgentStoreConflictResult = {
+} & (
+  | { success: AgentStoreConflictSuccess; error?: never }
+  | { error: AgentStoreConflictError; success?: never }
+  | { success?: never; error?: never }
+)
+export interface AgentStoreConflictSuccess {
+  events?: Array<AgentStoreConflictEvent>
+  nextCursor?: AgentStoreConflictCursor
+  gap?: boolean
+}
+export interface AiAttributionError {
+  error?: string
+}
+export interface AiAttributionSuccess {
+  attributionText?: string
+  outputLocation?: OutputLocation
+}
+export interface AppliedAgentChange {
+  path?: string
+  changeType?: AppliedAgentChange_ChangeType
+  beforeContent?: string
+  afterContent?: string
+  error?: string
+  messageForModel?: string
+}
+export interface ApplyAgentDiffError {
+  error?: string
+  appliedChanges?: Array<AppliedAgentChange>
+}
+export interface ApplyAgentDiffSuccess {
+  appliedChanges?: Array<AppliedAgentChange>
+}
+export interface AwaitError {
+  error?: string
+}
+export type AwaitSuccess = {
+} & (
+  | { complete: AwaitTaskComplete; stillRunning?: never }
+  | { stillRunning: AwaitTaskStillRunning; complete?: never }
+  | { complete?: never; stillRunning?: never }
+)
+export interface AwaitTaskComplete {
+  taskId?: string
+  runtimeMs?: number | string
+  outputFilePath?: string
+  outputLength?: number | string
+  regexRequested?: boolean
+  regexMatch?: string
+  exitCode?: number
+  wakeReason?: string
+}
+export interface AwaitTaskStillRunning {
+  taskId?: string
+  runtimeMs?: number | string
+  outputFilePath?: string
+  outputLength?: number | string
+  regexRequested?: boolean
+  regexMatch?: string
+  wakeReason?: string
+}
+export interface BeforeSubmitPromptAttachment {
+  type?: string
+  filePath?: string
+}
+export interface BeforeSubmitPromptRequestQuery {
+  prompt?: string
+  attachments?: Array<BeforeSubmitPromptAttachment>
+  composerMode?: string
+  conversationId?: string
+  generationId?: string
+  model?: string
+  modelId?: string
+  modelParams?: Array<RequestedModel_ModelParameterValue>
+}
+export interface BeforeSubmitPromptRequestResponse {
+  continue?: boolean
+  userMessage?: string
+  additionalContext?: string
+}
+export interface BlameByFilePathError {
+  errorMessage?: string
+}
+export interface BlameByFilePathSuccess {
+  content?: string
+}
+export interface BugfixResultItem {
+  bugId?: string
+  bugTitle?: string
+  verdict?: BugfixVerdict
+  explanation?: string
+  severity?: string
+}
+export interface CallFrame {
+  functionName?: string
+  url?: string
+  lineNumber?: number
+  columnNumber?: number
+}
+export interface CanvasDiagnosticsArgs {
+  path?: string
+  toolCallId?: string
+}
+export interface CanvasDiagnosticsError {
+  path?: string
+  error?: string
+}
+export type CanvasDiagnosticsResult = {
+} & (
+  | { success: CanvasDiagnosticsSuccess; error?: never }
+  | { error: CanvasDiagnosticsError; success?: never }
+  | { success?: never; error?: never }
+)
+export interface CanvasDiagnosticsSuccess {
+  path?: string
+  diagnostics?: Array<Diagnostic>
+}
+export interface ClickAction {
+  coordinate?: Coordinate
+  button?: MouseButton
+  count?: number
+  modifierKeys?: string
+}
+export interface CodeBlock {
+  relativeWorkspacePath?: string
+  fileContents?: string
+  fileContentsLength?: number
+  range?: CursorRange
+  contents?: string
+  signatures?: CodeBlock_Signatures
+  overrideContents?: string
+  originalContents?: string
+  detailedLines?: Array<DetailedLine>
+  fileGitContext?: FileGit
+}
+export interface CodeBlock_Signatures {
+  ranges?: Array<CursorRange>
+}
+export interface CodeResult {
+  codeBlock?: CodeBlock
+  score?: number
+}
+export interface CommunicateUpdateError {
+  error?: string
+}
+export interface CommunicateUpdateSuccess {
+  currentStep?: string
+  messageIndex?: number
+}
+export type ConnectScmArgs = {
+  toolCallId?: string
+} & (
+  | { github: ConnectScmGithub }
+  | { github?: never }
+)
+export interface ConnectScmError {
+  error?: string
+}
+export interface ConnectScmGithub {
+  repository?: ConnectScmGithubRepository
+  gheApplication?: string
+}
+export interface ConnectScmGithubRepository {
+  owner?: string
+  repo?: string
+}
+export interface ConnectScmRejected {
+  reason?: string
+}
+export interface ConnectScmRequestQuery {
+  args?: ConnectScmArgs
+}
+export type ConnectScmRequestResponse = {
+} & (
+  | { approved: ConnectScmRequestResponse_Approved; rejected?: never; failed?: never }
+  | { rejected: ConnectScmRequestResponse_Rejected; approved?: never; failed?: never }
+  | { failed: ConnectScmRequestResponse_Failed; approved?: never; rejected?: never }
+  | { approved?: never; rejected?: never; failed?: never }
+)
+export interface ConnectScmRequestResponse_Approved {
+}
+export interface ConnectScmRequestResponse_Failed {
+  error?: string
+}
+export interface ConnectScmRequestResponse_Rejected {
+  reason?: string
+}
+export type ConnectScmResult = {
+} & (
+  | { success: ConnectScmSuccess; error?: never; rejected?: never }
+  | { error: ConnectScmError; success?: never; rejected?: never }
+  | { rejected: ConnectScmRejected; success?: never; error?: never }
+  | { success?: never; error?: never; rejected?: never }
+)
+export interface ConnectScmSuccess {
+}
+export interface ConnectScmToolCall {
+  args?: ConnectScmArgs
+  result?: ConnectScmResult
+}
+export interface ContextInjectionCancelled {
+}
+export interface ContextInjectionDelivered {
+  step?: number
+  deliveryBatchId?: string
+  deliveredAtMs?: number | string
+}
+export interface ContextInjectionQueued {
+}
+export interface ContextInjectionQueuedForNextTurn {
+}
+export interface ContextInjectionRejected {
+  reason?: string
+}
+export type ContextInjectionState = {
+} & (
+  | { queued: ContextInjectionQueued; delivered?: never; queuedForNextTurn?: never; cancelled?: never; rejected?: never }
+  | { delivered: ContextInjectionDelivered; queued?: never; queuedForNextTurn?: never; cancelled?: never; rejected?: never }
+  | { queuedForNextTurn: ContextInjectionQueuedForNextTurn; queued?: never; delivered?: never; cancelled?: never; rejected?: never }
+  | { cancelled: ContextInjectionCancelled; queued?: never; delivered?: never; queuedForNextTurn?: never; rejected?: never }
+  | { rejected: ContextInjectionRejected; queued?: never; delivered?: never; queuedForNextTurn?: never; cancelled?: never }
+  | { queued?: never; delivered?: never; queuedForNextTurn?: never; cancelled?: never; rejected?: never }
+)
+export interface ContextInjectionStateUpdate {
+  injectionId?: string
+  state?: ContextInjectionState
+}
+export type ConversationHistoryAssistantContent = {
+} & (
+  | { text: ConversationHistoryTextContent; reasoning?: never; redactedReasoning?: never; toolCall?: never }
+  | { reasoning: ConversationHistoryReasoningContent; text?: never; redactedReasoning?: never; toolCall?: never }
+  | { redactedReasoning: ConversationHistoryRedactedReasoningContent; text?: never; reasoning?: never; toolCall?: never }
+  | { toolCall: ConversationHistoryToolCall; text?: never; reasoning?: never; redactedReasoning?: never }
+  | { text?: never; reasoning?: never; redactedReasoning?: never; toolCall?: never }
+)
+export interface ConversationHistoryImageContent {
+  data?: string
+  mimeType?: string
+}
+export interface ConversationHistoryReasoningContent {
+  text?: string
+  signature?: string
+}
+export interface ConversationHistoryRedactedReasoningContent {
+  data?: string
+}
+export interface ConversationHistoryTextContent {
+  text?: string
+}
+export interface ConversationHistoryToolCall {
+  toolCallId?: string
+  toolName?: string
+  argsJson?: string
+}
+export type ConversationHistoryToolResultContent = {
+} & (
+  | { text: ConversationHistoryTextContent; image?: never }
+  | { image: ConversationHistoryImageContent; text?: never }
+  | { text?: never; image?: never }
+)
+export type ConversationHistoryUserContent = {
+} & (
+  | { text: ConversationHistoryTextContent; image?: never }
+  | { image: ConversationHistoryImageContent; text?: never }
+  | { text?: never; image?: never }
+)
+export interface ConversationSearchArgs {
+  query?: string
+  toolCallId?: string
+  limit?: number
+}
+export interface ConversationSearchError {
+  error?: string
+}
+export interface ConversationSearchHit {
+  conversationId?: string
+  title?: string
+  source?: ConversationSearchSource
+  updatedAtMs?: number | string
+  snippet?: string
+}
+export type ConversationSearchResult = {
+} & (
+  | { success: ConversationSearchSuccess; error?: never }
+  | { error: ConversationSearchError; success?: never }
+  | { success?: never; error?: never }
+)
+export interface ConversationSearchSuccess {
+  hits?: Array<ConversationSearchHit>
+  truncated?: boolean
+  partial?: boolean
+  rebuilding?: boolean
+}
+export interface Coordinate {
+  x?: number
+  y?: number
+}
+export interface CreateGoalArgs {
+  objective?: string
+}
+export type CreateGoalResult = {
+} & (
+  | { success: CreateGoalSuccess; error?: never }
+  | { error: GoalError; success?: never }
+  | { success?: never; error?: never }
+)
+export interface CreateGoalSuccess {
+}
+export interface CreateGoalToolCall {
+  args?: CreateGoalArgs
+  result?: CreateGoalResult
+}
+export interface CreatePrAction {
+  title?: string
+  body?: string
+  baseBranch?: string
+  draft?: boolean
+  branchName?: string
+  addLabels?: Array<string>
+  repoUrl?: string
+  skipBranchPrefixCheck?: boolean
+  stackOnPrNumber?: number | string
+}
+export interface CursorPosition {
+  line?: number
+  column?: number
+}
+export interface CursorPositionAction {
+}
+export interface CursorRange {
+  startPosition?: CursorPosition
+  endPosition?: CursorPosition
+}
+export interface CustomModeExitIntent {
+  nextMode?: AgentMode
+  exitedMode?: SubmittedExitedCustomMode
+}
+export type CustomModeIntent = {
+} & (
+  | { enter: SubmittedCustomMode; exit?: never }
+  | { exit: CustomModeExitIntent; enter?: never }
+  | { enter?: never; exit?: never }
+)
+export interface DetailedLine {
+  text?: string
+  lineNumber?: number
+  isSignature?: boolean
+}
+export interface DragAction {
+  path?: Array<Coordinate>
+  button?: MouseButton
+  modifierKeys?: string
+}
+export interface EditPrLabelsError {
+  error?: string
+}
+export interface EditPrLabelsSuccess {
+  prUrl?: string
+  prNumber?: number
+  message?: string
+}
+export interface FetchCloudAgentDataArgs {
+  bcIds?: Array<string>
+  sources?: Array<string>
+  statuses?: Array<string>
+  includeTeamWide?: boolean
+  includeArchived?: boolean
+  limit?: number
+  includeTranscript?: boolean
+  activeSince?: string
+}
+export interface FetchCloudAgentDataError {
+  error?: string
+}
+export type FetchCloudAgentDataResult = {
+} & (
+  | { success: FetchCloudAgentDataSuccess; error?: never }
+  | { error: FetchCloudAgentDataError; success?: never }
+  | { success?: never; error?: never }
+)
+export interface FetchCloudAgentDataSuccess {
+  summary?: string
+  agentCount?: number
+  writtenPaths?: Array<string>
+  unavailableBcIds?: Array<string>
+}
+export interface FetchCloudAgentDataToolCall {
+  args?: FetchCloudAgentDataArgs
+  result?: FetchCloudAgentDataResult
+}
+export interface FileDiff {
+  added?: number
+  removed?: number
+  from?: string
+  to?: string
+  chunks?: Array<FileDiff_Chunk>
+  beforeFileContents?: string
+  afterFileContents?: string
+  isGenerated?: boolean
+}
+export interface FileDiff_Chunk {
+  content?: string
+  lines?: Array<string>
+  oldStart?: number
+  oldLines?: number
+  newStart?: number
+  newLines?: number
+}
+export interface FileGit {
+  commits?: Array<GitCommit>
+}
+export interface GenerateImageError {
+  error?: string
+}
+export interface GenerateImageSuccess {
+  filePath?: string
+  imageData?: string
+}
+export interface GetCiStatusAction {
+  prUrl?: string
+  branchName?: string
+  repoUrl?: string
+}
+export interface GetDiffRequest {
+  cwd?: string
+  ref?: string
+  baseRef?: string
+  mergeBase?: boolean
+  targetPaths?: Array<string>
+  unifiedContextLines?: number
+  maxUntrackedFiles?: number
+  submoduleRecurseDepth?: number
+  includeSpaceChanges?: boolean
+  committedOnly?: boolean
+  computePatchId?: boolean
+  returnHeadSha?: boolean
+  maxResponseBytes?: number
+  outputFormat?: GetDiffRequest_OutputFormat
+}
+export interface GetDiffResponse {
+  diff?: GitDiff
+  submoduleDiffs?: Array<GetDiffResponse_SubmoduleDiff>
+  patchId?: string
+  headSha?: string
+  hasUncommittedChanges?: boolean
+}
+export interface GetDiffResponse_SubmoduleDiff {
+  relativePath?: string
+  diff?: GitDiff
+  errored?: boolean
+}
+export interface GetMcpToolsError {
+  error?: string
+}
+export interface GetMcpToolsSuccess {
+  content?: string
+  outputFilePath?: string
+}
+export interface GitCommit {
+  commit?: string
+  author?: string
+  date?: string
+  message?: string
+}
+export interface GitDiff {
+  diffs?: Array<FileDiff>
+  diffType?: GitDiff_DiffType
+}
+export interface GoalError {
+  error?: string
+}
+export interface GoalState {
+  conversationId?: string
+  goalId?: string
+  objective?: string
+  status?: GoalStatus
+  idleContinuationsWithoutToolCalls?: number
+  activeDurationMs?: number | string
+  lastAccruedAtMs?: number | string
+  continuationCount?: number
+  agentSessionId?: string
+}
+export interface KeyAction {
+  key?: string
+  holdDurationMs?: number
+}
+export interface McpAllowlistPrecheckArgs {
+  providerIdentifier?: string
+  toolName?: string
+  toolCallId?: string
+}
+export interface McpAllowlistPrecheckResult {
+  allowlisted?: boolean
+}
+export interface McpAuthError {
+  error?: string
+}
+export interface McpAuthRejected {
+  reason?: string
+}
+export interface McpAuthSuccess {
+  serverIdentifier?: string
+}
+export interface McpStateServer {
+  serverName?: string
+  serverIdentifier?: string
+  plugin?: string
+  marketplace?: string
+  tools?: Array<McpToolDefinition>
+  instructions?: Array<McpInstructions>
+  status?: string
+}
+export interface MountedAgentStore {
+  path?: string
+  kind?: MountedAgentStoreKind
+  alias?: string
+  readOnly?: boolean
+}
+export interface MouseDownAction {
+  button?: MouseButton
+}
+export interface MouseMoveAction {
+  coordinate?: Coordinate
+}
+export interface MouseUpAction {
+  button?: MouseButton
+}
+export interface NewCloudVmTarget {
+  environmentBuildId?: string
+  baseBranch?: string
+}
+export interface PermissionsAutoRunInstructions {
+  allowInstructions?: Array<string>
+  blockInstructions?: Array<string>
+}
+export interface PiBashExecArgs {
+  command?: string
+  timeout?: number
+}
+export interface PiBashExecError {
+  error?: string
+  truncation?: PiTruncation
+  fullOutputPath?: string
+}
+export type PiBashExecResult = {
+} & (
+  | { success: PiBashExecSuccess; error?: never }
+  | { error: PiBashExecError; success?: never }
+  | { success?: never; error?: never }
+)
+export interface PiBashExecSuccess {
+  output?: string
+  truncation?: PiTruncation
+  fullOutputPath?: string
+}
+export interface PiBashToolArgs {
+  command?: string
+  timeout?: number
+}
+export interface PiBashToolCall {
+  args?: PiBashToolArgs
+  result?: PiBashToolResult
+}
+export interface PiBashToolError {
+  error?: string
+  truncation?: PiTruncation
+  fullOutputPath?: string
+}
+export type PiBashToolResult = {
+} & (
+  | { success: PiBashToolSuccess; error?: never }
+  | { error: PiBashToolError; success?: never }
+  | { success?: never; error?: never }
+)
+export interface PiBashToolSuccess {
+  output?: string
+  truncation?: PiTruncation
+  fullOutputPath?: string
+}
+export interface PiEditExecArgs {
+  path?: string
+  edits?: Array<PiEditReplacement>
+}
+export interface PiEditExecError {
+  error?: string
+}
+export interface PiEditExecRejected {
+  reason?: string
+}
+export type PiEditExecResult = {
+} & (
+  | { success: PiEditExecSuccess; error?: never; rejected?: never }
+  | { error: PiEditExecError; success?: never; rejected?: never }
+  | { rejected: PiEditExecRejected; success?: never; error?: never }
+  | { success?: never; error?: never; rejected?: never }
+)
+export interface PiEditExecSuccess {
+  output?: string
+  diff?: string
+  patch?: string
+  firstChangedLine?: number
+}
+export interface PiEditReplacement {
+  oldText?: string
+  newText?: string
+}
+export interface PiEditToolArgs {
+  path?: string
+  edits?: Array<PiEditReplacement>
+}
+export interface PiEditToolCall {
+  args?: PiEditToolArgs
+  result?: PiEditToolResult
+}
+export interface PiEditToolError {
+  error?: string
+}
+export interface PiEditToolRejected {
+  reason?: string
+}
+export type PiEditToolResult = {
+} & (
+  | { success: PiEditToolSuccess; error?: never; rejected?: never }
+  | { error: PiEditToolError; success?: never; rejected?: never }
+  | { rejected: PiEditToolRejected; success?: never; error?: never }
+  | { success?: never; error?: never; rejected?: never }
+)
+export interface PiEditToolSuccess {
+  output?: string
+  diff?: string
+  patch?: string
+  firstChangedLine?: number
+}
+export interface PiFindExecArgs {
+  pattern?: string
+  path?: string
+  limit?: number
+}
+export interface PiFindExecError {
+  error?: string
+}
+export type PiFindExecResult = {
+} & (
+  | { success: PiFindExecSuccess; error?: never }
+  | { error: PiFindExecError; success?: never }
+  | { success?: never; error?: never }
+)
+export interface PiFindExecSuccess {
+  output?: string
+  truncation?: PiTruncation
+  resultLimitReached?: number
+}
+export interface PiFindToolArgs {
+  pattern?: string
+  path?: string
+  limit?: number
+}
+export interface PiFindToolCall {
+  args?: PiFindToolArgs
+  result?: PiFindToolResult
+}
+export interface PiFindToolError {
+  error?: string
+}
+export type PiFindToolResult = {
+} & (
+  | { success: PiFindToolSuccess; error?: never }
+  | { error: PiFindToolError; success?: never }
+  | { success?: never; error?: never }
+)
+export interface PiFindToolSuccess {
+  output?: string
+  truncation?: PiTruncation
+  resultLimitReached?: number
+}
+export interface PiGrepExecArgs {
+  pattern?: string
+  path?: string
+  glob?: string
+  ignoreCase?: boolean
+  literal?: boolean
+  context?: number
+  limit?: number
+}
+export interface PiGrepExecError {
+  error?: string
+}
+export type PiGrepExecResult = {
+} & (
+  | { success: PiGrepExecSuccess; error?: never }
+  | { error: PiGrepExecError; success?: never }
+  | { success?: never; error?: never }
+)
+export interface PiGrepExecSuccess {
+  output?: string
+  truncation?: PiTruncation
+  matchLimitReached?: number
+  linesTruncated?: boolean
+}
+export interface PiGrepToolArgs {
+  pattern?: string
+  path?: string
+  glob?: string
+  ignoreCase?: boolean
+  literal?: boolean
+  context?: number
+  limit?: number
+}
+export interface PiGrepToolCall {
+  args?: PiGrepToolArgs
+  result?: PiGrepToolResult
+}
+export interface PiGrepToolError {
+  error?: string
+}
+export type PiGrepToolResult = {
+} & (
+  | { success: PiGrepToolSuccess; error?: never }
+  | { error: PiGrepToolError; success?: never }
+  | { success?: never; error?: never }
+)
+export interface PiGrepToolSuccess {
+  output?: string
+  truncation?: PiTruncation
+  matchLimitReached?: number
+  linesTruncated?: boolean
+}
+export interface PiLsExecArgs {
+  path?: string
+  limit?: number
+}
+export interface PiLsExecError {
+  error?: string
+}
+export type PiLsExecResult = {
+} & (
+  | { success: PiLsExecSuccess; error?: never }
+  | { error: PiLsExecError; success?: never }
+  | { success?: never; error?: never }
+)
+export interface PiLsExecSuccess {
+  output?: string
+  truncation?: PiTruncation
+  entryLimitReached?: number
+}
+export interface PiLsToolArgs {
+  path?: string
+  limit?: number
+}
+export interface PiLsToolCall {
+  args?: PiLsToolArgs
+  result?: PiLsToolResult
+}
+export interface PiLsToolError {
+  error?: string
+}
+export type PiLsToolResult = {
+} & (
+  | { success: PiLsToolSuccess; error?: never }
+  | { error: PiLsToolError; success?: never }
+  | { success?: never; error?: never }
+)
+export interface PiLsToolSuccess {
+  output?: string
+  truncation?: PiTruncation
+  entryLimitReached?: number
+}
+export interface PiReadExecArgs {
+  path?: string
+  offset?: number
+  limit?: number
+}
+export interface PiReadExecError {
+  error?: string
+}
+export type PiReadExecResult = {
+} & (
+  | { success: PiReadExecSuccess; error?: never }
+  | { error: PiReadExecError; success?: never }
+  | { success?: never; error?: never }
+)
+export interface PiReadExecSuccess {
+  output?: string
+  truncation?: PiTruncation
+}
+export interface PiReadToolArgs {
+  path?: string
+  offset?: number
+  limit?: number
+}
+export interface PiReadToolCall {
+  args?: PiReadToolArgs
+  result?: PiReadToolResult
+}
+export interface PiReadToolError {
+  error?: string
+}
+export type PiReadToolResult = {
+} & (
+  | { success: PiReadToolSuccess; error?: never }
+  | { error: PiReadToolError; success?: never }
+  | { success?: never; error?: never }
+)
+export interface PiReadToolSuccess {
+  output?: string
+  truncation?: PiTruncation
+}
+export interface PiTruncation {
+  truncated?: boolean
+  truncatedBy?: string
+  totalLines?: number
+  outputLines?: number
+  outputBytes?: number
+  maxLines?: number
+  maxBytes?: number
+  firstLineExceedsLimit?: boolean
+  lastLinePartial?: boolean
+}
+export interface PiWriteExecArgs {
+  path?: string
+  content?: string
+}
+export interface PiWriteExecError {
+  error?: string
+}
+export interface PiWriteExecRejected {
+  reason?: string
+}
+export type PiWriteExecResult = {
+} & (
+  | { success: PiWriteExecSuccess; error?: never; rejected?: never }
+  | { error: PiWriteExecError; success?: never; rejected?: never }
+  | { rejected: PiWriteExecRejected; success?: never; error?: never }
+  | { success?: never; error?: never; rejected?: never }
+)
+export interface PiWriteExecSuccess {
+  output?: string
+}
+export interface PiWriteToolArgs {
+  path?: string
+  content?: string
+}
+export interface PiWriteToolCall {
+  args?: PiWriteToolArgs
+  result?: PiWriteToolResult
+}
+export interface PiWriteToolError {
+  error?: string
+}
+export interface PiWriteToolRejected {
+  reason?: string
+}
+export type PiWriteToolResult = {
+} & (
+  | { success: PiWriteToolSuccess; error?: never; rejected?: never }
+  | { error: PiWriteToolError; success?: never; rejected?: never }
+  | { rejected: PiWriteToolRejected; success?: never; error?: never }
+  | { success?: never; error?: never; rejected?: never }
+)
+export interface PiWriteToolSuccess {
+  output?: string
+}
+export interface PostCommentAction {
+  prUrl?: string
+  branchName?: string
+  body?: string
+  repoUrl?: string
+  inReplyTo?: number | string
+  path?: string
+  line?: number
+  startLine?: number
+  side?: string
+  replyToReference?: string
+}
+export interface PostToolUseFailureRequestQuery {
+  toolName?: string
+  toolInput?: { [key: string]: unknown }
+  errorMessage?: string
+  failureType?: string
+  durationMs?: number | string
+  toolUseId?: string
+  isInterrupt?: boolean
+  conversationId?: string
+  generationId?: string
+  model?: string
+  modelId?: string
+  modelParams?: Array<RequestedModel_ModelParameterValue>
+}
+export interface PostToolUseFailureRequestResponse {
+  additionalContext?: string
+}
+export interface PostToolUseRequestQuery {
+  toolName?: string
+  toolInput?: { [key: string]: unknown }
+  toolOutput?: string
+  durationMs?: number | string
+  toolUseId?: string
+  cwd?: string
+  conversationId?: string
+  generationId?: string
+  model?: string
+  modelId?: string
+  modelParams?: Array<RequestedModel_ModelParameterValue>
+}
+export interface PostToolUseRequestResponse {
+  additionalContext?: string
+}
+export interface PreCompactRequestQuery {
+  trigger?: string
+  contextUsagePercent?: number
+  contextTokens?: number | string
+  contextWindowSize?: number | string
+  messageCount?: number
+  messagesToCompact?: number
+  isFirstCompaction?: boolean
+  conversationId?: string
+  generationId?: string
+  model?: string
+  modelId?: string
+  modelParams?: Array<RequestedModel_ModelParameterValue>
+}
+export interface PreCompactRequestResponse {
+  userMessage?: string
+}
+export interface PreToolUseRequestQuery {
+  toolName?: string
+  toolInput?: { [key: string]: unknown }
+  toolUseId?: string
+  cwd?: string
+  conversationId?: string
+  generationId?: string
+  model?: string
+  modelId?: string
+  modelParams?: Array<RequestedModel_ModelParameterValue>
+}
+export interface PreToolUseRequestResponse {
+  permission?: string
+  userMessage?: string
+  agentMessage?: string
+  updatedInput?: string
+  additionalContext?: string
+}
+export interface PrecomputedHumanChangeRenderedDiff {
+  startLineNumber?: number
+  endLineNumberExclusive?: number
+  beforeContextLines?: Array<string>
+  removedLines?: Array<string>
+  addedLines?: Array<string>
+  afterContextLines?: Array<string>
+}
+export interface ProjectDetails {
+  name?: string
+  subagent?: ProjectSubagentDetails
+  sideChat?: ProjectSideChatDetails
+}
+export interface ProjectSideChatDetails {
+  storeDir?: string
+}
+export interface ProjectSubagentDetails {
+  storeDir?: string
+}
+export interface PromptContextNode {
+  id?: string
+  parentId?: string
+  kind?: string
+  label?: string
+  categoryId?: string
+  estimatedTokens?: number
+  characterCount?: number
+  contentAvailable?: boolean
+  source?: PromptContextSourceRef
+  inlineContent?: string
+}
+export interface PromptContextSourceRef {
+  sourceType?: string
+  messageIndex?: number
+  contentPath?: string
+  startOffset?: number
+  endOffset?: number
+}
+export interface PromptContextUsageTree {
+  schemaVersion?: number
+  nodes?: Array<PromptContextNode>
+}
+export interface PromptTokenBreakdownCategory {
+  id?: string
+  label?: string
+  estimatedTokens?: number
+  characterCount?: number
+}
+export interface PromptUploadRef {
+  uploadId?: string
+}
+export interface RecentAgent {
+  name?: string
+  path?: string
+  overview?: string
+}
+export interface RecordCiInvestigationFinding {
+  checkName?: string
+  detailsUrl?: string
+  tldr?: string
+  rootCause?: string
+  failingSignal?: string
+  suggestedNextStep?: string
+  diffRelation?: string
+  diffRelationEvidence?: string
+  flakeAssessment?: string
+  flakeEvidence?: string
+  rerunAvailable?: boolean
+  rerunEvidence?: string
+  recommendedAction?: string
+  recommendedActionEvidence?: string
+  confidence?: string
+}
+export interface RecordCiInvestigationFindingsError {
+  error?: string
+}
+export interface RecordCiInvestigationFindingsSuccess {
+  message?: string
+}
+export interface RecordCiInvestigationOverall {
+  summary?: string
+  themes?: Array<string>
+  recommendedAction?: string
+  recommendedActionEvidence?: string
+  checkKeys?: Array<string>
+}
+export interface ReflectError {
+  error?: string
+}
+export interface ReflectSuccess {
+}
+export interface RepoCheckoutRefOverride {
+  repoUrl?: string
+  ref?: string
+}
+export interface ReportBugError {
+  errorMessage?: string
+}
+export interface ReportBugSuccess {
+  output?: string
+}
+export interface ReportBugfixResultsError {
+  error?: string
+}
+export interface ReportBugfixResultsSuccess {
+  results?: Array<BugfixResultItem>
+}
+export interface RequestContextPartReferences {
+  rulesBlobId?: string /* base64 */
+  rulesByteLength?: number
+  skillsBlobId?: string /* base64 */
+  skillsByteLength?: number
+  subagentsBlobId?: string /* base64 */
+  subagentsByteLength?: number
+  mcpsBlobId?: string /* base64 */
+  mcpsByteLength?: number
+  dynamicContext?: RequestContext
+}
+export interface ResolveCommentAction {
+  prUrl?: string
+  branchName?: string
+  commentId?: number | string
+  repoUrl?: string
+  commentReference?: string
+}
+export interface ResponseComparisonCompleted {
+}
+export interface ResponseComparisonSkipped {
+  reason?: ResponseComparisonSkipReason
+}
+export interface ResponseComparisonStarted {
+  displayOrder?: ResponseComparisonDisplayOrder
+  parentInvocationId?: string
+  alternateInvocationId?: string
+  parentResponse?: string
+  comparisonConfigId?: string
+  alternateModelId?: string
+}
+export interface ResponseComparisonTextDelta {
+  text?: string
+}
+export type ResponseComparisonUpdate = {
+  comparisonId?: string
+} & (
+  | { started: ResponseComparisonStarted; textDelta?: never; completed?: never; skipped?: never }
+  | { textDelta: ResponseComparisonTextDelta; started?: never; completed?: never; skipped?: never }
+  | { completed: ResponseComparisonCompleted; started?: never; textDelta?: never; skipped?: never }
+  | { skipped: ResponseComparisonSkipped; started?: never; textDelta?: never; completed?: never }
+  | { started?: never; textDelta?: never; completed?: never; skipped?: never }
+)
+export interface SameMachineTarget {
+}
+export interface ScreenshotAction {
+}
+export interface ScrollAction {
+  coordinate?: Coordinate
+  direction?: ScrollDirection
+  amount?: number
+  modifierKeys?: string
+}
+export interface SearchConversationsToolCall {
+  args?: ConversationSearchArgs
+  result?: ConversationSearchResult
+}
+export interface SelectedAgenticGitActionBabysitPrInCloudParams {
+  baseBranch?: string
+}
+export interface SelectedAgenticGitActionCommitParams {
+  filesToCommit?: Array<string>
+  filesToExcludeFromCommit?: Array<string>
+  shouldStageAllChanges?: boolean
+  createPrDraft?: boolean
+  filesToCommitWithStatus?: Array<SelectedAgenticGitFileWithStatus>
+  filesToExcludeFromCommitWithStatus?: Array<SelectedAgenticGitFileWithStatus>
+}
+export interface SelectedAgenticGitActionCreateBranchParams {
+}
+export interface SelectedAgenticGitActionFixMergeConflictsParams {
+  baseBranch?: string
+  prUrl?: string
+}
+export interface SelectedAgenticGitActionPullLocallyParams {
+  remoteBranch?: string
+}
+export interface SelectedAgenticGitActionPushParams {
+  filesToPush?: Array<string>
+  createPrDraft?: boolean
+}
+export interface SelectedAgenticGitActionUpdateBranchParams {
+  baseBranch?: string
+}
+export interface SelectedAgenticGitFileWithStatus {
+  path?: string
+  status?: string
+}
+export interface SelectedGitBranchContext {
+  currentBranch?: string
+  baseBranch?: string
+  agentBranchPrefix?: string
+}
+export interface SelectedPluginCapabilityRef {
+  pluginId?: string
+  capabilityType?: SelectedPluginCapabilityType
+  sourcePath?: string
+  snapshotToken?: string
+  resolvedCommitSha?: string
+}
+export interface SelfHostedPoolTarget {
+  pool?: string
+  labels?: Array<SelfHostedWorkerLabel>
+}
+export interface SelfHostedWorkerLabel {
+  key?: string
+  value?: string
+}
+export interface SelfHostedWorkerTarget {
+  workerId?: string
+}
+export interface SemSearchToolError {
+  errorMessage?: string
+}
+export interface SemSearchToolSuccess {
+  results?: string
+  codeResults?: Array<CodeResult>
+}
+export interface SendFinalSummaryError {
+  error?: string
+}
+export interface SendFinalSummarySuccess {
+  finalSummary?: string
+}
+export type SendMessageArgs = {
+} & (
+  | { text: SendMessageText; attachment?: never }
+  | { attachment: SendMessageAttachment; text?: never }
+  | { text?: never; attachment?: never }
+)
+export interface SendMessageAttachment {
+  url?: string
+  alt?: string
+}
+export interface SendMessageError {
+  error?: string
+}
+export type SendMessageResult = {
+} & (
+  | { success: SendMessageSuccess; error?: never }
+  | { error: SendMessageError; success?: never }
+  | { success?: never; error?: never }
+)
+export interface SendMessageSuccess {
+  timestamp?: number | string
+  messageId?: string
+}
+export interface SendMessageText {
+  content?: string
+}
+export interface SendMessageToolCall {
+  args?: SendMessageArgs
+  result?: SendMessageResult
+}
+export interface SendToUserArgs {
+  message?: string
+}
+export interface SendToUserError {
+  error?: string
+}
+export type SendToUserResult = {
+} & (
+  | { success: SendToUserSuccess; error?: never }
+  | { error: SendToUserError; success?: never }
+  | { success?: never; error?: never }
+)
+export interface SendToUserSuccess {
+}
+export interface SendToUserToolCall {
+  args?: SendToUserArgs
+  result?: SendToUserResult
+}
+export interface SetActiveBranchError {
+  error?: string
+}
+export interface SetActiveBranchSuccess {
+}
+export interface SetPrStatusAction {
+  prUrl?: string
+  branchName?: string
+  repoUrl?: string
+  status?: PullRequestStatus
+}
+export interface ShellAllowlistPrecheckArgs {
+  command?: string
+  workingDirectory?: string
+  parsingResult?: ShellCommandParsingResult
+  classifierResult?: CommandClassifierResult
+  toolCallId?: string
+}
+export interface ShellAllowlistPrecheckResult {
+  allowlisted?: boolean
+}
+export interface StackTrace {
+  callFrames?: Array<CallFrame>
+  rawStackTrace?: string
+}
+export interface StartGrindExecutionError {
+  error?: string
+}
+export interface StartGrindExecutionSuccess {
+}
+export interface StartGrindPlanningError {
+  error?: string
+}
+export interface StartGrindPlanningSuccess {
+}
+export interface StopRequestQuery {
+  status?: string
+  loopCount?: number
+  conversationId?: string
+  generationId?: string
+  model?: string
+  modelId?: string
+  modelParams?: Array<RequestedModel_ModelParameterValue>
+  inputTokens?: number | string
+  outputTokens?: number | string
+  cacheReadTokens?: number | string
+  cacheWriteTokens?: number | string
+}
+export interface StopRequestResponse {
+  followupMessage?: string
+}
+export interface SubagentRunState {
+  parentToolCallId?: string
+  subagentId?: string
+  environment?: SubagentExecutionEnvironment
+  status?: SubagentRunStatus
+  title?: string
+  detail?: string
+  transcriptPath?: string
+  outputPath?: string
+  completedTimestampMs?: number | string
+  completionReason?: BackgroundTaskCompletionReason
+}
+export interface SubagentStartRequestQuery {
+  subagentId?: string
+  subagentType?: string
+  task?: string
+  parentConversationId?: string
+  toolCallId?: string
+  subagentModel?: string
+  isParallelWorker?: boolean
+  gitBranch?: string
+  conversationId?: string
+  generationId?: string
+  model?: string
+  modelId?: string
+  modelParams?: Array<RequestedModel_ModelParameterValue>
+}
+export interface SubagentStartRequestResponse {
+  permission?: string
+  userMessage?: string
+  additionalContext?: string
+}
+export interface SubagentStopRequestQuery {
+  subagentId?: string
+  subagentType?: string
+  status?: string
+  durationMs?: number | string
+  summary?: string
+  parentConversationId?: string
+  messageCount?: number
+  toolCallCount?: number
+  errorMessage?: string
+  modifiedFiles?: Array<string>
+  gitBranch?: string
+  conversationId?: string
+  generationId?: string
+  model?: string
+  loopCount?: number
+  task?: string
+  description?: string
+  modelId?: string
+  modelParams?: Array<RequestedModel_ModelParameterValue>
+}
+export interface SubagentStopRequestResponse {
+  followupMessage?: string
+  additionalContext?: string
+}
+export interface SubmittedCustomMode {
+  id?: string
+  label?: string
+  source?: CustomModeSource
+  sourcePath?: string
+  sourceHash?: string
+  managedSkillId?: string
+  pluginId?: string
+  pluginSnapshotToken?: string
+}
+export interface SubmittedExitedCustomMode {
+  id?: string
+  label?: string
+}
+export interface SubscriptionEventDisplay {
+  displayLabel?: string
+  resourceUrl?: string
+  subscriptionId?: string
+}
+export interface SubscriptionNotificationAction {
+  notifications?: Array<UserMessage>
+  requestContext?: RequestContext
+  sendToInteractionListener?: boolean
+}
+export type TargetMachine = {
+} & (
+  | { sameMachine: SameMachineTarget; newCloudVm?: never; selfHostedWorker?: never; selfHostedPool?: never }
+  | { newCloudVm: NewCloudVmTarget; sameMachine?: never; selfHostedWorker?: never; selfHostedPool?: never }
+  | { selfHostedWorker: SelfHostedWorkerTarget; sameMachine?: never; newCloudVm?: never; selfHostedPool?: never }
+  | { selfHostedPool: SelfHostedPoolTarget; sameMachine?: never; newCloudVm?: never; selfHostedWorker?: never }
+  | { sameMachine?: never; newCloudVm?: never; selfHostedWorker?: never; selfHostedPool?: never }
+)
+export interface TruncatedToolCallError {
+  error?: string
+}
+export interface TruncatedToolCallSuccess {
+}
+export interface TtftBreakdown {
+  serverFirstTokenMs?: number
+  preStreamSetupMs?: number
+  waitForFirstEventMs?: number
+  providerTtftMs?: number
+  slowPoolWaitMs?: number
+}
+export interface TypeAction {
+  text?: string
+}
+export interface UpdateGoalArgs {
+  status?: GoalStatus
+}
+export type UpdateGoalResult = {
+} & (
+  | { success: UpdateGoalSuccess; error?: never }
+  | { error: GoalError; success?: never }
+  | { success?: never; error?: never }
+)
+export interface UpdateGoalSuccess {
+  status?: GoalStatus
+}
+export interface UpdateGoalToolCall {
+  args?: UpdateGoalArgs
+  result?: UpdateGoalResult
+}
+export interface UpdatePrAction {
+  prUrl?: string
+  title?: string
+  body?: string
+  baseBranch?: string
+  branchName?: string
+  addLabels?: Array<string>
+  removeLabels?: Array<string>
+  repoUrl?: string
+  stackOnPrNumber?: number | string
+  clearStack?: boolean
+  draft?: boolean
+}
+export interface UpdatePrCodeTourError {
+  error?: string
+}
+export interface UpdatePrCodeTourSuccess {
+  revisionId?: string
+  message?: string
+}
+export interface UserContextInjection {
+  userMessage?: UserMessage
+  requestContext?: RequestContext
+}
+export interface WaitAction {
+  durationMs?: number
+}
+export interface WebFetchAllowlistPrecheckArgs {
+  url?: string
+  toolCallId?: string
+}
+export interface WebFetchAllowlistPrecheckResult {
+  allowlisted?: boolean
+}
+export interface UpdateConversationMetadataRequest {
+}
+export interface UpdateConversationMetadataResponse {
+}
+export interface CreateTranscriptOverviewRequest {
+}
+export interface CreateTranscriptOverviewResponse {
+}
+export interface UploadConversationBlobsRequest {
+}
+export interface UploadConversationBlobsResponse {
+}
+export interface UploadLocalAgentRunToPromptQualityRequest {
+}
+export interface UploadLocalAgentRunToPromptQualityResponse {
+}
+export interface GetSignedUrlForAttachedMediaRequest {
+}
+export interface GetSignedUrlForAttachedMediaResponse {
+}
+export interface NotifyConversationCloneRequest {
+}
+export interface NotifyConversationCloneResponse {
+}
+export interface GetNewChatNudgeLegacyModelPickerRequest {
+}
+export interface GetNewChatNudgeLegacyModelPickerResponse {
+}
+export interface GetNewChatNudgeParameterizedModelPickerRequest {
+}
+export interface GetNewChatNudgeParameterizedModelPickerResponse {
+}
+export interface GetPromptContextUsageRequest {
+}
+export interface GetPromptContextUsageResponse {
 }
 
 /** An exec request, discriminated by `kind` (the ExecServerMessage branch without `Args`). */
@@ -2861,6 +5014,21 @@ export type HostExecRequest =
   | { kind: 'forceBackgroundSubagent'; id: number; execId: string; args: ForceBackgroundSubagentArgs }
   | { kind: 'subagentAwait'; id: number; execId: string; args: SubagentAwaitArgs }
   | { kind: 'smartModeClassifier'; id: number; execId: string; args: SmartModeClassifierArgs }
+  | { kind: 'canvasDiagnostics'; id: number; execId: string; args: CanvasDiagnosticsArgs }
+  | { kind: 'shellAllowlistPrecheck'; id: number; execId: string; args: ShellAllowlistPrecheckArgs }
+  | { kind: 'mcpAllowlistPrecheck'; id: number; execId: string; args: McpAllowlistPrecheckArgs }
+  | { kind: 'webFetchAllowlistPrecheck'; id: number; execId: string; args: WebFetchAllowlistPrecheckArgs }
+  | { kind: 'gitDiffRequest'; id: number; execId: string; args: GetDiffRequest }
+  | { kind: 'piRead'; id: number; execId: string; args: PiReadExecArgs }
+  | { kind: 'piBash'; id: number; execId: string; args: PiBashExecArgs }
+  | { kind: 'piEdit'; id: number; execId: string; args: PiEditExecArgs }
+  | { kind: 'piWrite'; id: number; execId: string; args: PiWriteExecArgs }
+  | { kind: 'piGrep'; id: number; execId: string; args: PiGrepExecArgs }
+  | { kind: 'piFind'; id: number; execId: string; args: PiFindExecArgs }
+  | { kind: 'piLs'; id: number; execId: string; args: PiLsExecArgs }
+  | { kind: 'miniSweAgentBash'; id: number; execId: string; args: ShellArgs }
+  | { kind: 'conversationSearch'; id: number; execId: string; args: ConversationSearchArgs }
+  | { kind: 'agentStoreConflict'; id: number; execId: string; args: AgentStoreConflictArgs }
 /** The result message the client returns for each exec kind. */
 export interface ExecResultByKind {
   shell: ShellResult
@@ -2888,6 +5056,21 @@ export interface ExecResultByKind {
   forceBackgroundSubagent: ForceBackgroundSubagentResult
   subagentAwait: SubagentAwaitResult
   smartModeClassifier: SmartModeClassifierResult
+  canvasDiagnostics: CanvasDiagnosticsResult
+  shellAllowlistPrecheck: ShellAllowlistPrecheckResult
+  mcpAllowlistPrecheck: McpAllowlistPrecheckResult
+  webFetchAllowlistPrecheck: WebFetchAllowlistPrecheckResult
+  gitDiffRequest: GetDiffResponse
+  piRead: PiReadExecResult
+  piBash: PiBashExecResult
+  piEdit: PiEditExecResult
+  piWrite: PiWriteExecResult
+  piGrep: PiGrepExecResult
+  piFind: PiFindExecResult
+  piLs: PiLsExecResult
+  miniSweAgentBash: ShellResult
+  conversationSearch: ConversationSearchResult
+  agentStoreConflict: AgentStoreConflictResult
 }
 export type HostExecResult = ExecResultByKind[keyof ExecResultByKind]
 /** An interaction query, discriminated by `kind`. */
@@ -2902,6 +5085,7 @@ export type HostInteractionQuery =
   | { kind: 'mcpAuth'; id: number; query: McpAuthRequestQuery }
   | { kind: 'generateImage'; id: number; query: GenerateImageRequestQuery }
   | { kind: 'replaceEnv'; id: number; query: ReplaceEnvArgs }
+  | { kind: 'connectScm'; id: number; query: ConnectScmRequestQuery }
 /** The response message the client returns for each interaction kind. */
 export interface InteractionAnswerByKind {
   webSearch: WebSearchRequestResponse
@@ -2914,5 +5098,6 @@ export interface InteractionAnswerByKind {
   mcpAuth: McpAuthRequestResponse
   generateImage: GenerateImageRequestResponse
   replaceEnv: ReplaceEnvResult
+  connectScm: ConnectScmRequestResponse
 }
 export type HostInteractionAnswer = InteractionAnswerByKind[keyof InteractionAnswerByKind]

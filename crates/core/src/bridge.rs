@@ -1,11 +1,13 @@
 //! Generic decoding of exec requests / interaction queries and encoding of their replies,
-//! driven by the descriptors: the args field N of `ExecServerMessage` is answered by field N of
-//! `ExecClientMessage` (the sheet's numbering rule), and likewise for interaction queries.
+//! driven by the descriptors: an `ExecServerMessage` branch is answered by the `ExecClientMessage`
+//! branch named after it (`read_args` → `read_result`), an `InteractionQuery` branch by the
+//! `InteractionResponse` branch of the same number.
 
 use bytes::{Bytes, BytesMut};
 use prost::encoding::{encode_key, encode_varint, WireType};
 use prost_reflect::{DynamicMessage, Kind, MessageDescriptor, ReflectMessage, SerializeOptions, Value};
 
+use crate::field::agent::v1 as f;
 use crate::host::{ExecRequest, InteractionRequest};
 use crate::protojson::pool;
 use crate::wire::{put_length_delimited, Pieces};
@@ -77,19 +79,29 @@ fn field_type(container: &str, number: u32) -> Result<MessageDescriptor, String>
     }
 }
 
-/// `ExecServerMessage.shell_stream_args`: answered by stream events (field 14) and finally a
-/// `shell_result` (field 2), which is what the host returns.
-const SHELL_STREAM_ARGS: u32 = 14;
-const SHELL_RESULT: u32 = 2;
-
-/// The `ExecClientMessage` field that carries the host's result for `request`: the same
-/// number as the args, except streaming shells whose final result is a `shell_result`.
-pub fn result_field(request: &ExecRequest) -> u32 {
-    if request.field == SHELL_STREAM_ARGS {
-        SHELL_RESULT
-    } else {
-        request.field
-    }
+/// The `ExecClientMessage` field that carries the host's result for `request`: the branch
+/// named after the args branch (`read_args` → `read_result`, `git_diff_request` →
+/// `git_diff_response`). Names, not numbers: the older branches share their numbers, newer
+/// ones do not (`pi_read_args` = 45 is answered by `pi_read_result` = 46, while 45 is
+/// `hook_additional_contexts`). A streaming shell (`shell_stream_args`) is answered by stream
+/// events and finally a `shell_result`, which is what the host returns.
+pub fn result_field(request: &ExecRequest) -> Result<u32, String> {
+    let args = descriptor("agent.v1.ExecServerMessage")
+        .get_field(request.field)
+        .ok_or_else(|| format!("ExecServerMessage has no field {}", request.field))?;
+    let result_name = match args.name() {
+        "shell_stream_args" => "shell_result".to_string(),
+        name => match (name.strip_suffix("_args"), name.strip_suffix("_request")) {
+            (Some(stem), _) => format!("{stem}_result"),
+            (None, Some(stem)) => format!("{stem}_response"),
+            (None, None) => return Err(format!("ExecServerMessage.{name} names no result branch")),
+        },
+    };
+    descriptor("agent.v1.ExecClientMessage")
+        .get_field_by_name(&result_name)
+        .filter(|f| f.containing_oneof().is_some_and(|o| o.name() == "message"))
+        .map(|f| f.number())
+        .ok_or_else(|| format!("ExecClientMessage has no {result_name} branch answering {}", args.name()))
 }
 
 /// How a streaming shell ended, read from the `AgentClientMessage` carrying its final
@@ -104,8 +116,9 @@ pub fn shell_stream_outcome(client_message: &Pieces) -> Option<(i32, bool)> {
     }
 }
 
-/// Partial views of `AgentClientMessage` → `ExecClientMessage.shell_result` (`SHELL_RESULT`)
-/// → `ShellResult.{success, failure}`: same numbers as `proto/`, every other field skipped.
+/// Partial views of `AgentClientMessage.exec_client_message` → `ExecClientMessage.shell_result`
+/// → `ShellResult.{success, failure}`: every other field skipped. prost's derive takes only
+/// literal tags; `the_shell_views_use_the_schemas_numbers` checks them against [`crate::field`].
 mod shell_view {
     #[derive(Clone, PartialEq, prost::Message)]
     pub struct ClientMessage {
@@ -150,7 +163,7 @@ mod shell_view {
 
 /// Name of the result message that answers `request` (e.g. `agent.v1.ReadResult`).
 pub fn exec_result_type(request: &ExecRequest) -> Result<String, String> {
-    Ok(field_type("agent.v1.ExecClientMessage", result_field(request))?.full_name().to_string())
+    Ok(field_type("agent.v1.ExecClientMessage", result_field(request)?)?.full_name().to_string())
 }
 
 /// The JSON for a byte array the host returned at `path` of its result for `request`: base64
@@ -160,7 +173,7 @@ pub fn byte_array_json(request: &ExecRequest, path: &[String], data: Vec<u8>) ->
     use base64::Engine as _;
     let shown = path.join(".");
     let (last, parents) = path.split_last().ok_or("a byte array is not a result")?;
-    let mut desc = field_type("agent.v1.ExecClientMessage", result_field(request))?;
+    let mut desc = field_type("agent.v1.ExecClientMessage", result_field(request)?)?;
     let field_named = |desc: &MessageDescriptor, name: &str| {
         desc.get_field_by_json_name(name)
             .or_else(|| desc.get_field_by_name(name))
@@ -206,7 +219,7 @@ pub fn exec_client_message(id: u32, exec_id: &str, field: u32, result: &impl pro
 /// Large values (a file's content, a command's output) are moved into the encoding, not copied:
 /// a 12 MiB read result goes from the host's JSON to the wire without a second 12 MiB buffer.
 pub fn exec_result(request: &ExecRequest, result: serde_json::Value) -> Result<Pieces, String> {
-    let field = result_field(request);
+    let field = result_field(request)?;
     let message = from_json(field_type("agent.v1.ExecClientMessage", field)?, result)?;
     let result_len = prost::Message::encoded_len(&message);
     Ok(exec_reply(request.id, &request.exec_id, field, result_len, 0, |out| encode_spliced(message, out)))
@@ -222,22 +235,25 @@ fn exec_reply(
     inline: usize,
     write_result: impl FnOnce(&mut Splicer),
 ) -> Pieces {
+    use f::exec_client_message::{EXEC_ID, ID};
     use prost::encoding::{encoded_len_varint, key_len};
-    let mut exec_len = key_len(1) + encoded_len_varint(id as u64);
+    let mut exec_len = key_len(ID) + encoded_len_varint(id as u64);
     exec_len += key_len(field) + encoded_len_varint(result_len as u64) + result_len;
     if !exec_id.is_empty() {
-        exec_len += key_len(15) + encoded_len_varint(exec_id.len() as u64) + exec_id.len();
+        exec_len += key_len(EXEC_ID) + encoded_len_varint(exec_id.len() as u64) + exec_id.len();
     }
-    let envelope = key_len(2) + encoded_len_varint(exec_len as u64) + exec_len - result_len;
+    let envelope =
+        key_len(f::agent_client_message::EXEC_CLIENT_MESSAGE) + encoded_len_varint(exec_len as u64) + exec_len
+            - result_len;
     let mut out = Splicer { pieces: Pieces::default(), small: BytesMut::with_capacity(envelope + inline) };
-    out.field_header(2, exec_len);
+    out.field_header(f::agent_client_message::EXEC_CLIENT_MESSAGE, exec_len);
     // Fields in the order prost writes them (by number): id, the result, exec_id.
-    encode_key(1, WireType::Varint, &mut out.small);
+    encode_key(ID, WireType::Varint, &mut out.small);
     encode_varint(id as u64, &mut out.small);
     out.field_header(field, result_len);
     write_result(&mut out);
     if !exec_id.is_empty() {
-        put_length_delimited(&mut out.small, 15, exec_id.as_bytes());
+        put_length_delimited(&mut out.small, EXEC_ID, exec_id.as_bytes());
     }
     out.finish()
 }
@@ -304,7 +320,7 @@ fn encode_spliced(mut msg: DynamicMessage, out: &mut Splicer) {
 /// The result type's own error branch (`{error:{error, path?}}`), when it has one whose message
 /// carries an `error` string; otherwise `None` (the caller then throws).
 pub fn exec_error_result(request: &ExecRequest, message: &str) -> Option<Bytes> {
-    let field = result_field(request);
+    let field = result_field(request).ok()?;
     let desc = field_type("agent.v1.ExecClientMessage", field).ok()?;
     let error_field = desc.get_field_by_name("error")?;
     let Kind::Message(error_desc) = error_field.kind() else { return None };
@@ -326,7 +342,7 @@ pub fn exec_error_result(request: &ExecRequest, message: &str) -> Option<Bytes> 
 /// `InteractionResponse{id, <field>: response}` bytes.
 fn interaction_response_bytes(id: u32, field: u32, response: &[u8]) -> Bytes {
     let mut out = BytesMut::with_capacity(response.len() + 16);
-    encode_key(1, WireType::Varint, &mut out);
+    encode_key(f::interaction_response::ID, WireType::Varint, &mut out);
     encode_varint(id as u64, &mut out);
     put_length_delimited(&mut out, field, response);
     out.freeze()
@@ -411,13 +427,14 @@ mod tests {
                 id: 300,
                 exec_id: "exec-1".into(),
                 message: Some(pb::exec_client_message::Message::ReadResult(result.clone())),
+                ..Default::default()
             }))),
         }
         .encode_to_vec();
-        let bytes = exec_client_message(300, "exec-1", 7, &result); // read_result = 7
+        let bytes = exec_client_message(300, "exec-1", f::exec_client_message::READ_RESULT, &result);
         assert_eq!(bytes.as_ref(), expected.as_slice());
         // No exec id: the field is left out, as prost leaves out an empty string.
-        let no_id = exec_client_message(1, "", 7, &result);
+        let no_id = exec_client_message(1, "", f::exec_client_message::READ_RESULT, &result);
         assert_eq!(exec_client_message_of(no_id).exec_id, "");
     }
 
@@ -432,7 +449,7 @@ mod tests {
         // The content is a piece of its own (moved, not copied into a bigger buffer).
         assert!(pieces.chunks().iter().any(|c| c.len() == content.len() && c[..] == *content.as_bytes()));
         // Byte for byte what prost-reflect encodes for the same message in one buffer.
-        let field = result_field(&req);
+        let field = result_field(&req).unwrap();
         let message = from_json(field_type("agent.v1.ExecClientMessage", field).unwrap(), json).unwrap();
         let whole = exec_client_message(7, "e7", field, &message);
         assert_eq!(pieces.len(), whole.len());
@@ -500,6 +517,38 @@ mod tests {
     }
 
     #[test]
+    fn the_shell_views_use_the_schemas_numbers() {
+        use shell_view::{ClientMessage, ExecClientMessage, Failure, Outcome, ShellResult};
+        let view = ClientMessage {
+            exec: Some(ExecClientMessage {
+                shell_result: Some(ShellResult {
+                    outcome: Some(Outcome::Failure(Failure { exit_code: 3, aborted: true })),
+                }),
+            }),
+        };
+        let Some(pb::agent_client_message::Message::ExecClientMessage(exec)) =
+            pb::AgentClientMessage::decode(view.encode_to_vec().as_slice()).unwrap().message
+        else {
+            panic!("not an exec client message")
+        };
+        let Some(pb::exec_client_message::Message::ShellResult(pb::ShellResult {
+            result: Some(pb::shell_result::Result::Failure(failure)),
+            ..
+        })) = exec.message
+        else {
+            panic!("not a shell failure")
+        };
+        assert_eq!((failure.exit_code, failure.aborted), (3, true));
+        let success = ShellResult { outcome: Some(Outcome::Success(shell_view::Success { exit_code: 4 })) };
+        let Some(pb::shell_result::Result::Success(s)) =
+            pb::ShellResult::decode(success.encode_to_vec().as_slice()).unwrap().result
+        else {
+            panic!("not a shell success")
+        };
+        assert_eq!(s.exit_code, 4);
+    }
+
+    #[test]
     fn exec_branches_decode_with_camel_case_kinds() {
         let (id, exec_id, req) = decode_exec(&exec(pb::exec_server_message::Message::ReadArgs(pb::ReadArgs {
             path: "/a".into(),
@@ -520,6 +569,42 @@ mod tests {
         let (_, _, req) =
             decode_exec(&exec(pb::exec_server_message::Message::ListMcpResourcesExecArgs(Default::default()))).unwrap();
         assert_eq!(req.unwrap().kind, "listMcpResources");
+    }
+
+    #[test]
+    fn every_exec_branch_is_answered_by_the_result_branch_named_after_it() {
+        let server = descriptor("agent.v1.ExecServerMessage");
+        let client = descriptor("agent.v1.ExecClientMessage");
+        let branches = server.oneofs().find(|o| o.name() == "message").unwrap();
+        for args in branches.fields() {
+            let request = ExecRequest {
+                id: 1,
+                exec_id: String::new(),
+                kind: String::new(),
+                args: serde_json::Value::Null,
+                field: args.number(),
+            };
+            let number = result_field(&request).unwrap_or_else(|e| panic!("{}: {e}", args.name()));
+            let result = client.get_field(number).unwrap();
+            assert!(!result.is_list(), "{} → {}", args.name(), result.name());
+            assert!(exec_result_type(&request).unwrap().ends_with("Result") || result.name().ends_with("_response"));
+        }
+        // Where the numbers part: 45 is hook_additional_contexts in ExecClientMessage.
+        let answer = |field| {
+            let request = ExecRequest {
+                id: 1,
+                exec_id: String::new(),
+                kind: String::new(),
+                args: serde_json::Value::Null,
+                field,
+            };
+            client.get_field(result_field(&request).unwrap()).unwrap().name().to_string()
+        };
+        assert_eq!(answer(45), "pi_read_result"); // pi_read_args
+        assert_eq!(answer(52), "mini_swe_agent_bash_result"); // mini_swe_agent_bash_args → 55
+        assert_eq!(answer(44), "git_diff_response"); // git_diff_request
+        assert_eq!(answer(14), "shell_result"); // shell_stream_args
+        assert_eq!(answer(29), "redacted_read_result");
     }
 
     #[test]
@@ -597,24 +682,28 @@ mod tests {
     #[test]
     fn every_interaction_kind_has_an_explicit_refusal() {
         use pb::interaction_query::Query as Q;
-        let queries = [
-            Q::WebSearchRequestQuery(Default::default()),
-            Q::AskQuestionInteractionQuery(Default::default()),
-            Q::SwitchModeRequestQuery(Default::default()),
-            Q::CreatePlanRequestQuery(Default::default()),
-            Q::WebFetchRequestQuery(Default::default()),
-            Q::McpAuthRequestQuery(Default::default()),
-            Q::GenerateImageRequestQuery(Default::default()),
-            Q::PrManagementRequestQuery(Default::default()),
-            Q::ReplaceEnvArgs(Default::default()),
-        ];
-        for q in queries {
-            let raw = pb::InteractionQuery { id: 3, query: Some(q) }.encode_to_vec();
+        // Every branch of the schema's InteractionQuery, each with an empty query message.
+        let query = descriptor("agent.v1.InteractionQuery");
+        let branches = query.oneofs().find(|o| o.name() == "query").unwrap();
+        assert!(branches.fields().len() >= 11, "connect_scm (14) is among them");
+        for branch in branches.fields() {
+            let Kind::Message(inner) = branch.kind() else { panic!("{} is not a message", branch.name()) };
+            let mut msg = DynamicMessage::new(query.clone());
+            msg.set_field_by_name("id", Value::U32(3));
+            msg.set_field(&branch, Value::Message(DynamicMessage::new(inner)));
+            let raw = prost::Message::encode_to_vec(&msg);
             let (_, req) = decode_interaction(&raw).unwrap();
             let req = req.unwrap();
             let resp = pb::InteractionResponse::decode(interaction_rejection(&req, "no")).unwrap();
             assert_eq!(resp.id, 3);
             let text = format!("{:?}", resp.result.expect("a branch is always set"));
+            if req.kind == "setupVmEnvironment" {
+                // SetupVmEnvironmentResult has only `success`: the schema offers no refusal,
+                // so the answer is the empty result (checked here so a newer schema that adds
+                // one is noticed).
+                assert_eq!(text, "SetupVmEnvironmentResult(SetupVmEnvironmentResult { result: None })");
+                continue;
+            }
             assert!(
                 text.contains("Rejected") || text.contains("Error") || text.contains("Failure"),
                 "{} → {text}",

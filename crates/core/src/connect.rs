@@ -170,7 +170,8 @@ impl Code {
         }
     }
 
-    /// Maps an HTTP status without a Connect error body to a code (client-behaviour §5.4).
+    /// Maps an HTTP status without a Connect error body to a code (docs/protocol.md, "Connect
+    /// envelopes").
     pub fn from_http_status(status: u16) -> Code {
         match status {
             400 => Code::Internal,

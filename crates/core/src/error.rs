@@ -93,7 +93,7 @@ impl CoreError {
         }
     }
 
-    /// Whether a resume attempt may fix this (client-behaviour §3.9).
+    /// Whether a resume attempt may fix this (docs/protocol.md, "Resume").
     pub fn is_retryable(&self) -> bool {
         match self {
             CoreError::Network(_) | CoreError::StreamClosed | CoreError::Timeout(_) => true,

@@ -142,7 +142,18 @@ impl BlobStore for MemoryBlobStore {
     }
 }
 
+/// Longest blob id accepted, in bytes. The server's ids are opaque, but they are hashes
+/// (SHA-256: 32 bytes); a longer one would not even fit a file name as hex.
+pub const MAX_BLOB_ID_BYTES: usize = 64;
+
 /// Blobs as files named by the hex of their id, so they survive restarts.
+///
+/// Blobs hold the conversation, so they are private to the user whatever the umask: the folder
+/// is 0700 and every file 0600 (a folder or blob made by an older version is narrowed when the
+/// store opens, unless another user owns it). A blob is written to a temporary file in the same folder, named after the
+/// blob and the writing process (`.<hex>.<pid>-<n>.tmp`), then renamed, so a crash never leaves
+/// a truncated blob under a valid id; temporaries of processes that are gone (killed mid-write)
+/// are removed when the store opens.
 #[derive(Debug, Clone)]
 pub struct DirBlobStore {
     dir: PathBuf,
@@ -151,21 +162,103 @@ pub struct DirBlobStore {
 impl DirBlobStore {
     pub fn new(dir: impl Into<PathBuf>) -> Result<Self, CoreError> {
         let dir = dir.into();
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| CoreError::InvalidInput(format!("blob directory {}: {e}", dir.display())))?;
-        Ok(DirBlobStore { dir })
+        let failed = |e: std::io::Error| CoreError::InvalidInput(format!("blob directory {}: {e}", dir.display()));
+        let mut builder = std::fs::DirBuilder::new();
+        builder.recursive(true);
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+        builder.create(&dir).map_err(failed)?;
+        // A folder of another owner cannot be narrowed; the blobs in it are 0600 all the same.
+        let _ = private(&dir, 0o700);
+        let store = DirBlobStore { dir };
+        store.sweep();
+        Ok(store)
     }
 
-    fn path(&self, id: &[u8]) -> PathBuf {
-        self.dir.join(hex::encode(id))
+    /// Removes temporaries left by processes that are gone and narrows blobs' modes.
+    fn sweep(&self) {
+        let Ok(entries) = std::fs::read_dir(&self.dir) else { return };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(name) = name.to_str() else { continue };
+            if let Some(writer) = name.strip_suffix(".tmp") {
+                // `<hex>.tmp` from before temporaries were named after their writer: stale too.
+                let pid =
+                    writer.rsplit_once('.').and_then(|(_, w)| w.split_once('-')).and_then(|(p, _)| p.parse().ok());
+                if pid.is_none_or(|pid| !process_alive(pid)) {
+                    let _ = std::fs::remove_file(entry.path());
+                }
+            } else if blob_id_of(name).is_some() {
+                let _ = private(&entry.path(), 0o600);
+            }
+        }
     }
+
+    fn path(&self, id: &[u8]) -> Result<PathBuf, CoreError> {
+        check_blob_id(id)?;
+        Ok(self.dir.join(hex::encode(id)))
+    }
+}
+
+/// Ids name files: an empty one would name the folder itself, a huge one no file at all.
+fn check_blob_id(id: &[u8]) -> Result<(), CoreError> {
+    if id.is_empty() {
+        return Err(CoreError::InvalidInput("blob id is empty".into()));
+    }
+    if id.len() > MAX_BLOB_ID_BYTES {
+        return Err(CoreError::InvalidInput(format!(
+            "blob id is {} bytes long, more than the {MAX_BLOB_ID_BYTES} accepted",
+            id.len()
+        )));
+    }
+    Ok(())
+}
+
+/// The id a file name stands for, if it is a blob's name (lowercase hex of a valid id).
+fn blob_id_of(name: &str) -> Option<Vec<u8>> {
+    if name.bytes().any(|b| b.is_ascii_uppercase()) {
+        return None;
+    }
+    hex::decode(name).ok().filter(|id| check_blob_id(id).is_ok())
+}
+
+/// Sets `mode` outright (a mode given at creation is narrowed by the umask, and one made by an
+/// older version may be wider).
+fn private(path: &std::path::Path, mode: u32) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        if std::fs::metadata(path)?.permissions().mode() & 0o777 != mode {
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))?;
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = (path, mode);
+    Ok(())
+}
+
+#[cfg(unix)]
+fn process_alive(pid: u32) -> bool {
+    if pid == std::process::id() {
+        return true;
+    }
+    let Ok(pid) = libc::pid_t::try_from(pid) else { return false };
+    // SAFETY: signal 0 only checks whether the process exists; nothing is sent.
+    let found = unsafe { libc::kill(pid, 0) } == 0;
+    found || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+/// No cheap check elsewhere: only this process's own temporaries count as in flight.
+#[cfg(not(unix))]
+fn process_alive(pid: u32) -> bool {
+    pid == std::process::id()
 }
 
 impl BlobStore for DirBlobStore {
     fn get(&self, id: Bytes) -> BoxFuture<'static, Result<Option<Bytes>, CoreError>> {
         let path = self.path(&id);
         Box::pin(async move {
-            match tokio::fs::read(&path).await {
+            match tokio::fs::read(&path?).await {
                 Ok(data) => Ok(Some(Bytes::from(data))),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
                 Err(e) => Err(CoreError::Callback(format!("blob store read failed: {e}"))),
@@ -174,16 +267,22 @@ impl BlobStore for DirBlobStore {
     }
 
     fn set(&self, id: Bytes, data: Bytes) -> BoxFuture<'static, Result<(), CoreError>> {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         let path = self.path(&id);
+        let dir = self.dir.clone();
         Box::pin(async move {
-            // Write then rename, so a crash never leaves a truncated blob under a valid id.
-            let tmp = path.with_extension("tmp");
-            tokio::fs::write(&tmp, &data)
-                .await
-                .map_err(|e| CoreError::Callback(format!("blob store write failed: {e}")))?;
-            tokio::fs::rename(&tmp, &path)
-                .await
-                .map_err(|e| CoreError::Callback(format!("blob store write failed: {e}")))
+            let path = path?;
+            let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let tmp = dir.join(format!(".{}.{}-{n}.tmp", hex::encode(&id), std::process::id()));
+            let written = write_private(&tmp, &data).await;
+            let renamed = match written {
+                Ok(()) => tokio::fs::rename(&tmp, &path).await,
+                Err(e) => Err(e),
+            };
+            if renamed.is_err() {
+                let _ = tokio::fs::remove_file(&tmp).await;
+            }
+            renamed.map_err(|e| CoreError::Callback(format!("blob store write failed: {e}")))
         })
     }
 
@@ -192,11 +291,25 @@ impl BlobStore for DirBlobStore {
         let mut out = Vec::new();
         for entry in entries.flatten() {
             let name = entry.file_name();
-            let Some(id) = name.to_str().and_then(|n| hex::decode(n).ok()) else { continue };
+            let Some(id) = name.to_str().and_then(blob_id_of) else { continue };
             if let Ok(data) = std::fs::read(entry.path()) {
                 out.push((Bytes::from(id), Bytes::from(data)));
             }
         }
         Some(out)
     }
+}
+
+/// Writes a new file readable by this user only.
+async fn write_private(path: &std::path::Path, data: &[u8]) -> std::io::Result<()> {
+    use tokio::io::AsyncWriteExt;
+    let mut options = tokio::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    options.mode(0o600);
+    let mut file = options.open(path).await?;
+    #[cfg(unix)]
+    file.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o600)).await?;
+    file.write_all(data).await?;
+    file.flush().await
 }

@@ -2,13 +2,12 @@
 //! HTTP) — framing, generated types, transports, and an embedded backend for offline use.
 //! Nothing here depends on Node or napi.
 
-pub mod bench;
 pub mod bridge;
 pub mod connect;
 pub mod embedded;
 pub mod error;
+pub mod field;
 pub mod host;
-pub mod hugepages;
 pub mod prompt;
 pub mod proto;
 pub mod protojson;

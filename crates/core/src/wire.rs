@@ -157,9 +157,10 @@ mod tests {
         let mut state =
             pb::ConversationStateStructure { read_paths: vec!["/a".into()], ..Default::default() }.encode_to_vec();
         state.extend_from_slice(&[0x9a, 0x06, 0x02, 0xde, 0xad]); // field 99, LEN 2
-        let msg = wrap(3, &state);
-        assert_eq!(length_delimited_field(&msg, 3).unwrap(), Bytes::from(state.clone()));
-        assert!(length_delimited_field(&msg, 1).is_none());
+        use crate::field::agent::v1::agent_server_message::{CONVERSATION_CHECKPOINT_UPDATE, INTERACTION_UPDATE};
+        let msg = wrap(CONVERSATION_CHECKPOINT_UPDATE, &state);
+        assert_eq!(length_delimited_field(&msg, CONVERSATION_CHECKPOINT_UPDATE).unwrap(), Bytes::from(state.clone()));
+        assert!(length_delimited_field(&msg, INTERACTION_UPDATE).is_none());
         // Decoding still works and the unknown field survives only in the raw bytes.
         let decoded = pb::AgentServerMessage::decode(msg.clone()).unwrap();
         assert!(matches!(decoded.message, Some(pb::agent_server_message::Message::ConversationCheckpointUpdate(_))));

@@ -1,4 +1,4 @@
-//! Connect framing: golden bytes from the wire sheet, every flag and limit, and property tests
+//! Connect framing: golden bytes of the protocol (docs/protocol.md), every flag and limit, and property tests
 //! (random chunkings round-trip; arbitrary bytes never panic and never buffer past the limit).
 
 use bytes::Bytes;
@@ -20,7 +20,7 @@ fn decode_all(dec: &mut FrameDecoder, bytes: &[u8]) -> Result<Vec<Frame>, FrameE
 
 #[test]
 fn seed_heartbeat_frame_decodes_from_its_exact_bytes() {
-    // Seed §1.2: flags 0x00, length 4, interaction_update.heartbeat.
+    // A server heartbeat as Cursor sends it: flags 0x00, length 4, interaction_update.heartbeat.
     let wire = [0x00, 0x00, 0x00, 0x00, 0x04, 0x0a, 0x02, 0x6a, 0x00];
     let frames = decode_all(&mut FrameDecoder::default(), &wire).unwrap();
     let [Frame::Message(payload)] = frames.as_slice() else { panic!("{frames:?}") };

@@ -28,12 +28,14 @@ static MEASURING: std::sync::Mutex<()> = std::sync::Mutex::new(());
 fn the_descriptor_pool_stays_small() {
     let _turn = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
     // Built on the first exec result (proto3 JSON), then kept: every process using the addon
-    // pays it. With source info (comment locations) it was 5.4 MiB; without, under 3.
+    // pays it. For the older schema (580 messages) it was 5.4 MiB with source info (comment
+    // locations) and under 3 without; the 2026 schema (900 messages, 2,900 fields) keeps 4.7
+    // without, and would keep about 9 with.
     let before = LIVE.load(Ordering::SeqCst);
     let pool = cursor_acp_core::protojson::pool();
     let kept = LIVE.load(Ordering::SeqCst) - before;
     assert!(pool.get_message_by_name("agent.v1.AgentClientMessage").is_some());
-    assert!(kept < 4 << 20, "the descriptor pool keeps {} KiB", kept / 1024);
+    assert!(kept < 6 << 20, "the descriptor pool keeps {} KiB", kept / 1024);
 }
 
 /// A host that answers nothing (no turn runs here).

@@ -2,83 +2,15 @@
 //! confinement (`..`, absolute paths, symlinks), limits and truncation flags, shell streaming,
 //! timeout and abort (the process is gone afterwards), background shells with stdin.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
-use cursor_acp_core::host::{ExecContext, ShellOutput};
-use cursor_acp_core::tools::{LocalTools, ToolOptions, Workspace};
-use cursor_acp_core::CancellationToken;
+use common::{alive, context, is_root, wait_for_file, Fixture};
+use cursor_acp_core::host::ShellOutput;
 use serde_json::{json, Value};
-use tokio::sync::mpsc;
-
-struct Fixture {
-    dir: tempfile::TempDir,
-    _terminals: tempfile::TempDir,
-    tools: LocalTools,
-}
-
-impl Fixture {
-    fn new() -> Self {
-        Self::with(|_| {})
-    }
-
-    fn with(tune: impl FnOnce(&mut ToolOptions)) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let terminals = tempfile::tempdir().unwrap();
-        let mut options = ToolOptions { terminals_dir: terminals.path().to_path_buf(), ..Default::default() };
-        tune(&mut options);
-        let tools = LocalTools::new(Workspace::new([dir.path()]).unwrap(), options);
-        Fixture { dir, _terminals: terminals, tools }
-    }
-
-    fn root(&self) -> PathBuf {
-        std::fs::canonicalize(self.dir.path()).unwrap()
-    }
-
-    fn file(&self, rel: &str, content: impl AsRef<[u8]>) -> PathBuf {
-        let path = self.dir.path().join(rel);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, content).unwrap();
-        path
-    }
-
-    async fn run(&self, kind: &str, args: Value) -> Value {
-        let (ctx, _rx) = context();
-        self.tools.run_kind(kind, &args, &ctx).await.unwrap().expect("handled kind")
-    }
-}
-
-fn context() -> (ExecContext, mpsc::UnboundedReceiver<ShellOutput>) {
-    let (tx, rx) = mpsc::unbounded_channel();
-    (ExecContext { cancel: CancellationToken::new(), output: tx }, rx)
-}
-
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
-fn alive(pid: i64) -> bool {
-    // A zombie still answers kill(0), so look at its state too.
-    let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let zombie = state.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z'));
-    // SAFETY: signal 0 only checks for existence.
-    unsafe { libc::kill(pid as libc::pid_t, 0) == 0 && !zombie }
-}
-
-async fn wait_for_file(path: &Path) -> String {
-    let start = Instant::now();
-    loop {
-        if let Ok(s) = std::fs::read_to_string(path) {
-            if !s.trim().is_empty() {
-                return s;
-            }
-        }
-        assert!(start.elapsed() < Duration::from_secs(10), "{} never appeared", path.display());
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
 
 // ---------- read ----------
 
@@ -653,16 +585,24 @@ async fn the_own_terminals_folder_refuses_a_symlink_put_in_its_place() {
 }
 
 #[tokio::test]
-async fn a_terminals_folder_the_host_names_is_made_when_needed_and_kept() {
+async fn a_terminals_folder_the_host_names_is_made_when_needed_and_kept_without_the_output() {
     let parent = tempfile::tempdir().unwrap();
     let named = parent.path().join("terminals").join("session-1");
     let f = Fixture::with(|o| o.terminals_dir = named.clone());
     assert!(!named.exists());
-    spawn_background(&f, "echo kept").await;
-    assert_eq!(wait_for_file(&named.join("1.txt")).await, "kept\n");
+    std::fs::create_dir_all(&named).unwrap();
+    std::fs::write(named.join("notes.txt"), "the host's").unwrap();
+    spawn_background(&f, "echo shown").await;
+    assert_eq!(wait_for_file(&named.join("1.txt")).await, "shown\n");
+    // The output goes with the tools (it may hold whatever a command printed); the folder and
+    // what the host put there stay.
     f.tools.close();
+    assert!(!named.join("1.txt").exists(), "close() left the output");
+    spawn_background(&f, "echo again").await;
+    assert_eq!(wait_for_file(&named.join("2.txt")).await, "again\n");
     drop(f);
-    assert_eq!(std::fs::read_to_string(named.join("1.txt")).unwrap(), "kept\n");
+    assert!(!named.join("2.txt").exists(), "dropping the tools left the output");
+    assert_eq!(std::fs::read_to_string(named.join("notes.txt")).unwrap(), "the host's");
 
     // A relative folder is fixed against the working directory of the moment.
     let relative = Fixture::with(|o| o.terminals_dir = PathBuf::from("terminals-not-made"));

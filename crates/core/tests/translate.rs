@@ -297,7 +297,7 @@ fn checkpoints_drive_usage_plan_and_mode() {
         ..Default::default()
     };
     let state = pb::ConversationStateStructure {
-        token_details: Some(pb::ConversationTokenDetails { used_tokens: 10, max_tokens: 100, breakdown: None }),
+        token_details: Some(pb::ConversationTokenDetails { used_tokens: 10, max_tokens: 100, ..Default::default() }),
         todos: vec![item.encode_to_vec().into()],
         mode: Some(pb::AgentMode::Plan as i32),
         ..Default::default()

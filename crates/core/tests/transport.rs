@@ -113,7 +113,8 @@ async fn drive(t: &Transport, first: pb::AgentClientMessage) -> Result<Seen, Cor
                     }
                     other => panic!("unexpected exec {other:?}"),
                 };
-                let reply = pb::ExecClientMessage { id: e.id, exec_id: e.exec_id, message: Some(result) };
+                let reply =
+                    pb::ExecClientMessage { id: e.id, exec_id: e.exec_id, message: Some(result), ..Default::default() };
                 send(client(pb::agent_client_message::Message::ExecClientMessage(Box::new(reply))), &mut seen).await?;
                 send(stream_close(e.id), &mut seen).await?;
             }
@@ -122,6 +123,7 @@ async fn drive(t: &Transport, first: pb::AgentClientMessage) -> Result<Seen, Cor
                     Some(pb::kv_server_message::Message::GetBlobArgs(_)) => {
                         pb::kv_client_message::Message::GetBlobResult(pb::GetBlobResult {
                             blob_data: Some(b"blob".to_vec().into()),
+                            ..Default::default()
                         })
                     }
                     _ => pb::kv_client_message::Message::SetBlobResult(pb::SetBlobResult { error: None }),
@@ -184,7 +186,7 @@ async fn scripted_turn_end_to_end_on_both_transports() {
         assert_eq!(seen.checkpoints.len(), 1);
         let cp = pb::AgentServerMessage::decode(seen.checkpoints[0].clone()).unwrap();
         assert!(
-            matches!(cp.message, Some(pb::agent_server_message::Message::ConversationCheckpointUpdate(s)) if s.token_details.unwrap().used_tokens == 10)
+            matches!(cp.message, Some(pb::agent_server_message::Message::ConversationCheckpointUpdate(s)) if s.token_details.as_ref().unwrap().used_tokens == 10)
         );
 
         let records = b.records();
@@ -210,7 +212,7 @@ async fn scripted_turn_end_to_end_on_both_transports() {
         assert_eq!(r.messages[1].message["execClientMessage"]["readResult"]["success"]["content"], "file body");
         assert_eq!(r.messages[1].message["execClientMessage"]["execId"], "exec-1");
         assert_eq!(r.messages[4].message["kvClientMessage"]["id"], 3);
-        // Headers of §2.4.
+        // The headers of docs/protocol.md, "Headers".
         let h = &r.headers;
         assert_eq!(h["authorization"], "Bearer tok-abc");
         assert_eq!(h["x-request-id"], r.request_id);
@@ -736,6 +738,7 @@ async fn embedded_backend_refuses_bad_appends_with_clear_errors() {
                     ..Default::default()
                 })),
             })),
+            ..Default::default()
         }))),
     };
     let mut bad_reply = reply.encode_to_vec();

@@ -340,6 +340,20 @@ async fn heartbeats_for_the_channel_and_for_running_execs() {
     }
 }
 
+/// What the client sent about exec `id`, in order: results, throws and stream closes.
+fn exec_replies(record: &RunRecord, id: u64) -> Vec<&Value> {
+    record
+        .messages
+        .iter()
+        .map(|m| &m.message)
+        .filter(|m| {
+            m["execClientMessage"]["id"] == id
+                || m["execClientControlMessage"]["throw"]["id"] == id
+                || m["execClientControlMessage"]["streamClose"]["id"] == id
+        })
+        .collect()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unhandled_throwing_and_hanging_callbacks_are_answered() {
     let host = TestHost::with_exec(|req, ctx| {
@@ -368,17 +382,7 @@ async fn unhandled_throwing_and_hanging_callbacks_are_answered() {
         collect(&turn).await;
         assert_eq!(turn.result().await.unwrap().stop_reason, acp::StopReason::EndTurn);
         let r = &backend.records()[0];
-        let by_id = |id: u64| -> Vec<&Value> {
-            r.messages
-                .iter()
-                .map(|m| &m.message)
-                .filter(|m| {
-                    m["execClientMessage"]["id"] == id
-                        || m["execClientControlMessage"]["throw"]["id"] == id
-                        || m["execClientControlMessage"]["streamClose"]["id"] == id
-                })
-                .collect()
-        };
+        let by_id = |id: u64| exec_replies(r, id);
         let fetch = by_id(1);
         assert!(fetch[0]["execClientControlMessage"]["throw"]["error"].as_str().unwrap().contains("fetch"));
         assert!(fetch[1]["execClientControlMessage"]["streamClose"].is_object());
@@ -391,6 +395,50 @@ async fn unhandled_throwing_and_hanging_callbacks_are_answered() {
             "{ls:?}"
         );
         assert!(ls[1]["execClientControlMessage"]["streamClose"].is_object());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn newer_exec_branches_reach_the_host_and_are_answered_in_the_branch_named_after_them() {
+    // pi_read_args is ExecServerMessage 45 but is answered by ExecClientMessage 46
+    // (pi_read_result): 45 there is hook_additional_contexts. A branch the host leaves
+    // unhandled is thrown and closed, as before the schema knew it.
+    let host = TestHost::with_exec(|req, _ctx| {
+        Box::pin(async move {
+            match req.kind.as_str() {
+                "piRead" => {
+                    assert_eq!(req.args, json!({ "path": "a.txt", "limit": 5 }));
+                    Ok(Some(json!({ "success": { "output": "line 1" } })))
+                }
+                _ => Ok(None),
+            }
+        })
+    });
+    for kind in KINDS {
+        let scenario = json!({ "steps": [
+            { "type": "exec", "id": 1, "args": { "piReadArgs": { "path": "a.txt", "limit": 5 } } },
+            { "type": "exec", "id": 2, "args": { "canvasDiagnosticsArgs": { "path": "c.canvas" } } },
+            { "type": "turnEnded" }
+        ]});
+        let (backend, client) = setup(scenario, kind, host.clone(), fast_timing()).await;
+        let turn = client.new_session(SessionOptions::default()).unwrap().prompt(text("x")).unwrap();
+        collect(&turn).await;
+        assert_eq!(turn.result().await.unwrap().stop_reason, acp::StopReason::EndTurn);
+        let r = &backend.records()[0];
+        let replies = |id: u64| exec_replies(r, id);
+        let read = replies(1);
+        assert_eq!(
+            read[0]["execClientMessage"]["piReadResult"],
+            json!({ "success": { "output": "line 1" } }),
+            "{kind:?}"
+        );
+        assert!(read[1]["execClientControlMessage"]["streamClose"].is_object());
+        let canvas = replies(2);
+        assert!(canvas[0]["execClientControlMessage"]["throw"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("canvasDiagnostics"));
+        assert!(canvas[1]["execClientControlMessage"]["streamClose"].is_object());
     }
 }
 

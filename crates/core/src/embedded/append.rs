@@ -41,10 +41,12 @@ impl std::fmt::Display for AppendError {
     }
 }
 
-const DATA: u64 = 1;
-const REQUEST_ID: u64 = 2;
-const APPEND_SEQNO: u64 = 3;
-const DATA_BINARY: u64 = 4;
+use crate::field::aiserver::v1::bidi_append_request as field;
+
+const DATA: u64 = field::DATA as u64;
+const REQUEST_ID: u64 = field::REQUEST_ID as u64;
+const APPEND_SEQNO: u64 = field::APPEND_SEQNO as u64;
+const DATA_BINARY: u64 = field::DATA_BINARY as u64;
 
 enum State {
     /// Reading a field key (a varint, possibly split across chunks, gathered in `varint`).

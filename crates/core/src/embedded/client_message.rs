@@ -17,8 +17,7 @@ use super::script::Queued;
 use crate::proto::agent::v1::{agent_client_message, AgentClientMessage, ExecClientMessage};
 use crate::protojson;
 
-/// `AgentClientMessage.exec_client_message`.
-const EXEC_CLIENT_MESSAGE: u32 = 2;
+use crate::field::agent::v1::agent_client_message::EXEC_CLIENT_MESSAGE;
 
 /// How deeply messages may nest: prost's limit, so that both refuse the same payloads.
 const RECURSION_LIMIT: u32 = 100;
@@ -31,14 +30,15 @@ pub(crate) fn decode(payload: &Bytes) -> Result<Queued, String> {
     }
     check(&descriptor("agent.v1.AgentClientMessage"), payload, RECURSION_LIMIT)?;
     let head = ReplyHead::decode(&payload[..]).map_err(|e| e.to_string())?.exec_client_message.unwrap_or_default();
-    let reply = ExecClientMessage { id: head.id, exec_id: head.exec_id, message: None };
+    let reply = ExecClientMessage { id: head.id, exec_id: head.exec_id, ..Default::default() };
     Ok(Box::new(AgentClientMessage {
         message: Some(agent_client_message::Message::ExecClientMessage(Box::new(reply))),
     }))
 }
 
 /// The part of an exec reply a script reads. prost skips the fields it does not name without
-/// copying them.
+/// copying them. (prost's derive takes only literal tags: `exec_client_message`, then its `id`
+/// and `exec_id`; `an_exec_reply_is_queued_as_its_head` decodes a real reply through them.)
 #[derive(Clone, PartialEq, prost::Message)]
 struct ReplyHead {
     #[prost(message, optional, tag = "2")]
@@ -272,6 +272,7 @@ mod tests {
             message: Some(exec_client_message::Message::ReadResult(ReadResult {
                 result: Some(read_result::Result::Success(ReadSuccess { path: "p".into(), ..Default::default() })),
             })),
+            ..Default::default()
         };
         let bytes =
             AgentClientMessage { message: Some(agent_client_message::Message::ExecClientMessage(Box::new(reply))) }

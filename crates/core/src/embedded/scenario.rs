@@ -5,9 +5,13 @@
 //! once they run out. `steps` is shorthand for a single turn. Server messages inside steps are
 //! proto3 JSON of the message named in each step's doc, so any branch of the schema can be sent.
 
+use prost::Message as _;
 use serde::Deserialize;
 
 use crate::error::CoreError;
+use crate::proto::agent::v1 as pb;
+use crate::proto::aiserver::v1 as ai;
+use crate::protojson;
 
 #[derive(Debug, Clone, Deserialize, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -219,9 +223,9 @@ impl Scenario {
         }
         for (t, turn) in s.turns.iter_mut().enumerate() {
             for (i, step) in turn.iter_mut().enumerate() {
-                super::script::check(step)
+                check(step)
                     .map_err(|e| CoreError::InvalidInput(format!("invalid scenario: turn {t} step {i}: {e}")))?;
-                super::script::prepare(step)
+                prepare(step)
                     .map_err(|e| CoreError::InvalidInput(format!("invalid scenario: turn {t} step {i}: {e}")))?;
                 if matches!(step, Step::HttpError { .. }) && i != 0 {
                     return Err(CoreError::InvalidInput(format!(
@@ -239,6 +243,64 @@ impl Scenario {
 
     pub fn records(&self) -> bool {
         self.record.unwrap_or(true)
+    }
+}
+
+/// An `agent.v1` message from its proto3 JSON (`name` without the package).
+pub(super) fn agent_message<M: prost::Message + Default>(name: &str, value: &serde_json::Value) -> Result<M, String> {
+    protojson::from_json(&format!("agent.v1.{name}"), value)
+}
+
+/// Does once, at load, the work a step would otherwise repeat on every play: encodes
+/// checkpoints (and drops their JSON, which every turn would clone otherwise). A checkpoint
+/// whose JSON is not a `ConversationStateStructure` fails here.
+fn prepare(step: &mut Step) -> Result<(), String> {
+    if let Step::Checkpoint { state, message } = step {
+        let parsed: pb::ConversationStateStructure = agent_message("ConversationStateStructure", state)?;
+        let update = pb::agent_server_message::Message::ConversationCheckpointUpdate(Box::new(parsed));
+        *message = pb::AgentServerMessage { message: Some(update), ..Default::default() }.encode_to_vec().into();
+        *state = serde_json::Value::Null;
+    }
+    Ok(())
+}
+
+/// Checks a step's embedded proto JSON and names, so a bad scenario fails when it is loaded
+/// rather than mid-stream. (Checkpoints are checked by [`prepare`], which converts them anyway.)
+fn check(step: &Step) -> Result<(), String> {
+    match step {
+        Step::ToolCallStarted { tool_call, .. } | Step::ToolCallCompleted { tool_call, .. } => {
+            agent_message::<pb::ToolCall>("ToolCall", tool_call).map(drop)
+        }
+        Step::Update { update } => agent_message::<pb::InteractionUpdate>("InteractionUpdate", update).map(drop),
+        Step::Send { message } => agent_message::<pb::AgentServerMessage>("AgentServerMessage", message).map(drop),
+        Step::Exec { args, .. } => {
+            let msg = agent_message::<pb::ExecServerMessage>("ExecServerMessage", args)?;
+            if msg.message.is_none() {
+                return Err("exec args must name one ExecServerMessage branch, e.g. {\"readArgs\":{…}}".into());
+            }
+            Ok(())
+        }
+        Step::Interaction { query, .. } => {
+            let msg = agent_message::<pb::InteractionQuery>("InteractionQuery", query)?;
+            if msg.query.is_none() {
+                return Err("interaction query must name one InteractionQuery branch".into());
+            }
+            Ok(())
+        }
+        Step::KvGet { blob_id, .. } => hex::decode(blob_id).map(drop).map_err(|e| format!("kvGet blobId: {e}")),
+        Step::KvSet { blob_id, data, data_base64, .. } => {
+            if data.is_some() == data_base64.is_some() {
+                return Err("kvSet needs exactly one of data / dataBase64".into());
+            }
+            if let Some(h) = blob_id {
+                hex::decode(h).map_err(|e| format!("kvSet blobId: {e}"))?;
+            }
+            Ok(())
+        }
+        Step::Error { cursor_error: Some(name), .. } if ai::error_details::Error::from_str_name(name).is_none() => {
+            Err(format!("cursorError {name:?} is not an ErrorDetails.Error name"))
+        }
+        _ => Ok(()),
     }
 }
 

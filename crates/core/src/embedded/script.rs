@@ -13,11 +13,10 @@ use prost::Message as _;
 use sha2::Digest;
 use tokio::sync::mpsc;
 
-use super::scenario::Step;
+use super::scenario::{agent_message as from_json, Step};
 use crate::connect::{self, Code, ConnectError, ErrorDetail, CURSOR_ERROR_DETAILS};
 use crate::proto::agent::v1 as pb;
 use crate::proto::aiserver::v1 as ai;
-use crate::protojson;
 
 pub(crate) type BodyItem = Result<Frame<Bytes>, std::io::Error>;
 
@@ -86,15 +85,11 @@ enum Flow {
 }
 
 fn server_msg(message: pb::agent_server_message::Message) -> pb::AgentServerMessage {
-    pb::AgentServerMessage { message: Some(message) }
+    pb::AgentServerMessage { message: Some(message), ..Default::default() }
 }
 
 fn update(u: pb::interaction_update::Message) -> pb::AgentServerMessage {
     server_msg(pb::agent_server_message::Message::InteractionUpdate(pb::InteractionUpdate { message: Some(u) }))
-}
-
-fn from_json<M: prost::Message + Default>(name: &str, value: &serde_json::Value) -> Result<M, String> {
-    protojson::from_json(&format!("agent.v1.{name}"), value)
 }
 
 impl TurnContext {
@@ -451,58 +446,4 @@ pub(crate) fn build_error(
         });
     }
     Ok(err)
-}
-
-/// Does once, at load, the work a step would otherwise repeat on every play: encodes
-/// checkpoints (and drops their JSON, which every turn would clone otherwise). A checkpoint
-/// whose JSON is not a `ConversationStateStructure` fails here.
-pub(crate) fn prepare(step: &mut Step) -> Result<(), String> {
-    if let Step::Checkpoint { state, message } = step {
-        let parsed: pb::ConversationStateStructure = from_json("ConversationStateStructure", state)?;
-        *message = server_msg(pb::agent_server_message::Message::ConversationCheckpointUpdate(Box::new(parsed)))
-            .encode_to_vec()
-            .into();
-        *state = serde_json::Value::Null;
-    }
-    Ok(())
-}
-
-/// Checks a step's embedded proto JSON and names, so a bad scenario fails when it is loaded
-/// rather than mid-stream. (Checkpoints are checked by [`prepare`], which converts them anyway.)
-pub(crate) fn check(step: &Step) -> Result<(), String> {
-    match step {
-        Step::ToolCallStarted { tool_call, .. } | Step::ToolCallCompleted { tool_call, .. } => {
-            from_json::<pb::ToolCall>("ToolCall", tool_call).map(drop)
-        }
-        Step::Update { update } => from_json::<pb::InteractionUpdate>("InteractionUpdate", update).map(drop),
-        Step::Send { message } => from_json::<pb::AgentServerMessage>("AgentServerMessage", message).map(drop),
-        Step::Exec { args, .. } => {
-            let msg = from_json::<pb::ExecServerMessage>("ExecServerMessage", args)?;
-            if msg.message.is_none() {
-                return Err("exec args must name one ExecServerMessage branch, e.g. {\"readArgs\":{…}}".into());
-            }
-            Ok(())
-        }
-        Step::Interaction { query, .. } => {
-            let msg = from_json::<pb::InteractionQuery>("InteractionQuery", query)?;
-            if msg.query.is_none() {
-                return Err("interaction query must name one InteractionQuery branch".into());
-            }
-            Ok(())
-        }
-        Step::KvGet { blob_id, .. } => hex::decode(blob_id).map(drop).map_err(|e| format!("kvGet blobId: {e}")),
-        Step::KvSet { blob_id, data, data_base64, .. } => {
-            if data.is_some() == data_base64.is_some() {
-                return Err("kvSet needs exactly one of data / dataBase64".into());
-            }
-            if let Some(h) = blob_id {
-                hex::decode(h).map_err(|e| format!("kvSet blobId: {e}"))?;
-            }
-            Ok(())
-        }
-        Step::Error { cursor_error: Some(name), .. } if ai::error_details::Error::from_str_name(name).is_none() => {
-            Err(format!("cursorError {name:?} is not an ErrorDetails.Error name"))
-        }
-        _ => Ok(()),
-    }
 }

@@ -433,7 +433,7 @@ async fn handle_append(state: Arc<State>, req: Request<Incoming>) -> Result<Resp
             return Err(err);
         }
     }
-    // The sheet's servers prefer hex `data` and fall back to `data_binary`.
+    // Like Cursor's servers: hex `data` first, else `data_binary` (docs/protocol.md).
     let payload = if append.data.is_empty() { append.data_binary } else { append.data };
     // Decoded once, here: a payload that is not a message is refused before it is queued.
     let msg = client_message::decode(&payload).map_err(|e| {

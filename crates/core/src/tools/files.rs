@@ -1,11 +1,11 @@
 //! read, write and delete, answering with the typed result branches of the proto.
 
-use std::fs;
-use std::io::{self, BufRead, BufReader, Read};
+use std::io::{self, BufRead, BufReader, Read, Seek, Write};
 use std::path::Path;
 
 use crate::proto::agent::v1 as pb;
 
+use super::workspace::{Failure, FileKind};
 use super::{ToolOptions, Workspace};
 
 /// Bytes looked at for a NUL to call a file binary (what git and ripgrep do).
@@ -17,16 +17,26 @@ fn display(path: &Path) -> String {
 
 pub fn read(ws: &Workspace, opts: &ToolOptions, args: &pb::ReadArgs) -> pb::ReadResult {
     use pb::read_result::Result as R;
-    let path = match ws.resolve(&args.path) {
-        Ok(p) => p,
-        Err(e) => {
-            return pb::ReadResult {
-                result: Some(R::Rejected(pb::ReadRejected { path: args.path.clone(), reason: e.0 })),
-            }
-        }
+    let rejected = |reason: String| pb::ReadResult {
+        result: Some(R::Rejected(pb::ReadRejected { path: args.path.clone(), reason })),
     };
-    let shown = display(&path);
-    let result = match read_file(&path, opts, args.offset, args.limit) {
+    let located = match ws.locate(&args.path) {
+        Ok(l) => l,
+        Err(e) => return rejected(e.to_string()),
+    };
+    let shown = display(&located.absolute);
+    let read = match located.open_regular() {
+        Ok((file, meta)) => read_file(file, meta.len() as i64, opts, args.offset, args.limit),
+        Err(Failure::Refused(e)) => return rejected(e.to_string()),
+        Err(Failure::NotRegular(FileKind::Directory)) => {
+            Err(ReadFailure::Invalid("is a directory; use ls to list it".into()))
+        }
+        Err(Failure::NotRegular(kind)) => {
+            Err(ReadFailure::Invalid(format!("is a {}, not a regular file", kind.describe())))
+        }
+        Err(Failure::Io(e)) => Err(ReadFailure::Io(e)),
+    };
+    let result = match read {
         Ok(mut success) => {
             success.path = shown;
             R::Success(success)
@@ -52,28 +62,29 @@ impl From<io::Error> for ReadFailure {
     }
 }
 
+/// Reads an open regular file: everything goes through this one handle (a second open by
+/// name could be redirected).
 fn read_file(
-    path: &Path,
+    mut file: std::fs::File,
+    file_size: i64,
     opts: &ToolOptions,
     offset: Option<i32>,
     limit: Option<u32>,
 ) -> Result<pb::ReadSuccess, ReadFailure> {
-    let meta = fs::metadata(path)?;
-    if meta.is_dir() {
-        return Err(ReadFailure::Invalid("is a directory; use ls to list it".into()));
-    }
-    let file_size = meta.len() as i64;
-    let mut file = fs::File::open(path)?;
     let mut head = vec![0u8; BINARY_SNIFF_BYTES];
     let n = read_fully(&mut file, &mut head)?;
     head.truncate(n);
     if head.contains(&0) {
-        return read_binary(path, opts, file_size);
+        return read_binary(file, opts, file_size);
     }
     let range_applied = offset.is_some() || limit.is_some();
     // A negative offset counts from the end, so the line count is needed first.
     let total_for_offset = match offset {
-        Some(o) if o < 0 => Some(count_lines(path)?),
+        Some(o) if o < 0 => {
+            let total = count_lines(&mut file)?;
+            file.seek(io::SeekFrom::Start(n as u64))?;
+            Some(total)
+        }
         _ => None,
     };
     let first_line: u64 = match (offset, total_for_offset) {
@@ -86,7 +97,7 @@ fn read_file(
         None => u64::MAX,
     };
 
-    let mut reader = BufReader::new(io::Cursor::new(head).chain(file));
+    let mut reader = BufReader::new(io::Cursor::new(head).chain(&mut file));
     let mut content = Vec::new();
     let mut line = Vec::new();
     let mut number: u64 = 0;
@@ -106,11 +117,12 @@ fn read_file(
         }
         content.extend_from_slice(&line);
     }
+    drop(reader);
     let content = match String::from_utf8(content) {
         Ok(text) => text,
         // Not UTF-8 but no NUL either (Latin-1, UTF-16 without BOM sniffing): hand back bytes
         // rather than a lossy string the model would write back corrupted.
-        Err(_) => return read_binary(path, opts, file_size),
+        Err(_) => return read_binary(file, opts, file_size),
     };
     Ok(pb::ReadSuccess {
         total_lines: number.min(i32::MAX as u64) as i32,
@@ -122,14 +134,17 @@ fn read_file(
     })
 }
 
-fn read_binary(path: &Path, opts: &ToolOptions, file_size: i64) -> Result<pb::ReadSuccess, ReadFailure> {
+fn read_binary(mut file: std::fs::File, opts: &ToolOptions, file_size: i64) -> Result<pb::ReadSuccess, ReadFailure> {
     if file_size as u64 > opts.max_binary_bytes as u64 {
         return Err(ReadFailure::Invalid(format!(
             "binary file of {file_size} bytes is larger than the {} byte limit",
             opts.max_binary_bytes
         )));
     }
-    let data = fs::read(path)?;
+    file.seek(io::SeekFrom::Start(0))?;
+    let mut data = Vec::with_capacity(file_size.max(0) as usize);
+    // No more than the limit, even if the file grew since it was looked at.
+    file.take(opts.max_binary_bytes as u64).read_to_end(&mut data)?;
     Ok(pb::ReadSuccess { file_size, output: Some(pb::read_success::Output::Data(data.into())), ..Default::default() })
 }
 
@@ -146,8 +161,10 @@ fn read_fully(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
     Ok(filled)
 }
 
-fn count_lines(path: &Path) -> io::Result<u64> {
-    let mut reader = BufReader::new(fs::File::open(path)?);
+/// Lines from the start of `file` (an unterminated last line counts).
+fn count_lines(file: &mut std::fs::File) -> io::Result<u64> {
+    file.seek(io::SeekFrom::Start(0))?;
+    let mut reader = BufReader::new(file);
     let mut count = 0u64;
     let mut ends_with_newline = true;
     loop {
@@ -174,22 +191,34 @@ pub fn line_count(text: &str) -> usize {
 
 pub fn write(ws: &Workspace, args: &pb::WriteArgs) -> pb::WriteResult {
     use pb::write_result::Result as R;
-    let path = match ws.resolve(&args.path) {
-        Ok(p) => p,
-        Err(e) => {
+    let rejected = |reason: String| pb::WriteResult {
+        result: Some(R::Rejected(pb::WriteRejected { path: args.path.clone(), reason })),
+    };
+    let located = match ws.locate(&args.path) {
+        Ok(l) => l,
+        Err(e) => return rejected(e.to_string()),
+    };
+    let path = &located.absolute;
+    let shown = display(path);
+    let bytes: &[u8] = if args.file_bytes.is_empty() { args.file_text.as_bytes() } else { &args.file_bytes };
+    let outcome = match located.create_regular() {
+        Ok(mut file) => file.write_all(bytes),
+        Err(Failure::Refused(e)) => return rejected(e.to_string()),
+        Err(Failure::NotRegular(FileKind::Directory)) => {
             return pb::WriteResult {
-                result: Some(R::Rejected(pb::WriteRejected { path: args.path.clone(), reason: e.0 })),
+                result: Some(R::Error(pb::WriteError { path: shown, error: "is a directory".into() })),
             }
         }
+        Err(Failure::NotRegular(kind)) => {
+            return pb::WriteResult {
+                result: Some(R::Error(pb::WriteError {
+                    path: shown,
+                    error: format!("is a {}, not a regular file", kind.describe()),
+                })),
+            }
+        }
+        Err(Failure::Io(e)) => Err(e),
     };
-    let shown = display(&path);
-    let bytes: &[u8] = if args.file_bytes.is_empty() { args.file_text.as_bytes() } else { &args.file_bytes };
-    if path.is_dir() {
-        return pb::WriteResult {
-            result: Some(R::Error(pb::WriteError { path: shown, error: "is a directory".into() })),
-        };
-    }
-    let outcome = path.parent().map_or(Ok(()), fs::create_dir_all).and_then(|()| fs::write(&path, bytes));
     let result = match outcome {
         Ok(()) => {
             let text = std::str::from_utf8(bytes).ok();
@@ -219,15 +248,14 @@ pub fn write(ws: &Workspace, args: &pb::WriteArgs) -> pb::WriteResult {
 
 pub fn delete(ws: &Workspace, opts: &ToolOptions, args: &pb::DeleteArgs) -> pb::DeleteResult {
     use pb::delete_result::Result as R;
-    let path = match ws.resolve(&args.path) {
-        Ok(p) => p,
-        Err(e) => {
-            return pb::DeleteResult {
-                result: Some(R::Rejected(pb::DeleteRejected { path: args.path.clone(), reason: e.0 })),
-            }
-        }
+    let rejected = |reason: String| pb::DeleteResult {
+        result: Some(R::Rejected(pb::DeleteRejected { path: args.path.clone(), reason })),
     };
-    let shown = display(&path);
+    let located = match ws.locate(&args.path) {
+        Ok(l) => l,
+        Err(e) => return rejected(e.to_string()),
+    };
+    let shown = display(&located.absolute);
     let io_result = |e: io::Error| match e.kind() {
         io::ErrorKind::NotFound => R::FileNotFound(pb::DeleteFileNotFound { path: shown.clone() }),
         io::ErrorKind::PermissionDenied | io::ErrorKind::ReadOnlyFilesystem => {
@@ -240,31 +268,37 @@ pub fn delete(ws: &Workspace, opts: &ToolOptions, args: &pb::DeleteArgs) -> pb::
         io::ErrorKind::ResourceBusy => R::FileBusy(pb::DeleteFileBusy { path: shown.clone() }),
         _ => R::Error(pb::DeleteError { path: shown.clone(), error: e.to_string() }),
     };
-    let meta = match fs::metadata(&path) {
-        Ok(m) => m,
-        Err(e) => return pb::DeleteResult { result: Some(io_result(e)) },
-    };
-    if !meta.is_file() {
-        let actual_type = if meta.is_dir() { "directory" } else { "special file" };
-        return pb::DeleteResult {
-            result: Some(R::NotFile(pb::DeleteNotFile { path: shown, actual_type: actual_type.into() })),
-        };
-    }
+    let not_file =
+        |kind: FileKind| R::NotFile(pb::DeleteNotFile { path: shown.clone(), actual_type: kind.describe().into() });
     // The previous content lets the caller show the deletion as a diff and undo it; binary or
-    // oversized files are deleted without it.
-    let prev_content = if meta.len() as usize <= opts.max_read_bytes {
-        fs::read(&path).ok().and_then(|b| String::from_utf8(b).ok()).unwrap_or_default()
-    } else {
-        String::new()
+    // oversized files are deleted without it. It is read through the same kind of handle the
+    // other tools use, so it is never the content of a file outside.
+    let (prev_content, file_size) = match located.open_regular() {
+        Ok((file, meta)) if meta.len() as usize <= opts.max_read_bytes => {
+            let mut bytes = Vec::new();
+            let read = file.take(opts.max_read_bytes as u64).read_to_end(&mut bytes);
+            (read.ok().and_then(|_| String::from_utf8(bytes).ok()).unwrap_or_default(), meta.len())
+        }
+        Ok((_, meta)) => (String::new(), meta.len()),
+        Err(Failure::Refused(e)) => return rejected(e.to_string()),
+        Err(Failure::NotRegular(kind)) => return pb::DeleteResult { result: Some(not_file(kind)) },
+        // A file one may not read may still be deleted (that is up to its folder's mode).
+        Err(Failure::Io(e)) if e.kind() == io::ErrorKind::PermissionDenied => match located.metadata() {
+            Ok(meta) if meta.is_file() => (String::new(), meta.len()),
+            _ => return pb::DeleteResult { result: Some(io_result(e)) },
+        },
+        Err(Failure::Io(e)) => return pb::DeleteResult { result: Some(io_result(e)) },
     };
-    let result = match fs::remove_file(&path) {
+    let result = match located.remove_file() {
         Ok(()) => R::Success(pb::DeleteSuccess {
             path: shown.clone(),
-            deleted_file: shown,
-            file_size: meta.len() as i64,
+            deleted_file: shown.clone(),
+            file_size: file_size as i64,
             prev_content,
         }),
-        Err(e) => io_result(e),
+        Err(Failure::Refused(e)) => return rejected(e.to_string()),
+        Err(Failure::NotRegular(kind)) => not_file(kind),
+        Err(Failure::Io(e)) => io_result(e),
     };
     pb::DeleteResult { result: Some(result) }
 }

@@ -10,21 +10,23 @@ use ignore::WalkBuilder;
 
 use crate::proto::agent::v1 as pb;
 
+use super::workspace::Failure;
 use super::{ToolOptions, Workspace};
 
 pub fn ls(ws: &Workspace, opts: &ToolOptions, args: &pb::LsArgs) -> pb::LsResult {
     use pb::ls_result::Result as R;
-    let root = match ws.resolve(&args.path) {
-        Ok(p) => p,
-        Err(e) => {
-            return pb::LsResult { result: Some(R::Rejected(pb::LsRejected { path: args.path.clone(), reason: e.0 })) }
-        }
+    let located = match ws.locate(&args.path) {
+        Ok(l) => l,
+        Err(e) => return rejected(&args.path, e.to_string()),
     };
+    let root = located.absolute.clone();
     let shown = root.display().to_string();
-    match std::fs::metadata(&root) {
+    match located.metadata() {
         Ok(m) if m.is_dir() => {}
         Ok(_) => return error(shown, "not a directory"),
-        Err(e) => return error(shown, &e.to_string()),
+        Err(Failure::Refused(e)) => return rejected(&args.path, e.to_string()),
+        Err(Failure::NotRegular(kind)) => return error(shown, &format!("a {}, not a directory", kind.describe())),
+        Err(Failure::Io(e)) => return error(shown, &e.to_string()),
     }
     let mut ignore = GlobSetBuilder::new();
     for pattern in &args.ignore {
@@ -42,6 +44,7 @@ pub fn ls(ws: &Workspace, opts: &ToolOptions, args: &pb::LsArgs) -> pb::LsResult
     let deadline = args.timeout_ms.filter(|&ms| ms > 0).map(|ms| Instant::now() + Duration::from_millis(ms as u64));
 
     let walk_root = root.clone();
+    let ws = ws.clone();
     let walker = WalkBuilder::new(&root)
         .hidden(false)
         .require_git(false)
@@ -51,7 +54,10 @@ pub fn ls(ws: &Workspace, opts: &ToolOptions, args: &pb::LsArgs) -> pb::LsResult
                 return false;
             }
             let rel = entry.path().strip_prefix(&walk_root).unwrap_or(entry.path());
-            !(ignore.is_match(rel) || ignore.is_match(entry.file_name()))
+            if ignore.is_match(rel) || ignore.is_match(entry.file_name()) {
+                return false;
+            }
+            entry.depth() == 0 || ws.found(entry.path()).is_some_and(|e| e.entry_metadata().is_ok())
         })
         .build();
 
@@ -79,6 +85,10 @@ pub fn ls(ws: &Workspace, opts: &ToolOptions, args: &pb::LsArgs) -> pb::LsResult
         R::Success(pb::LsSuccess { directory_tree_root: Some(node) })
     };
     pb::LsResult { result: Some(result) }
+}
+
+fn rejected(path: &str, reason: String) -> pb::LsResult {
+    pb::LsResult { result: Some(pb::ls_result::Result::Rejected(pb::LsRejected { path: path.to_string(), reason })) }
 }
 
 fn error(path: String, message: &str) -> pb::LsResult {

@@ -6,6 +6,8 @@
 //! `ExecRequest`/`ExecContext` a `Host` gets and returns the result message as proto3 JSON, or
 //! `None` for kinds it does not implement (the host then answers or lets the request be thrown).
 
+mod background;
+mod environment;
 mod files;
 mod ls;
 mod search;
@@ -26,9 +28,10 @@ use crate::proto::agent::v1 as pb;
 use crate::protojson;
 use terminals::TerminalsFolder;
 
+pub use background::Shells;
+pub use environment::{EnvPolicy, Inherit, OWN_CREDENTIALS, SECRET_LOOKING};
 pub use files::line_count;
-pub use shell::Shells;
-pub use workspace::{Escape, Workspace};
+pub use workspace::{PathRefused, Workspace, MAX_PATH_BYTES};
 
 /// Limits and environment of the tools.
 #[derive(Debug, Clone)]
@@ -52,12 +55,17 @@ pub struct ToolOptions {
     pub shell_timeout: Duration,
     /// The shell (`-c command`); default bash, else sh (cmd on Windows).
     pub shell: Option<PathBuf>,
-    /// Extra environment for shells, over the process environment.
+    /// Variables set for every process the tools start, over whatever [`ToolOptions::env_policy`]
+    /// inherits (even names it would drop: the host asked for them).
     pub env: Vec<(String, String)>,
+    /// Which of the host's variables those processes inherit. By default all but this
+    /// product's credentials and secret-looking names (`*KEY*`, `*SECRET*`, `*TOKEN*`, …).
+    pub env_policy: EnvPolicy,
     /// Where background shells write their output (`<id>.txt`); readable by the read tool.
     /// Empty (the default): a folder of the tools' own in the temp dir, made when the first
     /// background shell starts and removed by [`LocalTools::close`] or with the last clone.
-    /// A folder named here is made when needed and never removed.
+    /// A folder named here is made when needed (0700) and kept; the output files the tools
+    /// wrote in it (0600) are removed with the tools, like their shells.
     pub terminals_dir: PathBuf,
 }
 
@@ -74,6 +82,7 @@ impl Default for ToolOptions {
             shell_timeout: Duration::from_secs(10 * 60),
             shell: None,
             env: Vec::new(),
+            env_policy: EnvPolicy::default(),
             terminals_dir: PathBuf::new(),
         }
     }
@@ -90,6 +99,9 @@ pub struct LocalTools {
 struct Inner {
     workspace: Workspace,
     options: ToolOptions,
+    /// The processes' environment, or why the policy is invalid (then every shell fails to
+    /// start with that reason).
+    environment: Result<environment::ShellEnvironment, String>,
     shells: Shells,
     // After `shells`: fields drop in order, so the shells are killed before their folder goes.
     terminals: TerminalsFolder,
@@ -110,9 +122,10 @@ impl LocalTools {
             .then(|| std::fs::canonicalize(terminals.path()).ok().filter(|dir| dir.is_dir()))
             .flatten();
         let workspace = existing
-            .and_then(|dir| Workspace::new(workspace.roots().iter().cloned().chain([dir])).ok())
+            .and_then(|dir| Workspace::new(workspace.roots().into_iter().chain([dir])).ok())
             .unwrap_or_else(|| workspace.with_pending_root(terminals.path()));
-        Self { inner: Arc::new(Inner { workspace, options, shells: Shells::default(), terminals }) }
+        let environment = environment::ShellEnvironment::new(&options.env_policy, &options.env);
+        Self { inner: Arc::new(Inner { workspace, options, environment, shells: Shells::default(), terminals }) }
     }
 
     pub fn workspace(&self) -> &Workspace {
@@ -131,7 +144,7 @@ impl LocalTools {
         KINDS.contains(&kind)
     }
 
-    /// Kills background shells, and removes their output with the tools' own terminals folder
+    /// Kills background shells and removes their output, with the tools' own terminals folder
     /// (a folder the host named stays). A later background shell makes the folder again.
     pub fn close(&self) {
         self.inner.shells.kill_all();
@@ -171,19 +184,16 @@ impl LocalTools {
             "shell" | "shellStream" => {
                 let args: pb::ShellArgs = parse("ShellArgs", args)?;
                 let t = &self.inner;
-                to_json("ShellResult", &shell::run(&t.workspace, &t.options, &t.shells, &t.terminals, &args, ctx).await)
+                to_json("ShellResult", &shell::run(&t.shell_context(), &args, ctx).await)
             }
             "backgroundShellSpawn" => {
                 let args: pb::BackgroundShellSpawnArgs = parse("BackgroundShellSpawnArgs", args)?;
                 let t = &self.inner;
-                to_json(
-                    "BackgroundShellSpawnResult",
-                    &shell::spawn_background(&t.workspace, &t.options, &t.shells, &t.terminals, &args),
-                )
+                to_json("BackgroundShellSpawnResult", &background::spawn_background(&t.shell_context(), &args))
             }
             "writeShellStdin" => {
                 let args: pb::WriteShellStdinArgs = parse("WriteShellStdinArgs", args)?;
-                to_json("WriteShellStdinResult", &shell::write_stdin(&self.inner.shells, &args).await)
+                to_json("WriteShellStdinResult", &background::write_stdin(&self.inner.shells, &args).await)
             }
             _ => return Ok(None),
         };
@@ -204,6 +214,23 @@ impl LocalTools {
             .await
             .map_err(|e| CoreError::Callback(format!("local tool failed: {e}")))
     }
+}
+
+impl Inner {
+    fn shell_context(&self) -> shell::ShellContext<'_> {
+        shell::ShellContext {
+            workspace: &self.workspace,
+            options: &self.options,
+            environment: self.environment.as_ref(),
+            shells: &self.shells,
+            terminals: &self.terminals,
+        }
+    }
+}
+
+/// Checks a policy before tools are made with it (their constructor cannot fail).
+pub fn check_env_policy(policy: &EnvPolicy) -> Result<(), CoreError> {
+    environment::ShellEnvironment::new(policy, &[]).map(drop).map_err(CoreError::InvalidInput)
 }
 
 fn parse<M: Message + Default>(name: &str, args: &Value) -> Result<M, CoreError> {

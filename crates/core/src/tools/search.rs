@@ -15,6 +15,7 @@ use ignore::WalkBuilder;
 
 use crate::proto::agent::v1 as pb;
 
+use super::workspace::Failure;
 use super::{ToolOptions, Workspace};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,17 +65,21 @@ pub fn grep(ws: &Workspace, opts: &ToolOptions, args: &pb::GrepArgs) -> pb::Grep
     };
     // Workspaces searched, each with the path to search in it.
     let scopes: Vec<(PathBuf, PathBuf)> = match args.path.as_deref().filter(|p| !p.is_empty()) {
-        Some(p) => match ws.resolve(p) {
-            Ok(resolved) => {
-                if !resolved.exists() {
-                    return grep_error(format!("{p}: no such file or directory"));
-                }
-                let root = ws.root_of(&resolved).unwrap_or(ws.primary()).to_path_buf();
-                vec![(root, resolved)]
+        Some(p) => {
+            let located = match ws.locate(p) {
+                Ok(l) => l,
+                Err(e) => return grep_error(e.to_string()),
+            };
+            match located.metadata() {
+                Ok(_) | Err(Failure::NotRegular(_)) => {}
+                Err(Failure::Refused(e)) => return grep_error(e.to_string()),
+                Err(Failure::Io(_)) => return grep_error(format!("{p}: no such file or directory")),
             }
-            Err(e) => return grep_error(e.0),
-        },
-        None => ws.roots().iter().map(|r| (r.clone(), r.clone())).collect(),
+            let resolved = located.absolute;
+            let root = ws.root_of(&resolved).unwrap_or(ws.primary()).to_path_buf();
+            vec![(root, resolved)]
+        }
+        None => ws.roots().into_iter().map(|r| (r.clone(), r)).collect(),
     };
     let multiline = args.multiline.unwrap_or(false);
     let mut matcher = RegexMatcherBuilder::new();
@@ -103,7 +108,7 @@ pub fn grep(ws: &Workspace, opts: &ToolOptions, args: &pb::GrepArgs) -> pb::Grep
     let mut results = HashMap::new();
     for (root, scope) in scopes {
         let mut walk = WalkBuilder::new(&scope);
-        walk.require_git(false).sort_by_file_name(|a, b| a.cmp(b));
+        walk.require_git(false).sort_by_file_name(|a, b| a.cmp(b)).filter_entry(folders_beneath(ws));
         if let Some(glob) = args.glob.as_deref().filter(|g| !g.is_empty()) {
             let mut overrides = OverrideBuilder::new(&scope);
             for part in split_globs(glob) {
@@ -147,8 +152,10 @@ pub fn grep(ws: &Workspace, opts: &ToolOptions, args: &pb::GrepArgs) -> pb::Grep
                 matched: 0,
                 lines: Vec::new(),
             };
-            // Unreadable files are skipped, as ripgrep does (reported on its stderr, not as a failure).
-            if searcher.search_path(&matcher, entry.path(), &mut sink).is_err() {
+            // Opened beneath the root, never blocking; unreadable files (and whatever is no longer
+            // a regular file inside) are skipped, as ripgrep skips what it cannot read.
+            let Some(file) = ws.found(entry.path()).and_then(|e| e.open_regular().ok()) else { continue };
+            if searcher.search_file(&matcher, &file.0, &mut sink).is_err() {
                 continue;
             }
             if sink.matched > 0 {
@@ -156,7 +163,7 @@ pub fn grep(ws: &Workspace, opts: &ToolOptions, args: &pb::GrepArgs) -> pb::Grep
                 hits.push(FileHits { path: entry.path().to_path_buf(), matched_lines, lines });
             }
         }
-        sort_hits(&mut hits, args.sort.as_deref(), args.sort_ascending);
+        sort_hits(ws, &mut hits, args.sort.as_deref(), args.sort_ascending);
         let union = summarize(&root, hits, mode, args.offset, args.head_limit, stopped_early);
         results.insert(root.display().to_string(), union);
     }
@@ -197,15 +204,28 @@ fn split_globs(glob: &str) -> Vec<String> {
     parts
 }
 
-fn modified(path: &Path) -> SystemTime {
-    std::fs::metadata(path).and_then(|m| m.modified()).unwrap_or(SystemTime::UNIX_EPOCH)
+/// Prunes folders a walk would enter that are not (or no longer) beneath a root: a folder
+/// swapped for a link out is not searched. Files are checked when they are opened.
+fn folders_beneath(ws: &Workspace) -> impl Fn(&ignore::DirEntry) -> bool + Send + Sync + 'static {
+    let ws = ws.clone();
+    move |entry| {
+        entry.depth() == 0
+            || !entry.file_type().is_some_and(|t| t.is_dir())
+            || ws.found(entry.path()).is_some_and(|e| e.entry_metadata().is_ok())
+    }
 }
 
-fn sort_hits(hits: &mut [FileHits], sort: Option<&str>, ascending: Option<bool>) {
+/// Modification time, looked up beneath the root (`None` when the entry is not there).
+fn modified(ws: &Workspace, path: &Path) -> Option<SystemTime> {
+    let meta = ws.found(path)?.entry_metadata().ok()?;
+    Some(meta.modified().map(|t| t.into_std()).unwrap_or(SystemTime::UNIX_EPOCH))
+}
+
+fn sort_hits(ws: &Workspace, hits: &mut [FileHits], sort: Option<&str>, ascending: Option<bool>) {
     match sort.unwrap_or("path") {
         "modified" | "mtime" | "time" => {
             // Newest first unless ascending is asked for.
-            hits.sort_by_key(|h| std::cmp::Reverse(modified(&h.path)));
+            hits.sort_by_cached_key(|h| std::cmp::Reverse(modified(ws, &h.path)));
             if ascending == Some(true) {
                 hits.reverse();
             }
@@ -376,12 +396,15 @@ impl Sink for Collect<'_> {
 pub fn glob(ws: &Workspace, opts: &ToolOptions, args: &pb::GlobToolArgs) -> pb::GlobToolResult {
     use pb::glob_tool_result::Result as R;
     let error = |error: String| pb::GlobToolResult { result: Some(R::Error(pb::GlobToolError { error })) };
-    let dir = match ws.resolve(args.target_directory.as_deref().unwrap_or("")) {
-        Ok(d) => d,
-        Err(e) => return error(e.0),
+    let located = match ws.locate(args.target_directory.as_deref().unwrap_or("")) {
+        Ok(l) => l,
+        Err(e) => return error(e.to_string()),
     };
-    if !dir.is_dir() {
-        return error(format!("{}: not a directory", dir.display()));
+    let dir = located.absolute.clone();
+    match located.metadata() {
+        Ok(m) if m.is_dir() => {}
+        Err(Failure::Refused(e)) => return error(e.to_string()),
+        _ => return error(format!("{}: not a directory", dir.display())),
     }
     // Patterns without a directory part match at any depth, as in ripgrep's --glob.
     let pattern = if args.glob_pattern.contains('/') || args.glob_pattern.starts_with("**") {
@@ -395,7 +418,7 @@ pub fn glob(ws: &Workspace, opts: &ToolOptions, args: &pb::GlobToolArgs) -> pb::
     };
     let mut found: Vec<(SystemTime, String)> = Vec::new();
     let mut stopped_early = false;
-    for entry in WalkBuilder::new(&dir).require_git(false).build().flatten() {
+    for entry in WalkBuilder::new(&dir).require_git(false).filter_entry(folders_beneath(ws)).build().flatten() {
         if !entry.file_type().is_some_and(|t| t.is_file()) {
             continue;
         }
@@ -405,7 +428,9 @@ pub fn glob(ws: &Workspace, opts: &ToolOptions, args: &pb::GlobToolArgs) -> pb::
                 stopped_early = true;
                 break;
             }
-            found.push((modified(entry.path()), rel.display().to_string()));
+            // Only names found again beneath the root are reported.
+            let Some(time) = modified(ws, entry.path()) else { continue };
+            found.push((time, rel.display().to_string()));
         }
     }
     // Most recently modified first: what the model most likely means.

@@ -1,19 +1,19 @@
-//! shell, shellStream, backgroundShellSpawn and writeShellStdin: local processes in their own
-//! process group, so abort, timeout and teardown kill everything the command started.
+//! shell and shellStream: local processes in their own process group, so abort, timeout and
+//! teardown kill everything the command started.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
-use tokio::process::{Child, ChildStdin, Command};
+use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::process::{Child, Command};
 
 use crate::host::{ExecContext, ShellOutput};
 use crate::proto::agent::v1 as pb;
 
+use super::background::{spawn_background, Shells};
+use super::environment::ShellEnvironment;
+use super::workspace::Failure;
 use super::{TerminalsFolder, ToolOptions, Workspace};
 
 /// How long pipes are still drained after the shell exits: a command that leaves a daemon
@@ -22,39 +22,9 @@ const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(200);
 /// SIGTERM first on timeout, then SIGKILL after this grace.
 const KILL_GRACE: Duration = Duration::from_millis(1500);
 
-/// Background shells started by this tool set; killed when it is dropped or closed.
-#[derive(Default)]
-pub struct Shells {
-    next_id: AtomicU32,
-    background: Mutex<HashMap<u32, Background>>,
-}
-
-struct Background {
-    pid: Option<u32>,
-    stdin: Option<Arc<tokio::sync::Mutex<ChildStdin>>>,
-    output_len: Arc<AtomicU64>,
-    _kill: GroupKill,
-}
-
-impl Shells {
-    /// Kills every background shell (and its process group).
-    pub fn kill_all(&self) {
-        self.background.lock().expect("shell table").clear();
-    }
-
-    pub fn background_count(&self) -> usize {
-        self.background.lock().expect("shell table").len()
-    }
-
-    /// Process id of a background shell (for tests and hosts that show it).
-    pub fn background_pid(&self, shell_id: u32) -> Option<u32> {
-        self.background.lock().expect("shell table").get(&shell_id).and_then(|b| b.pid)
-    }
-}
-
 /// Kills a process group when dropped: an exec future dropped mid-run (turn cancelled, server
 /// abort) leaves no process behind.
-struct GroupKill(Option<u32>);
+pub(super) struct GroupKill(pub(super) Option<u32>);
 
 impl GroupKill {
     fn disarm(&mut self) {
@@ -94,18 +64,31 @@ fn signal_group(pid: u32, _signal: Signal) {
     let _ = std::process::Command::new("taskkill").args(["/PID", &pid.to_string(), "/T", "/F"]).output();
 }
 
-fn shell_command(opts: &ToolOptions, command: &str, cwd: &Path) -> Command {
-    let program = opts.shell.clone().unwrap_or_else(default_shell);
+/// What the shell tools work with.
+pub(super) struct ShellContext<'a> {
+    pub workspace: &'a Workspace,
+    pub options: &'a ToolOptions,
+    /// The processes' environment, or why the host's policy is invalid.
+    pub environment: Result<&'a ShellEnvironment, &'a String>,
+    pub shells: &'a Shells,
+    pub terminals: &'a TerminalsFolder,
+}
+
+/// `<shell> -c <command>` in `cwd`, in a process group of its own, with exactly the environment
+/// the policy makes (nothing else of the host's is inherited).
+pub(super) fn shell_command(t: &ShellContext, command: &str, cwd: &Path) -> Result<Command, String> {
+    let environment = t.environment.map_err(|e| e.clone())?;
+    let program = t.options.shell.clone().unwrap_or_else(default_shell);
     let mut cmd = Command::new(&program);
     if cfg!(windows) && program.file_stem().is_some_and(|s| s.eq_ignore_ascii_case("cmd")) {
         cmd.arg("/C");
     } else {
         cmd.arg("-c");
     }
-    cmd.arg(command).current_dir(cwd).envs(opts.env.iter().map(|(k, v)| (k, v))).kill_on_drop(true);
+    cmd.arg(command).current_dir(cwd).env_clear().envs(environment.build(std::env::vars_os())).kill_on_drop(true);
     #[cfg(unix)]
     cmd.process_group(0);
-    cmd
+    Ok(cmd)
 }
 
 fn default_shell() -> PathBuf {
@@ -202,25 +185,20 @@ enum Ending {
 }
 
 /// Resolves the working directory, or the `rejected` / `spawn_error` reason.
-fn working_directory(ws: &Workspace, requested: &str) -> Result<PathBuf, (bool, String)> {
-    let dir = ws.resolve(requested).map_err(|e| (true, e.0))?;
-    if !dir.is_dir() {
-        return Err((false, format!("working directory {} does not exist", dir.display())));
+pub(super) fn working_directory(ws: &Workspace, requested: &str) -> Result<PathBuf, (bool, String)> {
+    let located = ws.locate(requested).map_err(|e| (true, e.to_string()))?;
+    match located.metadata() {
+        Ok(m) if m.is_dir() => Ok(located.absolute),
+        Err(Failure::Refused(e)) => Err((true, e.to_string())),
+        _ => Err((false, format!("working directory {} does not exist", located.absolute.display()))),
     }
-    Ok(dir)
 }
 
-pub async fn run(
-    ws: &Workspace,
-    opts: &ToolOptions,
-    shells: &Shells,
-    terminals: &TerminalsFolder,
-    args: &pb::ShellArgs,
-    ctx: &ExecContext,
-) -> pb::ShellResult {
+pub async fn run(t: &ShellContext<'_>, args: &pb::ShellArgs, ctx: &ExecContext) -> pb::ShellResult {
     use pb::shell_result::Result as R;
+    let opts = t.options;
     let command = args.command.clone();
-    let cwd = match working_directory(ws, &args.working_directory) {
+    let cwd = match working_directory(t.workspace, &args.working_directory) {
         Ok(d) => d,
         Err((true, reason)) => {
             return result(R::Rejected(pb::ShellRejected {
@@ -246,11 +224,11 @@ pub async fn run(
             enable_write_shell_stdin_tool: true,
             ..Default::default()
         };
-        return match spawn_background(ws, opts, shells, terminals, &spawn).result {
+        return match spawn_background(t, &spawn).result {
             Some(pb::background_shell_spawn_result::Result::Success(s)) => pb::ShellResult {
                 is_background: Some(true),
                 pid: s.pid,
-                terminals_folder: Some(terminals.path().display().to_string()),
+                terminals_folder: Some(t.terminals.path().display().to_string()),
                 result: Some(R::Success(pb::ShellSuccess {
                     command,
                     working_directory: wd,
@@ -274,7 +252,10 @@ pub async fn run(
     }
 
     let timeout_ms: u64 = if args.timeout > 0 { args.timeout as u64 } else { opts.shell_timeout.as_millis() as u64 };
-    let mut cmd = shell_command(opts, &command, &cwd);
+    let mut cmd = match shell_command(t, &command, &cwd) {
+        Ok(cmd) => cmd,
+        Err(error) => return result(R::SpawnError(pb::ShellSpawnError { command, working_directory: wd, error })),
+    };
     // Foreground shells never read from us: a command waiting on stdin sees EOF instead of hanging.
     cmd.stdin(Stdio::null());
     cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
@@ -421,6 +402,7 @@ pub async fn run(
             aborted: true,
             local_execution_time_ms: Some(elapsed),
             output_location: None,
+            ..Default::default()
         }),
         Ending::WaitFailed(e) => {
             R::SpawnError(pb::ShellSpawnError { command, working_directory: wd, error: e.to_string() })
@@ -433,7 +415,7 @@ fn result(r: pb::shell_result::Result) -> pb::ShellResult {
     pb::ShellResult { result: Some(r), ..Default::default() }
 }
 
-async fn read_some(pipe: &mut (impl AsyncRead + Unpin), buf: &mut [u8]) -> Option<usize> {
+pub(super) async fn read_some(pipe: &mut (impl AsyncRead + Unpin), buf: &mut [u8]) -> Option<usize> {
     match pipe.read(buf).await {
         Ok(0) | Err(_) => None,
         Ok(n) => Some(n),
@@ -479,140 +461,4 @@ fn exit_signal(status: &std::process::ExitStatus) -> Option<(i32, &'static str)>
 #[cfg(not(unix))]
 fn exit_signal(_: &std::process::ExitStatus) -> Option<(i32, &'static str)> {
     None
-}
-
-/// Starts a shell that outlives the exec: its output goes to `<terminals_dir>/<shell_id>.txt`
-/// (the model reads it back with `read`), its stdin stays open for `writeShellStdin`.
-pub fn spawn_background(
-    ws: &Workspace,
-    opts: &ToolOptions,
-    shells: &Shells,
-    terminals: &TerminalsFolder,
-    args: &pb::BackgroundShellSpawnArgs,
-) -> pb::BackgroundShellSpawnResult {
-    use pb::background_shell_spawn_result::Result as R;
-    let command = args.command.clone();
-    let cwd = match working_directory(ws, &args.working_directory) {
-        Ok(d) => d,
-        Err((true, reason)) => {
-            return pb::BackgroundShellSpawnResult {
-                result: Some(R::Rejected(pb::ShellRejected {
-                    command,
-                    working_directory: args.working_directory.clone(),
-                    reason,
-                    is_readonly: false,
-                })),
-            }
-        }
-        Err((false, error)) => {
-            return pb::BackgroundShellSpawnResult {
-                result: Some(R::Error(pb::BackgroundShellSpawnError {
-                    command,
-                    working_directory: args.working_directory.clone(),
-                    error,
-                })),
-            }
-        }
-    };
-    let wd = cwd.display().to_string();
-    let spawn_error = |error: String| pb::BackgroundShellSpawnResult {
-        result: Some(R::Error(pb::BackgroundShellSpawnError {
-            command: command.clone(),
-            working_directory: wd.clone(),
-            error,
-        })),
-    };
-    let shell_id = shells.next_id.fetch_add(1, Ordering::Relaxed) + 1;
-    if let Err(e) = terminals.ensure() {
-        return spawn_error(format!("cannot create {}: {e}", terminals.path().display()));
-    }
-    let log_path = terminals.path().join(format!("{shell_id}.txt"));
-    let mut cmd = shell_command(opts, &command, &cwd);
-    cmd.stdin(if args.enable_write_shell_stdin_tool { Stdio::piped() } else { Stdio::null() })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = match cmd.spawn() {
-        Ok(c) => c,
-        Err(e) => return spawn_error(e.to_string()),
-    };
-    let pid = child.id();
-    let output_len = Arc::new(AtomicU64::new(0));
-    let log = match std::fs::File::create(&log_path) {
-        Ok(f) => Arc::new(Mutex::new(f)),
-        Err(e) => return spawn_error(format!("cannot create {}: {e}", log_path.display())),
-    };
-    for pipe in [child.stdout.take().map(Pipe::Out), child.stderr.take().map(Pipe::Err)].into_iter().flatten() {
-        let (log, len) = (log.clone(), output_len.clone());
-        tokio::spawn(async move {
-            let mut buf = vec![0u8; 16 * 1024];
-            let mut pipe = pipe;
-            while let Some(n) = read_some(&mut pipe, &mut buf).await {
-                use std::io::Write;
-                if log.lock().expect("log lock").write_all(&buf[..n]).is_err() {
-                    break;
-                }
-                len.fetch_add(n as u64, Ordering::Relaxed);
-            }
-        });
-    }
-    let stdin = child.stdin.take().map(|s| Arc::new(tokio::sync::Mutex::new(s)));
-    // Reap the shell when it exits; the group stays killable through the table entry.
-    tokio::spawn(async move {
-        let _ = child.wait().await;
-    });
-    shells
-        .background
-        .lock()
-        .expect("shell table")
-        .insert(shell_id, Background { pid, stdin, output_len, _kill: GroupKill(pid) });
-    pb::BackgroundShellSpawnResult {
-        result: Some(R::Success(pb::BackgroundShellSpawnSuccess { shell_id, command, working_directory: wd, pid })),
-    }
-}
-
-enum Pipe {
-    Out(tokio::process::ChildStdout),
-    Err(tokio::process::ChildStderr),
-}
-
-impl AsyncRead for Pipe {
-    fn poll_read(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        buf: &mut tokio::io::ReadBuf<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        match self.get_mut() {
-            Pipe::Out(p) => std::pin::Pin::new(p).poll_read(cx, buf),
-            Pipe::Err(p) => std::pin::Pin::new(p).poll_read(cx, buf),
-        }
-    }
-}
-
-pub async fn write_stdin(shells: &Shells, args: &pb::WriteShellStdinArgs) -> pb::WriteShellStdinResult {
-    use pb::write_shell_stdin_result::Result as R;
-    let error =
-        |error: String| pb::WriteShellStdinResult { result: Some(R::Error(pb::WriteShellStdinError { error })) };
-    let (stdin, output_len) = {
-        let table = shells.background.lock().expect("shell table");
-        match table.get(&args.shell_id) {
-            Some(b) => (b.stdin.clone(), b.output_len.clone()),
-            None => return error(format!("no background shell {}", args.shell_id)),
-        }
-    };
-    let Some(stdin) = stdin else { return error(format!("shell {} was started without stdin", args.shell_id)) };
-    let before = output_len.load(Ordering::Relaxed);
-    let mut stdin = stdin.lock().await;
-    let written = async {
-        stdin.write_all(args.chars.as_bytes()).await?;
-        stdin.flush().await
-    };
-    if let Err(e) = written.await {
-        return error(format!("shell {} stdin: {e}", args.shell_id));
-    }
-    pb::WriteShellStdinResult {
-        result: Some(R::Success(pb::WriteShellStdinSuccess {
-            shell_id: args.shell_id,
-            terminal_file_length_before_input_written: before.min(u32::MAX as u64) as u32,
-        })),
-    }
 }

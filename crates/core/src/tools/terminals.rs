@@ -5,15 +5,23 @@
 //! made only when the first background shell starts, private to the user, and removed with the
 //! tools: a process that never starts a background shell leaves nothing behind, and two tool
 //! sets in one process never write to each other's `1.txt`.
+//!
+//! Shell output can hold anything a command printed, secrets included: every output file is
+//! private to the user (0600, whatever the umask), folders made for it too (0700), and the
+//! files go when the tools are closed or dropped (their shells are killed then), also from a
+//! folder the host named.
 
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 
 pub(super) struct TerminalsFolder {
     path: PathBuf,
     /// Made by these tools (and so theirs to remove), rather than named by the host.
     own: bool,
+    /// Output files written in a host's folder, removed with the tools.
+    written: Mutex<Vec<PathBuf>>,
 }
 
 impl TerminalsFolder {
@@ -22,11 +30,11 @@ impl TerminalsFolder {
     pub(super) fn new(configured: &Path) -> Self {
         if !configured.as_os_str().is_empty() {
             let path = std::path::absolute(configured).unwrap_or_else(|_| configured.to_path_buf());
-            return TerminalsFolder { path, own: false };
+            return TerminalsFolder { path, own: false, written: Mutex::default() };
         }
         static NEXT: AtomicU64 = AtomicU64::new(1);
         let name = format!("cursor-acp-terminals-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
-        TerminalsFolder { path: std::env::temp_dir().join(name), own: true }
+        TerminalsFolder { path: std::env::temp_dir().join(name), own: true, written: Mutex::default() }
     }
 
     pub(super) fn path(&self) -> &Path {
@@ -41,12 +49,13 @@ impl TerminalsFolder {
     /// is already there is only taken if it is a real folder of this user, not a symlink or
     /// something another user put in the shared temp dir.
     pub(super) fn ensure(&self) -> io::Result<()> {
-        if !self.own {
-            return std::fs::create_dir_all(&self.path);
-        }
         let mut builder = std::fs::DirBuilder::new();
         #[cfg(unix)]
         std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+        if !self.own {
+            // Folders made here are private; one the host already has is left as it is.
+            return builder.recursive(true).create(&self.path);
+        }
         match builder.create(&self.path) {
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
                 let found = std::fs::symlink_metadata(&self.path)?;
@@ -60,12 +69,39 @@ impl TerminalsFolder {
         }
     }
 
-    /// Removes an own folder and the output in it; a host's folder is left as it is.
+    /// Creates (or empties) the output file of a background shell, readable by this user
+    /// only. A link put in its place is not followed.
+    pub(super) fn create_output(&self, shell_id: u32) -> io::Result<std::fs::File> {
+        let path = self.path.join(format!("{shell_id}.txt"));
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create(true).truncate(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            options.mode(0o600).custom_flags(libc::O_NOFOLLOW);
+        }
+        let file = options.open(&path)?;
+        // The mode given at creation is narrowed by the umask and ignored for a file that was
+        // there already: set it outright.
+        #[cfg(unix)]
+        file.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
+        if !self.own {
+            self.written.lock().expect("terminals lock").push(path);
+        }
+        Ok(file)
+    }
+
+    /// Removes the shells' output: an own folder with everything in it, or from a host's folder
+    /// the files these tools wrote (the folder stays).
     pub(super) fn remove(&self) {
         if self.own {
             // Nothing to do when it was never made. A symlink put in its place is removed
             // itself, never followed.
             let _ = std::fs::remove_dir_all(&self.path);
+        } else {
+            for file in self.written.lock().expect("terminals lock").drain(..) {
+                let _ = std::fs::remove_file(file);
+            }
         }
     }
 }

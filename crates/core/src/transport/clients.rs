@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Once, OnceLock};
 use std::time::Duration;
 
-use super::{TransportConfig, TransportKind};
+use super::config::{TransportConfig, TransportKind, H2_CONNECTION_WINDOW, H2_STREAM_WINDOW};
 use crate::error::{error_chain, CoreError};
 
 /// Idle keep-alive connections kept per host for streams, beyond those for appends.
@@ -59,8 +59,10 @@ pub(super) fn http_client(
     url: &reqwest::Url,
 ) -> Result<reqwest::Client, CoreError> {
     CRYPTO_PROVIDER.call_once(|| {
-        // Another library in the process may have installed one already; that is fine.
-        let _ = rustls::crypto::ring::default_provider().install_default();
+        if rustls::crypto::ring::default_provider().install_default().is_err() {
+            // Another library in the process installed one already: that one is used.
+            tracing::debug!("a TLS crypto provider was installed already; using it");
+        }
     });
     let loopback = match url.host() {
         Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
@@ -90,8 +92,8 @@ pub(super) fn http_client(
                 .http2_keep_alive_interval(Duration::from_secs(10))
                 .http2_keep_alive_timeout(Duration::from_secs(20))
                 .http2_keep_alive_while_idle(true)
-                .http2_initial_stream_window_size(super::H2_STREAM_WINDOW)
-                .http2_initial_connection_window_size(super::H2_CONNECTION_WINDOW)
+                .http2_initial_stream_window_size(H2_STREAM_WINDOW)
+                .http2_initial_connection_window_size(H2_CONNECTION_WINDOW)
         }
     };
     if loopback {

@@ -1,0 +1,324 @@
+//! [`AgentClient`] (transport, host and KV override, shared by its sessions) and [`Session`]
+//! (one conversation: its checkpoint, model, mode and cwd, and the turn running now).
+
+use std::sync::Arc;
+
+use agent_client_protocol_schema::v1 as acp;
+use bytes::Bytes;
+use prost::Message as _;
+use tokio_util::sync::CancellationToken;
+
+use super::config::{ClientConfig, SavedSession, SessionOptions, Timing};
+use super::inner::{SessionInner, SessionState};
+use super::messages::{self, FirstAction};
+use super::turn::Turn;
+use super::turn_loop;
+use crate::error::CoreError;
+use crate::host::{BlobStore, Host, MemoryBlobStore};
+use crate::prompt;
+use crate::proto::agent::v1 as pb;
+use crate::protojson;
+use crate::translate::Translator;
+use crate::transport::{Transport, TransportKind};
+
+/// A configured client: transport, host and the KV override, shared by its sessions.
+#[derive(Clone)]
+pub struct AgentClient {
+    transport: Transport,
+    host: Arc<dyn Host>,
+    kv: Option<Arc<dyn BlobStore>>,
+    timing: Timing,
+    compaction_updates: bool,
+    notices: bool,
+    terminal_output: bool,
+}
+
+impl AgentClient {
+    pub fn new(config: ClientConfig, host: Arc<dyn Host>, kv: Option<Arc<dyn BlobStore>>) -> Result<Self, CoreError> {
+        Ok(AgentClient {
+            transport: Transport::new(config.transport)?,
+            host,
+            kv,
+            timing: config.timing,
+            compaction_updates: config.compaction_updates,
+            notices: config.notices,
+            terminal_output: config.terminal_output,
+        })
+    }
+
+    /// The transport the next turn will use: [`TransportKind::H2`] or [`TransportKind::Sse`] (the
+    /// automatic transport's choice so far).
+    pub fn active_transport(&self) -> TransportKind {
+        self.transport.active_kind()
+    }
+
+    pub fn new_session(&self, options: SessionOptions) -> Result<Session, CoreError> {
+        self.session(
+            options.conversation_id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
+            None,
+            options.model,
+            options.mode,
+            options.cwd,
+            Vec::new(),
+        )
+    }
+
+    /// Continues a saved conversation (its blobs are restored into the session's store).
+    pub fn load_session(&self, saved: SavedSession) -> Result<Session, CoreError> {
+        if saved.conversation_id.is_empty() {
+            return Err(CoreError::InvalidInput("saved session has no conversationId".into()));
+        }
+        self.session(saved.conversation_id, saved.checkpoint, saved.model, saved.mode, saved.cwd, saved.blobs)
+    }
+
+    fn session(
+        &self,
+        conversation_id: String,
+        checkpoint: Option<Bytes>,
+        model: Option<String>,
+        mode: Option<String>,
+        cwd: Option<String>,
+        blobs: Vec<(Bytes, Bytes)>,
+    ) -> Result<Session, CoreError> {
+        if let Some(m) = &mode {
+            prompt::mode_value(m)?;
+        }
+        let store: Arc<dyn BlobStore> = match &self.kv {
+            Some(kv) => kv.clone(),
+            None => {
+                let mem = MemoryBlobStore::new();
+                for (id, data) in blobs.iter().cloned() {
+                    mem.insert(id, data);
+                }
+                Arc::new(mem)
+            }
+        };
+        if self.kv.is_some() && !blobs.is_empty() {
+            // Restore into the host's store too, so the server can fetch them.
+            let kv = store.clone();
+            for (id, data) in blobs {
+                tokio::spawn(kv.set(id, data));
+            }
+        }
+        Ok(Session {
+            inner: Arc::new(SessionInner {
+                transport: self.transport.clone(),
+                host: self.host.clone(),
+                blobs: store,
+                timing: self.timing.clone(),
+                compaction_updates: self.compaction_updates,
+                notices: self.notices,
+                terminal_output: self.terminal_output,
+                conversation_id,
+                state: SessionState { checkpoint, model, mode, cwd, ..Default::default() }.into(),
+            }),
+        })
+    }
+}
+
+/// One conversation. At most one turn runs at a time: a second prompt while one runs is
+/// rejected with `E_BUSY` (never queued silently).
+#[derive(Clone)]
+pub struct Session {
+    inner: Arc<SessionInner>,
+}
+
+impl Session {
+    pub fn conversation_id(&self) -> &str {
+        &self.inner.conversation_id
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, SessionState> {
+        self.inner.lock()
+    }
+
+    pub fn set_model(&self, model: Option<String>) {
+        self.lock().model = model;
+    }
+
+    pub fn set_mode(&self, mode: Option<String>) -> Result<(), CoreError> {
+        if let Some(m) = &mode {
+            prompt::mode_value(m)?;
+        }
+        self.lock().mode = mode;
+        Ok(())
+    }
+
+    /// The latest checkpoint (raw bytes).
+    pub fn checkpoint(&self) -> Option<Bytes> {
+        self.lock().checkpoint.clone()
+    }
+
+    /// Starts a turn with ACP content blocks.
+    pub fn prompt(&self, content: Vec<acp::ContentBlock>) -> Result<Turn, CoreError> {
+        self.prompt_with(content, CancellationToken::new())
+    }
+
+    /// Like [`prompt`](Self::prompt), cancelled by `cancel` (already cancelled: the turn
+    /// resolves `cancelled` without contacting the server).
+    pub fn prompt_with(&self, content: Vec<acp::ContentBlock>, cancel: CancellationToken) -> Result<Turn, CoreError> {
+        let mode = self.lock().mode.clone();
+        let message = prompt::user_message(&content, mode.as_deref().map(prompt::mode_value).transpose()?)?;
+        let first = if message.text.trim().is_empty() && message.selected_context.is_none() {
+            // An empty user message would be dropped by the server: it becomes a resume
+            // (docs/protocol.md, "The messages of a turn").
+            FirstAction::Resume
+        } else {
+            FirstAction::User(Box::new(message))
+        };
+        self.start(first, cancel)
+    }
+
+    /// Starts a turn with any `ConversationAction` (proto3 JSON), e.g. `{"summarizeAction":{}}`.
+    pub fn action(&self, action: &serde_json::Value) -> Result<Turn, CoreError> {
+        self.action_with(action, CancellationToken::new())
+    }
+
+    /// Like [`action`](Self::action), cancelled by `cancel`.
+    pub fn action_with(&self, action: &serde_json::Value, cancel: CancellationToken) -> Result<Turn, CoreError> {
+        let action: pb::ConversationAction =
+            protojson::from_json("agent.v1.ConversationAction", action).map_err(CoreError::InvalidInput)?;
+        if action.action.is_none() {
+            return Err(CoreError::InvalidInput("the action must set one ConversationAction branch".into()));
+        }
+        self.start(FirstAction::Raw(Box::new(action)), cancel)
+    }
+
+    /// Sends a `ConversationAction` into the running turn (e.g. inject context, cancel a
+    /// sub-agent). Fails with `E_CLOSED` when no turn runs.
+    pub async fn send_action(&self, action: &serde_json::Value) -> Result<(), CoreError> {
+        let action: pb::ConversationAction =
+            protojson::from_json("agent.v1.ConversationAction", action).map_err(CoreError::InvalidInput)?;
+        let sender = self.lock().active_sender.clone();
+        let sender = sender.ok_or_else(|| CoreError::Closed("no turn is running".into()))?;
+        sender
+            .send(&messages::client_msg(pb::agent_client_message::Message::ConversationAction(Box::new(action))))
+            .await
+    }
+
+    /// Injects system context into the running turn (`inject_context_action`) without a new
+    /// user turn. Returns the injection id.
+    pub async fn inject_context(&self, content: &str, producer: &str) -> Result<String, CoreError> {
+        let run_id =
+            self.lock().active_request_id.clone().ok_or_else(|| CoreError::Closed("no turn is running".into()))?;
+        let injection_id = uuid::Uuid::new_v4().to_string();
+        let action = serde_json::json!({ "injectContextAction": {
+            "injectionId": injection_id,
+            "expectedRunId": run_id,
+            "systemContext": { "producer": producer, "content": content },
+        }});
+        self.send_action(&action).await?;
+        Ok(injection_id)
+    }
+
+    /// Sends a `PrewarmRequest` (model, conversation state) on its own short stream.
+    pub async fn prewarm(&self) -> Result<(), CoreError> {
+        let (model, checkpoint) = {
+            let s = self.lock();
+            (s.model.clone(), s.checkpoint.clone())
+        };
+        let request = messages::prewarm_request(checkpoint.as_deref(), model.as_deref(), &self.inner.conversation_id);
+        let stream = self.inner.transport.open(&uuid::Uuid::new_v4().to_string(), None);
+        stream.sender.send_encoded(request).await?;
+        stream.sender.flush().await?;
+        stream.sender.close();
+        Ok(())
+    }
+
+    fn start(&self, first: FirstAction, cancel: CancellationToken) -> Result<Turn, CoreError> {
+        let translator = {
+            let mut s = self.lock();
+            if s.closed {
+                return Err(CoreError::Closed("the session is closed".into()));
+            }
+            if s.active.is_some() {
+                return Err(CoreError::Busy);
+            }
+            s.active = Some(cancel.clone());
+            let mode = s.mode.as_deref().and_then(|m| prompt::mode_value(m).ok());
+            s.translator.take().unwrap_or_else(|| {
+                let mut t = Translator::with_cwd(s.cwd.clone());
+                t.set_mode(mode);
+                t.set_compaction_updates(self.inner.compaction_updates);
+                t.set_notices(self.inner.notices);
+                t.set_terminal_output(self.inner.terminal_output);
+                t
+            })
+        };
+        Ok(turn_loop::spawn(self.inner.clone(), first, cancel, translator))
+    }
+
+    /// The updates that replay the stored conversation (user messages, assistant text and
+    /// thinking, completed tool calls), for ACP `session/load`. Turn and step entries of the
+    /// checkpoint are blob ids (resolved through the session's blob store) or inline messages.
+    pub async fn replay(&self) -> Vec<acp::SessionUpdate> {
+        let (checkpoint, cwd) = {
+            let s = self.lock();
+            (s.checkpoint.clone(), s.cwd.clone())
+        };
+        let Some(state) = checkpoint.and_then(|c| pb::ConversationStateStructure::decode(c).ok()) else {
+            return Vec::new();
+        };
+        let mut translator = Translator::with_cwd(cwd);
+        let mut out = Vec::new();
+        for turn in state.turns {
+            let turn = self.resolve_blob(turn).await;
+            let Ok(pb::ConversationTurnStructure {
+                turn: Some(pb::conversation_turn_structure::Turn::AgentConversationTurn(t)),
+            }) = pb::ConversationTurnStructure::decode(turn)
+            else {
+                continue;
+            };
+            let user = self.resolve_blob(t.user_message).await;
+            if let Ok(message) = pb::UserMessage::decode(user) {
+                out.extend(translator.replay_user(&message.text));
+            }
+            for step in t.steps {
+                let step = self.resolve_blob(step).await;
+                if let Ok(step) = pb::ConversationStep::decode(step) {
+                    out.extend(translator.replay_step(&step));
+                }
+            }
+        }
+        out
+    }
+
+    /// A 32-byte entry that names a stored blob is replaced by the blob; anything else is inline.
+    async fn resolve_blob(&self, entry: Bytes) -> Bytes {
+        if entry.len() == 32 {
+            if let Ok(Some(blob)) = self.inner.blobs.get(entry.clone()).await {
+                return blob;
+            }
+        }
+        entry
+    }
+
+    /// Cancels the running turn, if any.
+    pub fn cancel(&self) {
+        if let Some(c) = &self.lock().active {
+            c.cancel();
+        }
+    }
+
+    /// Conversation id, checkpoint and the blobs it may reference.
+    pub fn save(&self) -> SavedSession {
+        let s = self.lock();
+        SavedSession {
+            conversation_id: self.inner.conversation_id.clone(),
+            checkpoint: s.checkpoint.clone(),
+            blobs: self.inner.blobs.snapshot().unwrap_or_default(),
+            model: s.model.clone(),
+            mode: s.mode.clone(),
+            cwd: s.cwd.clone(),
+        }
+    }
+
+    /// Cancels any running turn; later prompts fail with `E_CLOSED`.
+    pub fn close(&self) {
+        let mut s = self.lock();
+        s.closed = true;
+        if let Some(c) = &s.active {
+            c.cancel();
+        }
+    }
+}

@@ -1,0 +1,55 @@
+//! The state one session shares between its handles ([`super::Session`]) and its turn loop.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use bytes::Bytes;
+use tokio_util::sync::CancellationToken;
+
+use super::config::Timing;
+use crate::host::{BlobStore, Host};
+use crate::translate::Translator;
+use crate::transport::{AgentSender, Transport};
+
+/// What a session's handles and its turn loop share: the client's transport, host and timing,
+/// the session's blob store, and its mutable state behind one lock.
+pub(super) struct SessionInner {
+    pub(super) transport: Transport,
+    pub(super) host: Arc<dyn Host>,
+    pub(super) blobs: Arc<dyn BlobStore>,
+    pub(super) timing: Timing,
+    pub(super) compaction_updates: bool,
+    pub(super) notices: bool,
+    pub(super) terminal_output: bool,
+    pub(super) conversation_id: String,
+    pub(super) state: Mutex<SessionState>,
+}
+
+#[derive(Default)]
+pub(super) struct SessionState {
+    pub(super) checkpoint: Option<Bytes>,
+    pub(super) model: Option<String>,
+    pub(super) mode: Option<String>,
+    pub(super) cwd: Option<String>,
+    pub(super) active: Option<CancellationToken>,
+    /// The running attempt's sender and request id, for actions sent into the running turn.
+    pub(super) active_sender: Option<AgentSender>,
+    pub(super) active_request_id: Option<String>,
+    /// Kept between turns: message ids and the plan carry over.
+    pub(super) translator: Option<Translator>,
+    pub(super) closed: bool,
+}
+
+impl SessionInner {
+    pub(super) fn lock(&self) -> MutexGuard<'_, SessionState> {
+        self.state.lock().expect("session lock")
+    }
+
+    /// Frees the session for its next turn; called by the turn loop once its turn is over.
+    pub(super) fn turn_over(&self, translator: Translator) {
+        let mut s = self.lock();
+        s.active = None;
+        s.active_sender = None;
+        s.active_request_id = None;
+        s.translator = Some(translator);
+    }
+}

@@ -1,0 +1,44 @@
+//! The request context a run request and a `requestContext` exec carry.
+
+use crate::error::CoreError;
+use crate::proto::agent::v1 as pb;
+use crate::protojson;
+
+use super::inner::SessionInner;
+
+/// The request context: what the host supplies, with the session's folder as workspace and
+/// this machine's OS and shell filled in where the host left them empty. A failing or invalid
+/// host callback is an `E_CALLBACK` error (the context cannot be guessed).
+pub(super) async fn for_session(session: &SessionInner) -> Result<pb::RequestContext, CoreError> {
+    let timeout = session.timing.callback;
+    let from_host = tokio::time::timeout(timeout, session.host.request_context()).await;
+    let mut ctx = match from_host {
+        Ok(Ok(Some(json))) => protojson::from_json::<pb::RequestContext>("agent.v1.RequestContext", &json)
+            .map_err(|e| CoreError::Callback(format!("requestContext returned an invalid RequestContext: {e}")))?,
+        Ok(Ok(None)) => pb::RequestContext::default(),
+        Ok(Err(e)) => return Err(e),
+        Err(_) => {
+            return Err(CoreError::Callback(format!(
+                "the requestContext callback did not settle within {} ms",
+                timeout.as_millis()
+            )))
+        }
+    };
+    let env = ctx.env.get_or_insert_with(Default::default);
+    let cwd = session.lock().cwd.clone();
+    if let Some(cwd) = cwd {
+        if env.workspace_paths.is_empty() {
+            env.workspace_paths.push(cwd.clone());
+        }
+        if env.project_folder.is_empty() {
+            env.project_folder = cwd;
+        }
+    }
+    if env.os_version.is_empty() {
+        env.os_version = std::env::consts::OS.to_string();
+    }
+    if env.shell.is_empty() {
+        env.shell = std::env::var("SHELL").unwrap_or_default();
+    }
+    Ok(ctx)
+}

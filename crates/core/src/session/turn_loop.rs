@@ -1,0 +1,661 @@
+//! The task that runs one turn: attempts (one server stream each) until the turn ends, is
+//! cancelled, or fails for good; heartbeats, stall detection, resume with back-off, and the
+//! dispatch of every server message to the translator or a request handler.
+
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use agent_client_protocol_schema::v1 as acp;
+use bytes::Bytes;
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinSet;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::config::{Timing, TurnResult, TurnUsage};
+use super::deltas::merge_delta;
+use super::inner::SessionInner;
+use super::messages::{self, FirstAction};
+use super::turn::{RunEndHooks, Turn, TurnShared};
+use super::{exec, interaction, kv, request_context};
+use crate::bridge;
+use crate::error::CoreError;
+use crate::field::agent::v1 as f;
+use crate::proto::agent::v1 as pb;
+use crate::translate::Translator;
+use crate::transport::{AgentReceiver, AgentSender, ServerFrame};
+use crate::updates::{QueuedUpdate, Updates};
+use crate::wire;
+
+/// Starts the task that runs a turn, and returns the turn's first handle.
+pub(super) fn spawn(
+    session: Arc<SessionInner>,
+    first: FirstAction,
+    cancel: CancellationToken,
+    translator: Translator,
+) -> Turn {
+    let (tx, rx) = mpsc::channel(session.timing.queue.max(1));
+    let (result_tx, result_rx) = watch::channel(None);
+    let shared = Arc::new(TurnShared::new(Updates::new(rx), cancel, result_rx));
+    let loop_shared = shared.clone();
+    tokio::spawn(async move {
+        // Declared first, dropped last: the hooks run after the result is out, and also if
+        // this task panics.
+        let _end_hooks = RunEndHooks(loop_shared.clone());
+        let mut turn = TurnLoop::new(session.clone(), loop_shared, tx, translator);
+        let result = turn.run(first).await;
+        match &result {
+            Ok(r) => {
+                tracing::info!(conversation_id = %session.conversation_id, stop_reason = ?r.stop_reason, "turn over")
+            }
+            Err(e) => tracing::warn!(conversation_id = %session.conversation_id, error = %e, "turn failed"),
+        }
+        let TurnLoop { translator, .. } = turn;
+        session.turn_over(translator);
+        // Stored whether or not a handle still watches: the end hooks read it next.
+        result_tx.send_replace(Some(result));
+    });
+    Turn::new(shared)
+}
+
+/// How one attempt (one server stream) ended.
+enum AttemptEnd {
+    TurnEnded,
+    Cancelled,
+    Failed(CoreError),
+}
+
+/// The turn loop's end of the update queue. Dropped with the loop, however it ends (a panic
+/// included): reads still waiting then get the last updates, or the end of the turn.
+struct UpdateSender {
+    tx: Option<mpsc::Sender<QueuedUpdate>>,
+    shared: Arc<TurnShared>,
+}
+
+impl UpdateSender {
+    fn sender(&self) -> &mpsc::Sender<QueuedUpdate> {
+        self.tx.as_ref().expect("present until dropped")
+    }
+}
+
+impl Drop for UpdateSender {
+    fn drop(&mut self) {
+        // Closed first, so that the reads served below see the end of the turn.
+        drop(self.tx.take());
+        self.shared.updates.serve();
+    }
+}
+
+/// Where a turn stands with respect to cancel.
+enum Phase {
+    Running,
+    /// `cancel_action` has been sent (`send` is its task, until the attempt's wind-down takes
+    /// it); the turn resolves `cancelled` at `deadline` at the latest.
+    Cancelling {
+        deadline: Instant,
+        send: Option<tokio::task::JoinHandle<()>>,
+    },
+}
+
+impl Phase {
+    /// When the turn resolves `cancelled` whatever the server does, once cancel has begun.
+    fn deadline(&self) -> Option<Instant> {
+        match self {
+            Phase::Running => None,
+            Phase::Cancelling { deadline, .. } => Some(*deadline),
+        }
+    }
+}
+
+struct TurnLoop {
+    session: Arc<SessionInner>,
+    shared: Arc<TurnShared>,
+    tx: UpdateSender,
+    translator: Translator,
+    usage: Option<TurnUsage>,
+    phase: Phase,
+    handlers: JoinSet<()>,
+    exec_tokens: Arc<Mutex<HashMap<u32, CancellationToken>>>,
+}
+
+impl TurnLoop {
+    fn new(
+        session: Arc<SessionInner>,
+        shared: Arc<TurnShared>,
+        tx: mpsc::Sender<QueuedUpdate>,
+        translator: Translator,
+    ) -> Self {
+        TurnLoop {
+            session,
+            tx: UpdateSender { tx: Some(tx), shared: shared.clone() },
+            shared,
+            translator,
+            usage: None,
+            phase: Phase::Running,
+            handlers: JoinSet::new(),
+            exec_tokens: Arc::default(),
+        }
+    }
+
+    fn timing(&self) -> &Timing {
+        &self.session.timing
+    }
+
+    /// Queues an update: waits for room (back-pressure) unless nobody will read it, or the
+    /// cancel deadline has passed. A read waiting for it gets it at once, from this thread.
+    async fn emit(&mut self, update: acp::SessionUpdate) {
+        let update = match self.tx.sender().try_send(Box::new(update)) {
+            Ok(()) => return self.shared.updates.serve(),
+            Err(mpsc::error::TrySendError::Closed(_)) => return,
+            Err(mpsc::error::TrySendError::Full(u)) => u,
+        };
+        let deadline = self.phase.deadline();
+        let mut update = Some(update);
+        loop {
+            if self.shared.readers.state().drops_overflow(self.shared.cancel.is_cancelled()) {
+                self.shared.dropped.fetch_add(1, Ordering::SeqCst);
+                return;
+            }
+            let wake = self.shared.readers.may_drop();
+            tokio::select! {
+                permit = self.tx.sender().reserve() => {
+                    if let (Ok(permit), Some(u)) = (permit, update.take()) {
+                        permit.send(u);
+                        self.shared.updates.serve();
+                    }
+                    return;
+                }
+                _ = wake => continue,
+                _ = sleep_until_opt(deadline) => {
+                    self.shared.dropped.fetch_add(1, Ordering::SeqCst);
+                    return;
+                }
+            }
+        }
+    }
+
+    async fn emit_all(&mut self, updates: Vec<acp::SessionUpdate>) {
+        for u in updates {
+            self.emit(u).await;
+        }
+    }
+
+    async fn run(&mut self, first: FirstAction) -> Result<TurnResult, CoreError> {
+        if self.shared.cancel.is_cancelled() {
+            // Aborted before it started: nothing was sent, nothing to wait for.
+            return Ok(TurnResult { stop_reason: acp::StopReason::Cancelled, usage: None });
+        }
+        let original_request_id = uuid::Uuid::new_v4().to_string();
+        tracing::info!(
+            conversation_id = %self.session.conversation_id,
+            request_id = %original_request_id,
+            transport = ?self.session.transport.active_kind(),
+            "turn started"
+        );
+        let mut attempt: u32 = 0;
+        let mut moved_to_http1 = false;
+        let outcome = loop {
+            let request_id = if attempt == 0 { original_request_id.clone() } else { uuid::Uuid::new_v4().to_string() };
+            let end =
+                self.attempt(&request_id, &original_request_id, if attempt == 0 { Some(&first) } else { None }).await;
+            match end {
+                AttemptEnd::TurnEnded => {
+                    self.drain().await;
+                    // Cancel always wins: a turn cancelled before it ended is never end_turn.
+                    break Ok(if self.shared.cancel.is_cancelled() {
+                        acp::StopReason::Cancelled
+                    } else {
+                        acp::StopReason::EndTurn
+                    });
+                }
+                AttemptEnd::Cancelled => break Ok(acp::StopReason::Cancelled),
+                AttemptEnd::Failed(_) if self.shared.cancel.is_cancelled() => break Ok(acp::StopReason::Cancelled),
+                // The server does not speak HTTP/2 and never saw this stream: the same attempt
+                // again, on the HTTP/1.1 transport the automatic one has switched to.
+                AttemptEnd::Failed(CoreError::NoHttp2(why)) if !moved_to_http1 => {
+                    tracing::info!(why = %why, "starting the turn again over HTTP/1.1");
+                    moved_to_http1 = true;
+                }
+                AttemptEnd::Failed(e) if e.is_retryable() && attempt < self.timing().resume_attempts => {
+                    tracing::warn!(attempt, error = %e, "the stream failed; resuming");
+                    self.abort_handlers();
+                    let swept = self.translator.sweep("Interrupted: the connection was lost; resuming.");
+                    self.emit_all(swept).await;
+                    let delay = backoff(self.timing(), attempt);
+                    tokio::select! {
+                        _ = tokio::time::sleep(delay) => {}
+                        _ = self.shared.cancel.cancelled() => break Ok(acp::StopReason::Cancelled),
+                    }
+                    attempt += 1;
+                }
+                AttemptEnd::Failed(e) => break stop_reason_for(e),
+            }
+        };
+        self.abort_handlers();
+        let reason = match &outcome {
+            Ok(acp::StopReason::Cancelled) => "Cancelled.",
+            Ok(_) => "The turn ended before this tool call finished.",
+            Err(_) => "The turn failed before this tool call finished.",
+        };
+        let swept = self.translator.sweep(reason);
+        self.emit_all(swept).await;
+        outcome.map(|stop_reason| TurnResult { stop_reason, usage: self.usage })
+    }
+
+    fn abort_handlers(&mut self) {
+        for token in self.exec_tokens.lock().expect("exec tokens").values() {
+            token.cancel();
+        }
+        self.handlers.abort_all();
+    }
+
+    /// Lets in-flight handlers finish (bounded), so results already produced are sent.
+    async fn drain(&mut self) {
+        let drain = self.timing().drain;
+        let finished = tokio::time::timeout(drain, async { while self.handlers.join_next().await.is_some() {} }).await;
+        if finished.is_err() {
+            tracing::debug!(
+                handlers = self.handlers.len(),
+                drain_ms = drain.as_millis() as u64,
+                "request handlers still running after the turn ended; aborting them"
+            );
+        }
+    }
+
+    async fn run_request(&self, first: Option<&FirstAction>) -> Result<Bytes, CoreError> {
+        let request_context = request_context::for_session(&self.session).await?;
+        let conversation_id = &self.session.conversation_id;
+        let (checkpoint, model) = {
+            let s = self.session.lock();
+            (s.checkpoint.clone(), s.model.clone())
+        };
+        let action = match first {
+            Some(FirstAction::User(message)) => {
+                pb::conversation_action::Action::UserMessageAction(pb::UserMessageAction {
+                    user_message: Some((**message).clone()),
+                    request_context: Some(request_context),
+                    ..Default::default()
+                })
+            }
+            Some(FirstAction::Raw(action)) => {
+                return Ok(messages::run_request(
+                    (**action).clone(),
+                    checkpoint.as_deref(),
+                    model.as_deref(),
+                    conversation_id,
+                ));
+            }
+            Some(FirstAction::Resume) | None => pb::conversation_action::Action::ResumeAction(pb::ResumeAction {
+                request_context: Some(request_context),
+            }),
+        };
+        let action = pb::ConversationAction { action: Some(action), ..Default::default() };
+        Ok(messages::run_request(action, checkpoint.as_deref(), model.as_deref(), conversation_id))
+    }
+
+    async fn attempt(&mut self, request_id: &str, original: &str, first: Option<&FirstAction>) -> AttemptEnd {
+        let stream = self.session.transport.open(request_id, Some(original));
+        let sender = stream.sender.clone();
+        let mut receiver = stream.receiver;
+        let end = self.attempt_on(request_id, &sender, &mut receiver, first).await;
+        if matches!(end, AttemptEnd::Cancelled) {
+            // Let the cancel reach the server and the stream end politely, in the background:
+            // the turn resolves now, and a reset would discard frames still queued.
+            let cancel_send = match &mut self.phase {
+                Phase::Cancelling { send, .. } => send.take(),
+                Phase::Running => None,
+            };
+            tokio::spawn(async move {
+                if let Some(Err(e)) = match cancel_send {
+                    Some(send) => Some(send.await),
+                    None => None,
+                } {
+                    tracing::debug!(error = %e, "the cancel_action task did not finish");
+                }
+                sender.close();
+                let ended = tokio::time::timeout(Duration::from_secs(2), async {
+                    while let Ok(Some(_)) = receiver.next().await {}
+                })
+                .await;
+                if ended.is_err() {
+                    tracing::debug!("the cancelled stream did not end within 2 s; dropping it");
+                }
+            });
+        }
+        end
+    }
+
+    async fn attempt_on(
+        &mut self,
+        request_id: &str,
+        sender: &AgentSender,
+        receiver: &mut AgentReceiver,
+        first: Option<&FirstAction>,
+    ) -> AttemptEnd {
+        let sender = sender.clone();
+        {
+            let mut state = self.session.lock();
+            state.active_sender = Some(sender.clone());
+            state.active_request_id = Some(request_id.to_string());
+        }
+        let run_request = match self.run_request(first).await {
+            Ok(r) => r,
+            Err(e) => return AttemptEnd::Failed(e),
+        };
+        if let Err(e) = sender.send_encoded(run_request).await {
+            // The response usually says why the request side closed (a Connect error, a
+            // server that does not speak HTTP/2); the sender only knows that it did.
+            let why = tokio::time::timeout(Duration::from_secs(5), receiver.next()).await;
+            return AttemptEnd::Failed(match why {
+                Ok(Err(from_response)) => from_response,
+                _ => e,
+            });
+        }
+        if self.shared.cancel.is_cancelled() && matches!(self.phase, Phase::Running) {
+            self.start_cancel(&sender);
+        }
+        let heartbeat = spawn_heartbeat(sender.clone(), self.timing().client_heartbeat);
+        let _heartbeat_guard = AbortOnDrop(heartbeat);
+        let stall = self.timing().stall;
+        let mut last_frame = Instant::now();
+        loop {
+            let cancel_requested = matches!(self.phase, Phase::Cancelling { .. });
+            tokio::select! {
+                biased;
+                _ = self.shared.cancel.cancelled(), if !cancel_requested => {
+                    self.start_cancel(&sender);
+                }
+                _ = sleep_until_opt(self.phase.deadline()), if cancel_requested => {
+                    return AttemptEnd::Cancelled;
+                }
+                _ = tokio::time::sleep_until(last_frame + stall) => {
+                    if cancel_requested {
+                        return AttemptEnd::Cancelled;
+                    }
+                    tracing::warn!(stall_ms = stall.as_millis() as u64, "no frame from the server: the stream stalled");
+                    return AttemptEnd::Failed(CoreError::Timeout(format!(
+                        "no frame from the server for {} ms", stall.as_millis()
+                    )));
+                }
+                frame = receiver.next() => {
+                    last_frame = Instant::now();
+                    match frame {
+                        Ok(Some(frame)) => {
+                            // Work through everything this read brought in, merging runs of text
+                            // deltas, before paying for another select (a timer and a wake-up).
+                            let mut current = frame;
+                            loop {
+                                let next = match receiver.next_buffered() {
+                                    Some(Ok(Some(next))) => match merge_delta(current, next) {
+                                        Ok(merged) => {
+                                            current = merged;
+                                            continue;
+                                        }
+                                        Err((held, next)) => {
+                                            current = held;
+                                            Some(next)
+                                        }
+                                    },
+                                    // End, error or an incomplete frame: the next select sees it.
+                                    _ => None,
+                                };
+                                if self.dispatch(current, &sender).await {
+                                    return AttemptEnd::TurnEnded;
+                                }
+                                match next {
+                                    Some(next) => current = next,
+                                    None => break,
+                                }
+                            }
+                        }
+                        Ok(None) if cancel_requested => return AttemptEnd::Cancelled,
+                        Ok(None) => {
+                            // A stream that ends without turn_ended is a transport fault: resume applies.
+                            return AttemptEnd::Failed(CoreError::Network("the stream ended without turn_ended".into()));
+                        }
+                        Err(_) if cancel_requested => return AttemptEnd::Cancelled,
+                        Err(e) => return AttemptEnd::Failed(e),
+                    }
+                }
+            }
+        }
+    }
+
+    /// Running → Cancelling: aborts the running execs and sends `cancel_action`, without waiting
+    /// for it; the turn resolves `cancelled` within the cancel grace whatever the server does.
+    fn start_cancel(&mut self, sender: &AgentSender) {
+        let deadline = Instant::now() + self.timing().cancel_grace;
+        for token in self.exec_tokens.lock().expect("exec tokens").values() {
+            token.cancel();
+        }
+        let cancel = messages::cancel_action();
+        let sender = sender.clone();
+        // Never block the loop on the server: the deadline bounds the wait whatever happens.
+        tracing::info!(grace_ms = self.timing().cancel_grace.as_millis() as u64, "cancelling the turn");
+        let send = tokio::spawn(async move {
+            // The deadline resolves the turn all the same; the stream's error is the receiver's.
+            if let Err(e) = sender.send(&cancel).await {
+                tracing::debug!(error = %e, "cancel_action was not sent");
+            }
+        });
+        self.phase = Phase::Cancelling { deadline, send: Some(send) };
+    }
+
+    /// Handles one server message; `true` when it ended the turn.
+    async fn dispatch(&mut self, frame: ServerFrame, sender: &AgentSender) -> bool {
+        use pb::agent_server_message::Message as S;
+        match frame.message.message {
+            Some(S::InteractionUpdate(update)) => {
+                if let Some(pb::interaction_update::Message::TurnEnded(t)) = &update.message {
+                    self.usage = Some(TurnUsage {
+                        input_tokens: t.input_tokens.unwrap_or(0),
+                        output_tokens: t.output_tokens.unwrap_or(0),
+                        cache_read_tokens: t.cache_read_tokens.unwrap_or(0),
+                        cache_write_tokens: t.cache_write_tokens.unwrap_or(0),
+                        reasoning_tokens: t.reasoning_tokens.unwrap_or(0),
+                    });
+                    return true;
+                }
+                let updates = self.translator.on_update(&update);
+                self.emit_all(updates).await;
+            }
+            Some(S::ConversationCheckpointUpdate(state)) => {
+                if let Some(raw) =
+                    wire::length_delimited_field(&frame.raw, f::agent_server_message::CONVERSATION_CHECKPOINT_UPDATE)
+                {
+                    self.session.lock().checkpoint = Some(raw);
+                }
+                let updates = self.translator.on_checkpoint(&state);
+                self.emit_all(updates).await;
+            }
+            Some(S::ExecServerMessage(_)) => {
+                let raw = wire::length_delimited_field(&frame.raw, f::agent_server_message::EXEC_SERVER_MESSAGE)
+                    .unwrap_or_default();
+                self.spawn_exec(raw, sender.clone());
+            }
+            Some(S::ExecServerControlMessage(control)) => {
+                if let Some(pb::exec_server_control_message::Message::Abort(abort)) = control.message {
+                    if let Some(token) = self.exec_tokens.lock().expect("exec tokens").get(&abort.id) {
+                        token.cancel();
+                    }
+                }
+            }
+            Some(S::KvServerMessage(kv)) => {
+                let blobs = self.session.blobs.clone();
+                let timeout = self.timing().callback;
+                let sender = sender.clone();
+                self.handlers.spawn(async move {
+                    let reply = kv::answer(blobs, kv, timeout).await;
+                    let id = reply.id;
+                    let reply = messages::client_msg(pb::agent_client_message::Message::KvClientMessage(reply));
+                    if let Err(e) = sender.send(&reply).await {
+                        tracing::warn!(id, error = %e, "the reply to a KV request was not sent");
+                    }
+                });
+            }
+            Some(S::InteractionQuery(_)) => {
+                let raw = wire::length_delimited_field(&frame.raw, f::agent_server_message::INTERACTION_QUERY)
+                    .unwrap_or_default();
+                let host = self.session.host.clone();
+                let cancel = self.shared.cancel.child_token();
+                let timeout = self.timing().callback;
+                let sender = sender.clone();
+                self.handlers.spawn(async move {
+                    if let Some(reply) = interaction::answer(host, &raw, cancel, timeout).await {
+                        let reply = wire::wrap(f::agent_client_message::INTERACTION_RESPONSE, &reply);
+                        if let Err(e) = sender.send_encoded(reply).await {
+                            tracing::warn!(error = %e, "the reply to an interaction query was not sent");
+                        }
+                    }
+                });
+            }
+            None => {}
+        }
+        false
+    }
+
+    fn spawn_exec(&mut self, raw: Bytes, sender: AgentSender) {
+        let (id, exec_id, request) = match bridge::decode_exec(&raw) {
+            Ok(decoded) => decoded,
+            Err(e) => {
+                // Not even an id to answer: nothing can be sent back for it.
+                tracing::warn!(bytes = raw.len(), error = %e, "dropped an exec request that does not decode (no id to answer)");
+                return;
+            }
+        };
+        let token = self.shared.cancel.child_token();
+        self.exec_tokens.lock().expect("exec tokens").insert(id, token.clone());
+        let tokens = self.exec_tokens.clone();
+        let session = self.session.clone();
+        let timing = self.timing().clone();
+        self.handlers.spawn(async move {
+            exec::run(&session, &sender, id, &exec_id, request, token, &timing).await;
+            tokens.lock().expect("exec tokens").remove(&id);
+        });
+    }
+}
+
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+async fn sleep_until_opt(deadline: Option<Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// `min(base × 2^attempt, max)` plus 0–20 % jitter.
+fn backoff(timing: &Timing, attempt: u32) -> Duration {
+    let base = timing.resume_backoff.saturating_mul(1u32 << attempt.min(16)).min(timing.resume_backoff_max);
+    let jitter = base.mul_f64(rand::random::<f64>() * 0.2);
+    base + jitter
+}
+
+/// Errors that are ACP stop reasons rather than failures.
+fn stop_reason_for(e: CoreError) -> Result<acp::StopReason, CoreError> {
+    if let Some(name) = e.connect_error().and_then(|c| c.cursor_error_name()) {
+        if matches!(name, "ERROR_MAX_TOKENS" | "ERROR_CONVERSATION_TOO_LONG") {
+            return Ok(acp::StopReason::MaxTokens);
+        }
+    }
+    Err(e)
+}
+
+fn spawn_heartbeat(sender: AgentSender, every: Duration) -> tokio::task::JoinHandle<()> {
+    let heartbeat = messages::client_heartbeat();
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval_at(Instant::now() + every, every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            if sender.send(&heartbeat).await.is_err() {
+                return;
+            }
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+
+    use super::*;
+    use crate::host::{MemoryBlobStore, NoHost};
+    use crate::transport::{Transport, TransportConfig, TransportKind};
+
+    /// Formatted events, kept for the test to read.
+    #[derive(Clone, Default)]
+    struct Captured(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Captured {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn turn_loop() -> TurnLoop {
+        // Nothing listens on the discard port: the stream the test opens fails in the background.
+        let config =
+            TransportConfig { base_url: "http://127.0.0.1:9".into(), kind: TransportKind::Sse, ..Default::default() };
+        let session = Arc::new(SessionInner {
+            transport: Transport::new(config).expect("a valid config"),
+            host: Arc::new(NoHost),
+            blobs: Arc::new(MemoryBlobStore::new()),
+            timing: Timing::default(),
+            compaction_updates: false,
+            notices: false,
+            terminal_output: false,
+            conversation_id: "c-1".into(),
+            state: Default::default(),
+        });
+        let (tx, rx) = mpsc::channel(4);
+        let (_result_tx, result_rx) = watch::channel(None);
+        let shared = Arc::new(TurnShared::new(Updates::new(rx), CancellationToken::new(), result_rx));
+        TurnLoop::new(session, shared, tx, Translator::new())
+    }
+
+    /// An exec request that does not decode has no id to answer with: it is dropped, and the
+    /// drop is a warning naming what was lost (its size), not its bytes.
+    #[tokio::test]
+    async fn an_exec_request_that_does_not_decode_is_dropped_with_a_warning() {
+        let captured = Captured::default();
+        let writer = captured.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .with_max_level(tracing::Level::DEBUG)
+            .finish();
+        let _default = tracing::subscriber::set_default(subscriber);
+        let mut turn = turn_loop();
+        let sender = turn.session.transport.open("r-1", None).sender;
+        // `id` (a varint) sent as a length-delimited field: prost-reflect refuses it.
+        let request = [0x0a, 0x03, 0xca, 0xfe, 0x01];
+        let frame = ServerFrame {
+            message: Box::new(pb::AgentServerMessage {
+                message: Some(pb::agent_server_message::Message::ExecServerMessage(Box::default())),
+                ..Default::default()
+            }),
+            raw: wire::wrap(f::agent_server_message::EXEC_SERVER_MESSAGE, &request),
+        };
+        assert!(!turn.dispatch(frame, &sender).await, "not the end of the turn");
+        assert!(turn.handlers.is_empty(), "nothing is answered");
+        let logged = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+        let line = logged.lines().find(|l| l.contains("exec request that does not decode")).unwrap_or_else(|| {
+            panic!("no event for the dropped request in {logged:?}");
+        });
+        assert!(line.contains("WARN") && line.contains("bytes=5"), "{line}");
+        assert!(!line.to_ascii_lowercase().contains("cafe"), "the payload is not logged: {line}");
+    }
+}

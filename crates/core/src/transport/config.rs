@@ -1,0 +1,153 @@
+//! What a transport is configured with ([`TransportConfig`]), the defaults and limits it
+//! applies, and [`Secret`], the credential that never prints.
+
+use std::fmt;
+use std::time::Duration;
+
+use crate::connect::Limits;
+use crate::error::CoreError;
+
+pub const RUN_SSE_PATH: &str = "/agent.v1.AgentService/RunSSE";
+pub const RUN_PATH: &str = "/agent.v1.AgentService/Run";
+pub const BIDI_APPEND_PATH: &str = "/aiserver.v1.BidiService/BidiAppend";
+/// A recent CLI build string; old ones get `ERROR_OUTDATED_CLIENT`, so it is configurable.
+pub const DEFAULT_CLIENT_VERSION: &str = "cli-2026.08.11-e8db854";
+/// The official client allows this many BidiAppend calls in flight.
+pub const DEFAULT_MAX_APPENDS_IN_FLIGHT: usize = 16;
+/// BidiAppend calls one client makes at once, across all its turns (large ones aside, see
+/// `QUEUED_APPEND_MAX_BYTES`). Appends past this wait their turn, first come first served, so
+/// that they reuse kept-alive connections: without a cap, N turns starting together open N new
+/// connections for their first appends (N TLS handshakes against a real backend); for 1,000
+/// parallel turns on loopback the cap cut the client's CPU by a quarter (bench/README.md, many).
+pub const DEFAULT_MAX_APPEND_CONNECTIONS: usize = 32;
+/// `Run` streams one HTTP/2 connection carries before the next stream gets a connection of its
+/// own. A server caps the streams of one connection (`SETTINGS_MAX_CONCURRENT_STREAMS`), and
+/// RFC 9113 §6.5.2 recommends a cap of no less than 100, so 100 fits under every cap a server is
+/// likely to set (hyper's default is 200, nginx's 128).
+pub const DEFAULT_H2_STREAMS_PER_CONNECTION: usize = 100;
+/// HTTP/2 receive windows (`SETTINGS_INITIAL_WINDOW_SIZE` per stream, and the connection's):
+/// how much a peer may send before it must wait a round trip for `WINDOW_UPDATE`. hyper's
+/// defaults (2 MiB and 5 MiB on a client, 1 MiB on a server) let a 12 MiB checkpoint cross a
+/// 40 ms round trip at about 40 MiB/s; 8 MiB covers the bandwidth-delay product of a
+/// gigabit link at 60 ms. The turn loop reads its stream as frames arrive, so the window is
+/// credit, not memory held. (hyper's adaptive window starts at 64 KiB and was slower still.)
+pub const H2_STREAM_WINDOW: u32 = 8 * 1024 * 1024;
+/// See [`H2_STREAM_WINDOW`]; shared by the streams of one connection.
+pub const H2_CONNECTION_WINDOW: u32 = 16 * 1024 * 1024;
+/// Messages smaller than this are sent uncompressed even with gzip on (gzip would grow them).
+pub const MIN_COMPRESS_BYTES: usize = 1024;
+
+/// A credential. Its `Debug` and `Display` never show the value.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(value: impl Into<String>) -> Self {
+        Secret(value.into())
+    }
+    /// The raw value, for the one place that needs it (the authorization header).
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret(<redacted>)")
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TransportKind {
+    /// RunSSE + BidiAppend over HTTP/1.1 (docs/protocol.md).
+    Sse,
+    /// Run over HTTP/2.
+    H2,
+    /// Run over HTTP/2 where the server speaks it, else RunSSE + BidiAppend.
+    #[default]
+    Auto,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Compression {
+    #[default]
+    None,
+    Gzip,
+}
+
+/// How BidiAppend carries the message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum AppendEncoding {
+    /// Lower-case hex in `data` (what the CLI sends; every server accepts it).
+    #[default]
+    Hex,
+    /// Raw bytes in `data_binary` (newer servers).
+    Binary,
+}
+
+/// Everything a transport needs to reach a server.
+#[derive(Debug, Clone)]
+pub struct TransportConfig {
+    /// `https://api2.cursor.sh` or a local gateway such as `http://127.0.0.1:8080`.
+    pub base_url: String,
+    pub access_token: Option<Secret>,
+    /// Extra headers sent on every request (after the protocol headers; `host` and
+    /// `content-length` belong to the transport and are refused).
+    pub headers: Vec<(String, String)>,
+    pub client_version: String,
+    pub client_type: String,
+    pub ghost_mode: bool,
+    pub kind: TransportKind,
+    pub compression: Compression,
+    pub append_encoding: AppendEncoding,
+    pub limits: Limits,
+    pub max_appends_in_flight: usize,
+    /// BidiAppend calls in flight across every stream of this transport.
+    pub max_append_connections: usize,
+    /// HTTP/2 `Run` streams per connection (see [`DEFAULT_H2_STREAMS_PER_CONNECTION`]).
+    pub h2_streams_per_connection: usize,
+    /// Base of the per-append deadline; the payload size adds 1 s per 128 KiB.
+    pub append_deadline: Duration,
+    pub connect_timeout: Duration,
+}
+
+impl Default for TransportConfig {
+    fn default() -> Self {
+        TransportConfig {
+            base_url: "https://api2.cursor.sh".into(),
+            access_token: None,
+            headers: Vec::new(),
+            client_version: DEFAULT_CLIENT_VERSION.into(),
+            client_type: "cli".into(),
+            ghost_mode: true,
+            kind: TransportKind::Auto,
+            compression: Compression::None,
+            append_encoding: AppendEncoding::Hex,
+            limits: Limits::default(),
+            max_appends_in_flight: DEFAULT_MAX_APPENDS_IN_FLIGHT,
+            max_append_connections: DEFAULT_MAX_APPEND_CONNECTIONS,
+            h2_streams_per_connection: DEFAULT_H2_STREAMS_PER_CONNECTION,
+            append_deadline: Duration::from_secs(60),
+            connect_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Largest message we send (the official client's append cap).
+pub const MAX_OUTBOUND_MESSAGE: usize = 16 * 1024 * 1024;
+
+pub(super) fn too_large(len: usize) -> CoreError {
+    CoreError::InvalidInput(format!("message of {len} bytes exceeds the {MAX_OUTBOUND_MESSAGE}-byte limit"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn secret_never_prints() {
+        let s = Secret::new("tok-123");
+        assert_eq!(format!("{s:?}"), "Secret(<redacted>)");
+        let cfg = TransportConfig { access_token: Some(s), ..Default::default() };
+        assert!(!format!("{cfg:?}").contains("tok-123"));
+    }
+}

@@ -1,0 +1,194 @@
+//! [`AgentReceiver`], the inbound half of a stream: the response's Connect frames decoded to
+//! server messages in order, ended by the end-of-stream frame, a failure of the request side,
+//! or the connection's end.
+
+use std::collections::BTreeMap;
+use std::pin::Pin;
+
+use bytes::Bytes;
+use futures::{Stream, StreamExt};
+use prost::Message as _;
+use reqwest::header::HeaderMap;
+use tokio::sync::watch;
+
+use super::auto::RunCheck;
+use super::clients::StreamSlot;
+use super::request::ResponseTask;
+use crate::connect::{Frame, FrameDecoder, Limits};
+use crate::error::{error_chain, CoreError};
+use crate::proto::agent::v1::AgentServerMessage;
+
+/// A decoded server message together with the exact bytes it arrived as (the turn loop keeps
+/// checkpoints as raw bytes; re-encoding through prost would drop unknown fields).
+///
+/// The message is boxed because the turn loop hands frames along by value several times each
+/// (merging runs of deltas): when the message was 1 KiB inline, those moves were half of the
+/// client's time on a stream of small deltas. Its large oneof branches are boxed as well
+/// (build.rs), so the box itself is small (168 bytes).
+#[derive(Debug, Clone)]
+pub struct ServerFrame {
+    pub message: Box<AgentServerMessage>,
+    pub raw: Bytes,
+}
+
+type BodyStream = Pin<Box<dyn Stream<Item = Result<Bytes, reqwest::Error>> + Send>>;
+
+enum ResponseState {
+    Pending(ResponseTask),
+    Body(BodyStream),
+    Done,
+}
+
+/// Inbound half: server messages in order, then `Ok(None)` after a clean end-of-stream frame.
+pub struct AgentReceiver {
+    state: ResponseState,
+    decoder: FrameDecoder,
+    failure: watch::Receiver<Option<CoreError>>,
+    trailers: BTreeMap<String, Vec<String>>,
+    response_headers: HeaderMap,
+    /// The stream's place on an HTTP/2 connection, held (never read) as long as the stream
+    /// can be read: dropping it frees the place.
+    _slot: Option<StreamSlot>,
+    run_check: RunCheck,
+}
+
+impl Drop for AgentReceiver {
+    fn drop(&mut self) {
+        if let ResponseState::Pending(task) = &self.state {
+            task.abort();
+        }
+    }
+}
+
+impl AgentReceiver {
+    /// The receiver of a stream whose response `task` brings; `slot` is its place on an HTTP/2
+    /// connection, if it has one.
+    pub(super) fn new(
+        task: ResponseTask,
+        limits: Limits,
+        failure: watch::Receiver<Option<CoreError>>,
+        slot: Option<StreamSlot>,
+        run_check: RunCheck,
+    ) -> Self {
+        AgentReceiver {
+            state: ResponseState::Pending(task),
+            decoder: FrameDecoder::new(limits),
+            failure,
+            trailers: Default::default(),
+            response_headers: HeaderMap::new(),
+            _slot: slot,
+            run_check,
+        }
+    }
+
+    /// Trailers (`metadata`) of the end-of-stream frame, once it has arrived.
+    pub fn trailers(&self) -> &BTreeMap<String, Vec<String>> {
+        &self.trailers
+    }
+
+    /// Response headers, once they have arrived.
+    pub fn response_headers(&self) -> &HeaderMap {
+        &self.response_headers
+    }
+
+    fn fail(&mut self, err: CoreError) -> Result<Option<ServerFrame>, CoreError> {
+        self.state = ResponseState::Done;
+        Err(err)
+    }
+
+    /// The next message already received and buffered, without waiting for the network:
+    /// `None` when a whole frame is not buffered yet. Lets the turn loop work through a burst
+    /// of frames from one read in a tight loop.
+    pub fn next_buffered(&mut self) -> Option<Result<Option<ServerFrame>, CoreError>> {
+        if matches!(self.state, ResponseState::Done) {
+            return None;
+        }
+        match self.decoder.next_frame() {
+            Err(e) => Some(self.fail(e.into())),
+            Ok(Some(Frame::Message(raw))) => {
+                self.run_check.message_arrived();
+                // Decoded in place on the heap, never moved whole (see `ServerFrame`).
+                let mut message = Box::<AgentServerMessage>::default();
+                Some(match message.merge(raw.clone()) {
+                    Ok(()) => Ok(Some(ServerFrame { message, raw })),
+                    Err(e) => self.fail(CoreError::Protocol(format!("frame is not an AgentServerMessage: {e}"))),
+                })
+            }
+            Ok(Some(Frame::End(end))) => {
+                self.trailers = end.metadata;
+                Some(match end.error {
+                    Some(err) => {
+                        let err = self.run_check.end_error(err);
+                        self.fail(err)
+                    }
+                    None => {
+                        self.state = ResponseState::Done;
+                        Ok(None)
+                    }
+                })
+            }
+            Ok(None) => None,
+        }
+    }
+
+    /// The next server message; `Ok(None)` after a clean end (`{}` end-of-stream frame).
+    /// A Connect error end, a framing violation, a failed append or a connection that closes
+    /// without the end-of-stream frame is an `Err`, and the receiver is finished after it.
+    pub async fn next(&mut self) -> Result<Option<ServerFrame>, CoreError> {
+        loop {
+            if matches!(self.state, ResponseState::Done) {
+                return Ok(None);
+            }
+            if let Some(outcome) = self.next_buffered() {
+                return outcome;
+            }
+            let failed = self.failure.borrow().clone();
+            if let Some(err) = failed {
+                return self.fail(err);
+            }
+            let mut failure = self.failure.clone();
+            // Wakes when an append fails; once every sender is gone it can never fire.
+            let append_failed = async move {
+                if failure.changed().await.is_err() {
+                    std::future::pending::<()>().await
+                }
+            };
+            match &mut self.state {
+                ResponseState::Pending(task) => {
+                    let outcome = tokio::select! {
+                        biased;
+                        _ = append_failed => continue,
+                        r = task => r,
+                    };
+                    match outcome {
+                        Ok(Ok(response)) => {
+                            self.response_headers = response.headers().clone();
+                            self.state = ResponseState::Body(Box::pin(response.bytes_stream()));
+                        }
+                        Ok(Err(err)) => return self.fail(err),
+                        Err(join) => return self.fail(CoreError::Network(format!("request task failed: {join}"))),
+                    }
+                }
+                ResponseState::Body(body) => {
+                    let chunk = tokio::select! {
+                        biased;
+                        _ = append_failed => continue,
+                        c = body.next() => c,
+                    };
+                    match chunk {
+                        Some(Ok(bytes)) => self.decoder.push(&bytes),
+                        Some(Err(e)) => return self.fail(CoreError::Network(error_chain(&e))),
+                        None => {
+                            let result = self.decoder.finish();
+                            return match result {
+                                Err(e) => self.fail(e.into()),
+                                Ok(()) => self.fail(CoreError::StreamClosed),
+                            };
+                        }
+                    }
+                }
+                ResponseState::Done => return Ok(None),
+            }
+        }
+    }
+}

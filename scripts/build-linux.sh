@@ -1,0 +1,203 @@
+#!/usr/bin/env bash
+# Cross-builds the four Linux packages with zig and checks each one, on one x86_64 Debian machine:
+#
+#   linux-x64-gnu     x86_64-unknown-linux-gnu, linked against glibc 2.17's symbols
+#   linux-arm64-gnu   aarch64-unknown-linux-gnu, glibc 2.17
+#   linux-x64-musl    x86_64-unknown-linux-musl
+#   linux-arm64-musl  aarch64-unknown-linux-musl
+#
+# Checks (scripts/check-linux-binary.sh): the ELF machine, the shared libraries it needs, the
+# newest glibc symbol version it needs (at most GLIBC_2.17 for gnu, none for musl); then the packages as a user gets them (`npm pack`
+# of the root package and the platform package, installed into an empty directory) play the
+# embedded demo turn through the stdio agent and an ACP client: x64 on this machine's glibc and
+# again under Debian 11's glibc 2.31, arm64 under qemu-user with Debian's arm64 Node.js.
+# musl builds are checked statically only (no musl Node.js in Debian).
+#
+#   scripts/build-linux.sh [package…]      (default: all four; e.g. `scripts/build-linux.sh linux-arm64-gnu`)
+#
+# Needs Rust (rustup), Node.js >= 20 with npm, python3 and apt-get (root or sudo); installs the
+# rest into $SHIP_DIR: ziglang from PyPI in a venv, cargo-zigbuild from crates.io, the rustup
+# targets, qemu-user-static from Debian, and arm64 Node.js with its libraries unpacked from
+# Debian's packages. Slow (release builds with LTO): not part of `npm test`.
+# Environment: SHIP_DIR (default target/linux-release), CARGO_TARGET_DIR (default $SHIP_DIR/cargo).
+set -euo pipefail
+shopt -s inherit_errexit
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+SHIP_DIR=$(mkdir -p "${SHIP_DIR:-$ROOT/target/linux-release}" && cd "${SHIP_DIR:-$ROOT/target/linux-release}" && pwd)
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$SHIP_DIR/cargo}
+ZIG_VERSION=0.15.2            # as rolldown releases with
+CARGO_ZIGBUILD_VERSION=0.24.1
+NODE_SUITE=trixie             # Debian suite of the arm64 Node.js (Node 20; bookworm's is 18)
+OLD_GLIBC_SUITE=bullseye      # Debian 11: glibc 2.31, as on many VS Code remote hosts
+DEBIAN_MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+
+declare -A TRIPLE=(
+  [linux-x64-gnu]=x86_64-unknown-linux-gnu.2.17
+  [linux-arm64-gnu]=aarch64-unknown-linux-gnu.2.17
+  [linux-x64-musl]=x86_64-unknown-linux-musl
+  [linux-arm64-musl]=aarch64-unknown-linux-musl
+)
+PACKAGES=("$@")
+[ ${#PACKAGES[@]} -gt 0 ] || PACKAGES=(linux-x64-gnu linux-arm64-gnu linux-x64-musl linux-arm64-musl)
+for p in "${PACKAGES[@]}"; do [ -n "${TRIPLE[$p]:-}" ] || { echo "unknown package $p (one of ${!TRIPLE[*]})" >&2; exit 2; }; done
+
+step() { printf '\n== %s\n' "$*"; }
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+# --- tools -------------------------------------------------------------------------------------
+install_tools() {
+  local missing=()
+  command -v qemu-aarch64-static >/dev/null || missing+=(qemu-user-static)
+  command -v readelf >/dev/null || missing+=(binutils)
+  python3 -c 'import ensurepip' 2>/dev/null || missing+=(python3-venv)
+  if [ ${#missing[@]} -gt 0 ]; then
+    step "apt-get install ${missing[*]}"
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  fi
+
+  mkdir -p "$SHIP_DIR/bin"
+  if [ ! -x "$SHIP_DIR/venv/bin/python" ] || ! "$SHIP_DIR/venv/bin/python" -m ziglang version 2>/dev/null | grep -qx "$ZIG_VERSION"; then
+    step "ziglang $ZIG_VERSION from PyPI"
+    python3 -m venv "$SHIP_DIR/venv"
+    "$SHIP_DIR/venv/bin/pip" install -q "ziglang==$ZIG_VERSION"
+  fi
+  # cargo-zigbuild and `napi build -x` look for `zig` on PATH.
+  printf '#!/bin/sh\nexec "%s" -m ziglang "$@"\n' "$SHIP_DIR/venv/bin/python" > "$SHIP_DIR/bin/zig"
+  chmod +x "$SHIP_DIR/bin/zig"
+
+  if ! "$SHIP_DIR/tools/bin/cargo-zigbuild" --version 2>/dev/null | grep -q "$CARGO_ZIGBUILD_VERSION"; then
+    step "cargo-zigbuild $CARGO_ZIGBUILD_VERSION from crates.io"
+    nice -n 19 cargo install --quiet --locked --root "$SHIP_DIR/tools" --version "$CARGO_ZIGBUILD_VERSION" cargo-zigbuild
+  fi
+  export PATH="$SHIP_DIR/bin:$SHIP_DIR/tools/bin:$PATH"
+
+  local targets=()
+  for p in "${PACKAGES[@]}"; do targets+=("${TRIPLE[$p]%%.*}"); done
+  step "rustup target add ${targets[*]}"
+  rustup target add "${targets[@]}"
+
+  [ -d "$ROOT/node_modules/@napi-rs/cli" ] || (cd "$ROOT" && npm ci --no-audit --no-fund)
+}
+
+# --- Debian packages unpacked into a directory (no dpkg database, nothing installed) ------------
+# unpack_debs <dir> <arch> <suite> <package…>: the packages and everything they depend on.
+unpack_debs() {
+  local dir=$1 arch=$2 suite=$3; shift 3
+  [ -f "$dir/.complete" ] && return 0
+  local apt="$SHIP_DIR/apt-$suite-$arch"
+  rm -rf "$dir" "$apt"
+  mkdir -p "$apt/etc/apt/apt.conf.d" "$apt/etc/apt/preferences.d" "$apt/etc/apt/sources.list.d" \
+    "$apt/var/lib/apt/lists/partial" "$apt/var/cache/apt/archives/partial" "$apt/var/lib/dpkg" "$dir"
+  : > "$apt/var/lib/dpkg/status"
+  echo "deb [arch=$arch signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $DEBIAN_MIRROR $suite main" \
+    > "$apt/etc/apt/sources.list"
+  local opts=(-o "Dir=$apt" -o "Dir::State::status=$apt/var/lib/dpkg/status" -o "APT::Architecture=$arch"
+    -o "APT::Architectures::=$arch" -o Debug::NoLocking=1 -o APT::Sandbox::User=root -o "Dir::Etc::trusted=$apt/none"
+    -o "Dir::Etc::trustedparts=$apt/none")
+  apt-get "${opts[@]}" update -qq
+  apt-get "${opts[@]}" install -y -qq --download-only --no-install-recommends "$@" >/dev/null
+  for deb in "$apt"/var/cache/apt/archives/*.deb; do dpkg-deb -x "$deb" "$dir"; done
+  # Packages from before the /usr merge put the loader and libc under /lib: keep both views.
+  for d in lib lib64 bin sbin; do
+    if [ -d "$dir/$d" ] && [ ! -L "$dir/$d" ]; then
+      mkdir -p "$dir/usr/$d" && cp -a "$dir/$d/." "$dir/usr/$d/" && rm -rf "${dir:?}/$d"
+    fi
+    [ -e "$dir/$d" ] || ln -s "usr/$d" "$dir/$d"
+  done
+  touch "$dir/.complete"
+}
+
+# --- build ------------------------------------------------------------------------------------
+build() {
+  local pkg=$1 triple=${TRIPLE[$1]}
+  step "build $pkg ($triple)"
+  rm -rf "$SHIP_DIR/out/$pkg" && mkdir -p "$SHIP_DIR/out/$pkg"
+  (cd "$ROOT" && nice -n 19 npx napi build --platform --release -x --target "$triple" --output-dir "$SHIP_DIR/out/$pkg")
+  ls -l "$SHIP_DIR/out/$pkg"/*.node
+}
+
+# --- packages as users install them -----------------------------------------------------------
+pack() {
+  step "npm pack: the root package and the platform packages"
+  local binaries=()
+  for pkg in "${PACKAGES[@]}"; do binaries+=("$(echo "$SHIP_DIR/out/$pkg"/cursor-acp-native.*.node)"); done
+  node "$ROOT/scripts/pack.mjs" "$SHIP_DIR/packs" "${binaries[@]}"
+}
+
+# install <pkg> <cpu>: both tarballs into an empty directory, as npm installs them on that CPU
+# (npm refuses a package named on its command line for another CPU without --force).
+install_packed() {
+  local pkg=$1 cpu=$2 dir="$SHIP_DIR/try/$1" force=()
+  [ "$cpu" = "$(node -p process.arch)" ] || force=(--force)
+  rm -rf "$dir" && mkdir -p "$dir" && echo '{"private":true}' > "$dir/package.json"
+  (cd "$dir" && npm install --silent --no-audit --no-fund "${force[@]}" --os=linux --cpu="$cpu" --libc=glibc \
+    "$SHIP_DIR"/packs/cursor-acp-native-[0-9]*.tgz "$SHIP_DIR"/packs/cursor-acp-native-binding-"$pkg"-*.tgz >&2)
+  [ -f "$dir/node_modules/@cursor-acp-native/binding-$pkg/package.json" ] || { echo "npm did not install the $pkg package" >&2; return 1; }
+  echo "$dir"
+}
+
+play_turn() {
+  local label=$1; shift
+  local out
+  out=$(node "$ROOT/scripts/acp-turn.mjs" --cwd "$SHIP_DIR/try" -- "$@")
+  printf '  embedded turn (%s): %s\n' "$label" "$out" | tee -a "$SHIP_DIR/report.txt"
+}
+
+check_x64_turns() {
+  step "linux-x64-gnu: the embedded turn through the installed package"
+  local dir bin
+  dir=$(install_packed linux-x64-gnu x64)
+  bin="$dir/node_modules/cursor-acp-native/bin/cursor-acp-native.mjs"
+  play_turn "x64, host glibc $(ldd --version | head -n1 | grep -oE '[0-9]+\.[0-9]+$')" node "$bin"
+
+  step "linux-x64-gnu under Debian 11's glibc 2.31"
+  local old="$SHIP_DIR/sysroot-$OLD_GLIBC_SUITE-amd64"
+  unpack_debs "$old" amd64 "$OLD_GLIBC_SUITE" libc6 libstdc++6 libgcc-s1
+  local ld libs
+  ld=$(echo "$old"/usr/lib/x86_64-linux-gnu/ld-2.*.so)
+  libs="$old/usr/lib/x86_64-linux-gnu"
+  local node_bin; node_bin=$(command -v node)
+  # shellcheck disable=SC2016 # JavaScript, not shell
+  "$ld" --library-path "$libs" "$node_bin" -e '
+    const g = process.report.getReport().header.glibcVersionRuntime
+    const { startEmbeddedBackend } = require(process.argv[1])
+    startEmbeddedBackend({ scenario: { steps: [] } }).then((b) => { console.log(`  loads under glibc ${g}: ${b.url}`); return b.close() })
+  ' "$dir/node_modules/cursor-acp-native" | tee -a "$SHIP_DIR/report.txt"
+  play_turn "x64, glibc 2.31" "$ld" --library-path "$libs" "$node_bin" "$bin"
+}
+
+check_arm64_turn() {
+  step "linux-arm64-gnu: the embedded turn under qemu-aarch64 with Debian $NODE_SUITE's arm64 Node.js"
+  local sysroot="$SHIP_DIR/sysroot-$NODE_SUITE-arm64"
+  unpack_debs "$sysroot" arm64 "$NODE_SUITE" nodejs
+  local dir node_version
+  dir=$(install_packed linux-arm64-gnu arm64)
+  node_version=$(qemu-aarch64-static -L "$sysroot" "$sysroot/usr/bin/node" --version)
+  echo "  arm64 node $node_version under $(qemu-aarch64-static --version | head -n1)" | tee -a "$SHIP_DIR/report.txt"
+  play_turn "arm64 under qemu" qemu-aarch64-static -L "$sysroot" "$sysroot/usr/bin/node" \
+    "$dir/node_modules/cursor-acp-native/bin/cursor-acp-native.mjs"
+}
+
+main() {
+  local started=$SECONDS
+  install_tools
+  : > "$SHIP_DIR/report.txt"
+  for pkg in "${PACKAGES[@]}"; do build "$pkg"; done
+  step "static checks"
+  for pkg in "${PACKAGES[@]}"; do
+    "$ROOT/scripts/check-linux-binary.sh" "$(echo "$SHIP_DIR/out/$pkg"/cursor-acp-native.*.node)" "$pkg" | tee -a "$SHIP_DIR/report.txt"
+  done
+  pack
+  for pkg in "${PACKAGES[@]}"; do
+    case $pkg in
+      linux-x64-gnu) check_x64_turns ;;
+      linux-arm64-gnu) check_arm64_turn ;;
+    esac
+  done
+  step "done in $((SECONDS - started)) s; summary in $SHIP_DIR/report.txt"
+  cat "$SHIP_DIR/report.txt"
+}
+
+main

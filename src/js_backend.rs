@@ -1,0 +1,68 @@
+//! `startEmbeddedBackend({ scenario })`: the core's loopback server, for demos and tests.
+
+use std::sync::Arc;
+
+use cursor_acp_core::embedded::{self, Scenario};
+use napi::bindgen_prelude::*;
+use napi::Env;
+use serde_json::Value;
+
+use cursor_acp_core::CoreError;
+
+use crate::js_error::promise;
+
+#[napi(object, object_to_js = false)]
+pub struct EmbeddedBackendOptions {
+    /// What the backend plays: see `Scenario`.
+    #[napi(ts_type = "Scenario")]
+    pub scenario: Value,
+    /// Loopback port (default: any free port).
+    pub port: Option<u32>,
+}
+
+/// A running embedded backend (loopback only). `close()` it when done.
+#[napi]
+pub struct EmbeddedBackend {
+    inner: Arc<embedded::EmbeddedBackend>,
+}
+
+#[napi]
+impl EmbeddedBackend {
+    /// `http://127.0.0.1:PORT`: pass it as `baseUrl`.
+    #[napi(getter)]
+    pub fn url(&self) -> String {
+        self.inner.url()
+    }
+
+    /// What clients sent, one record per stream (request id), in first-contact order.
+    #[napi(ts_return_type = "RunRecord[]")]
+    pub fn records(&self) -> Result<Value> {
+        serde_json::to_value(self.inner.records()).map_err(|e| Error::from_reason(e.to_string()))
+    }
+
+    /// Stops the server and cuts open connections.
+    #[napi]
+    pub fn close(&self) {
+        self.inner.close();
+    }
+}
+
+/// Starts an embedded backend playing `scenario` on 127.0.0.1.
+#[napi(ts_return_type = "Promise<EmbeddedBackend>")]
+pub fn start_embedded_backend<'env>(
+    env: &'env Env,
+    options: EmbeddedBackendOptions,
+) -> Result<PromiseRaw<'env, EmbeddedBackend>> {
+    let port = options.port.unwrap_or(0);
+    // Validation happens inside the promise so a bad scenario rejects rather than throws.
+    promise(
+        env,
+        async move {
+            let scenario = Scenario::from_json(&options.scenario)?;
+            let port =
+                u16::try_from(port).map_err(|_| CoreError::InvalidInput(format!("port {port} is not 0-65535")))?;
+            embedded::EmbeddedBackend::start_on(scenario, port).await
+        },
+        |_, backend| Ok(EmbeddedBackend { inner: Arc::new(backend) }),
+    )
+}

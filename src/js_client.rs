@@ -1,0 +1,271 @@
+//! `new AgentClient(options)`: transport, timing and the JS host, shared by its sessions.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use cursor_acp_core::connect::Limits;
+use cursor_acp_core::host::{BlobStore, DirBlobStore, NoHost};
+use cursor_acp_core::session::{self, ClientConfig, SessionOptions, Timing};
+use cursor_acp_core::transport::{AppendEncoding, Compression, Secret, TransportConfig, TransportKind};
+use cursor_acp_core::CoreError;
+use napi::bindgen_prelude::*;
+use napi::Env;
+use serde_json::Value;
+
+use crate::js_error::coded;
+use crate::js_host::{Callback, ExecCallback, JsBlobStore, JsHost};
+use crate::js_session::Session;
+use crate::saved;
+
+/// Blob storage callbacks; they replace the built-in store. Ids are lower-case hex.
+#[napi(object, object_to_js = false)]
+pub struct KvOptions {
+    #[napi(ts_type = "(blobId: string) => Uint8Array | null | undefined | Promise<Uint8Array | null | undefined>")]
+    pub get: Callback<String, Buffer>,
+    #[napi(ts_type = "(blobId: string, data: Buffer) => void | Promise<void>")]
+    pub set: Callback<FnArgs<(String, Buffer)>, Value>,
+}
+
+#[napi(object, object_to_js = false)]
+pub struct AgentClientOptions {
+    /// `https://api2.cursor.sh` (default) or a local gateway / embedded backend URL.
+    pub base_url: Option<String>,
+    /// Sent as `authorization: Bearer …`; never logged or put in errors.
+    pub access_token: Option<String>,
+    /// Extra headers on every request.
+    pub headers: Option<HashMap<String, String>>,
+    /// `x-cursor-client-version` (old values are refused by Cursor with ERROR_OUTDATED_CLIENT).
+    pub client_version: Option<String>,
+    /// `x-cursor-client-type` (default `cli`).
+    pub client_type: Option<String>,
+    /// `x-ghost-mode` (default true).
+    pub ghost_mode: Option<bool>,
+    /// `'auto'` (default): Run over HTTP/2 where the server speaks it, else RunSSE + BidiAppend
+    /// over HTTP/1.1, as the official client does; `'sse'` or `'h2'` for just one of them.
+    #[napi(ts_type = "'auto' | 'sse' | 'h2'")]
+    pub transport: Option<String>,
+    /// `'gzip'` compresses outbound messages of 1 KiB or more (default `'none'`).
+    #[napi(ts_type = "'gzip' | 'none'")]
+    pub compression: Option<String>,
+    /// BidiAppend payload as lower-case hex `data` (default) or raw `data_binary`.
+    #[napi(ts_type = "'hex' | 'binary'")]
+    pub append_encoding: Option<String>,
+    /// Runs the server's exec requests. Return the result message for `request.kind` in proto3
+    /// JSON (e.g. `{ success: { path, content, totalLines } }` for `read`; a `bytes` field also
+    /// takes a `Uint8Array` or `Buffer`, and a `string` field UTF-8 bytes, such as a file read with
+    /// `fs.readFile`), or `undefined` if
+    /// this host does not handle that kind (the built-in `tools` then answer it if configured, else
+    /// the server gets throw + close). A throw or
+    /// rejection becomes the result's `error` branch.
+    #[napi(
+        ts_type = "(request: ExecRequest, ctx: ExecContext) => ExecAnswer | null | undefined | Promise<ExecAnswer | null | undefined>"
+    )]
+    pub exec: Option<ExecCallback>,
+    /// Answers the server's interaction queries (proto3 JSON of the matching response, e.g.
+    /// `{ approved: {} }`); `undefined` or no callback = a rejection.
+    #[napi(
+        ts_type = "(query: InteractionQuery) => InteractionAnswer | null | undefined | Promise<InteractionAnswer | null | undefined>"
+    )]
+    pub interaction: Option<Callback<Value, crate::json::HostJson>>,
+    /// Supplies the `RequestContext` (rules, env, MCP tools) in proto3 JSON.
+    #[napi(ts_type = "() => RequestContext | null | undefined | Promise<RequestContext | null | undefined>")]
+    pub request_context: Option<Callback<(), crate::json::HostJson>>,
+    /// Built-in local tools (read, write, delete, ls, grep, shells) confined to these roots;
+    /// they answer every exec the `exec` callback leaves unhandled (no callback, or `undefined`).
+    pub tools: Option<crate::js_tools::LocalToolsOptions>,
+    /// Replaces the built-in in-memory blob store.
+    pub kv: Option<KvOptions>,
+    /// Keep blobs as files in this directory (survives restarts). Ignored when `kv` is set.
+    pub blob_dir: Option<String>,
+    /// Client heartbeat period (default 5000).
+    pub heartbeat_interval_ms: Option<u32>,
+    /// Heartbeat period for each running exec (default 3000).
+    pub exec_heartbeat_interval_ms: Option<u32>,
+    /// No frame for this long = stall, then resume (default 30000).
+    pub stall_timeout_ms: Option<u32>,
+    /// After cancel, resolve `cancelled` within this bound even if the server is silent (default 2000).
+    pub cancel_timeout_ms: Option<u32>,
+    /// Bound on each exec / interaction / kv callback (default 300000).
+    pub callback_timeout_ms: Option<u32>,
+    /// Resume attempts after a drop or stall (default 3).
+    pub resume_attempts: Option<u32>,
+    /// First resume back-off; doubles each attempt, capped at 60 s, plus 0–20 % jitter (default 1000).
+    pub resume_backoff_ms: Option<u32>,
+    /// Base deadline of each BidiAppend (default 60000; +1 s per 128 KiB).
+    pub append_timeout_ms: Option<u32>,
+    /// Largest accepted frame, raw and decompressed (default 16 MiB).
+    pub max_frame_bytes: Option<u32>,
+    /// Update queue capacity before back-pressure (default 256).
+    pub update_queue_size: Option<u32>,
+    /// Report context summarization as ACP `compaction_update` / `compaction_summary_chunk`
+    /// (only for clients that advertise `session.compaction`); otherwise it is a `think` card.
+    pub compaction_updates: Option<bool>,
+    /// Report server notices as ACP `notice` updates (only for clients that advertise
+    /// `session.notices`); otherwise a notice is an agent message of its own.
+    pub notices: Option<bool>,
+    /// Show shell tool calls as Zed's display-only terminal (`_meta.terminal_info`,
+    /// `terminal_output`, `terminal_exit`; only for clients advertising `_meta.terminal_output`);
+    /// otherwise their output is fenced text.
+    pub terminal_output: Option<bool>,
+}
+
+#[napi(object, object_to_js = false)]
+pub struct NewSessionOptions {
+    /// Workspace folder (sent as the workspace path in the request context).
+    pub cwd: Option<String>,
+    /// Model id from Cursor's catalogue (e.g. `default` for Auto).
+    pub model: Option<String>,
+    /// `agent` (default), `ask`, `plan`, …
+    pub mode: Option<String>,
+    /// Reuse a conversation id (default: a new UUID).
+    pub conversation_id: Option<String>,
+}
+
+fn ms(v: Option<u32>, default: Duration) -> Duration {
+    v.map(|v| Duration::from_millis(v as u64)).unwrap_or(default)
+}
+
+fn parse_config(o: &AgentClientOptions) -> std::result::Result<ClientConfig, CoreError> {
+    let defaults = TransportConfig::default();
+    let kind = match o.transport.as_deref() {
+        None | Some("auto") => TransportKind::Auto,
+        Some("sse") => TransportKind::Sse,
+        Some("h2") => TransportKind::H2,
+        Some(other) => {
+            return Err(CoreError::InvalidInput(format!("transport must be 'auto', 'sse' or 'h2', got {other:?}")))
+        }
+    };
+    let compression = match o.compression.as_deref() {
+        None | Some("none") => Compression::None,
+        Some("gzip") => Compression::Gzip,
+        Some(other) => {
+            return Err(CoreError::InvalidInput(format!("compression must be 'gzip' or 'none', got {other:?}")))
+        }
+    };
+    let append_encoding = match o.append_encoding.as_deref() {
+        None | Some("hex") => AppendEncoding::Hex,
+        Some("binary") => AppendEncoding::Binary,
+        Some(other) => {
+            return Err(CoreError::InvalidInput(format!("appendEncoding must be 'hex' or 'binary', got {other:?}")))
+        }
+    };
+    let mut headers: Vec<(String, String)> = o.headers.clone().unwrap_or_default().into_iter().collect();
+    headers.sort();
+    let limits = o.max_frame_bytes.map(|m| Limits::uniform(m as usize)).unwrap_or_default();
+    let transport = TransportConfig {
+        base_url: o.base_url.clone().unwrap_or(defaults.base_url),
+        access_token: o.access_token.clone().filter(|t| !t.is_empty()).map(Secret::new),
+        headers,
+        client_version: o.client_version.clone().unwrap_or(defaults.client_version),
+        client_type: o.client_type.clone().unwrap_or(defaults.client_type),
+        ghost_mode: o.ghost_mode.unwrap_or(true),
+        kind,
+        compression,
+        append_encoding,
+        limits,
+        append_deadline: ms(o.append_timeout_ms, defaults.append_deadline),
+        ..defaults
+    };
+    let t = Timing::default();
+    let timing = Timing {
+        client_heartbeat: ms(o.heartbeat_interval_ms, t.client_heartbeat),
+        exec_heartbeat: ms(o.exec_heartbeat_interval_ms, t.exec_heartbeat),
+        stall: ms(o.stall_timeout_ms, t.stall),
+        cancel_grace: ms(o.cancel_timeout_ms, t.cancel_grace),
+        callback: ms(o.callback_timeout_ms, t.callback),
+        resume_attempts: o.resume_attempts.unwrap_or(t.resume_attempts),
+        resume_backoff: ms(o.resume_backoff_ms, t.resume_backoff),
+        queue: o.update_queue_size.map(|q| q as usize).unwrap_or(t.queue),
+        ..t
+    };
+    for (name, d) in
+        [("heartbeatIntervalMs", timing.client_heartbeat), ("execHeartbeatIntervalMs", timing.exec_heartbeat)]
+    {
+        if d.is_zero() {
+            return Err(CoreError::InvalidInput(format!("{name} must be positive")));
+        }
+    }
+    Ok(ClientConfig {
+        transport,
+        timing,
+        compaction_updates: o.compaction_updates.unwrap_or(false),
+        notices: o.notices.unwrap_or(false),
+        terminal_output: o.terminal_output.unwrap_or(false),
+    })
+}
+
+/// A client of Cursor's agent backend (or any server speaking its protocol).
+#[napi]
+pub struct AgentClient {
+    inner: session::AgentClient,
+}
+
+#[napi]
+impl AgentClient {
+    #[napi(constructor)]
+    pub fn new(env: Env, options: AgentClientOptions) -> Result<Self> {
+        let config = parse_config(&options).map_err(|e| coded(&env, &e))?;
+        let kv: Option<Arc<dyn BlobStore>> = match (options.kv, &options.blob_dir) {
+            (Some(kv), _) => {
+                Some(Arc::new(JsBlobStore { get: Arc::new(kv.get), set: Arc::new(kv.set), seen: Arc::default() }))
+            }
+            (None, Some(dir)) => Some(Arc::new(DirBlobStore::new(dir).map_err(|e| coded(&env, &e))?)),
+            (None, None) => None,
+        };
+        let tools = match &options.tools {
+            Some(t) => Some(within_runtime_if_available(|| crate::js_tools::build(t)).map_err(|e| coded(&env, &e))?),
+            None => None,
+        };
+        let host: Arc<dyn cursor_acp_core::host::Host> = if options.exec.is_none()
+            && options.interaction.is_none()
+            && options.request_context.is_none()
+            && tools.is_none()
+        {
+            Arc::new(NoHost)
+        } else {
+            Arc::new(JsHost {
+                exec: options.exec.map(Arc::new),
+                tools,
+                interaction: options.interaction.map(Arc::new),
+                request_context: options.request_context.map(Arc::new),
+            })
+        };
+        let inner = session::AgentClient::new(config, host, kv).map_err(|e| coded(&env, &e))?;
+        Ok(AgentClient { inner })
+    }
+
+    /// The transport the next turn uses: `'h2'` or `'sse'`. With `transport: 'auto'` it is
+    /// `'h2'` until a turn finds that the server does not speak HTTP/2.
+    #[napi(getter, ts_return_type = "'sse' | 'h2'")]
+    pub fn transport(&self) -> &'static str {
+        match self.inner.active_transport() {
+            TransportKind::Sse => "sse",
+            TransportKind::H2 | TransportKind::Auto => "h2",
+        }
+    }
+
+    /// Starts a new conversation.
+    #[napi]
+    pub fn new_session(&self, env: Env, options: Option<NewSessionOptions>) -> Result<Session> {
+        let o = options.unwrap_or(NewSessionOptions { cwd: None, model: None, mode: None, conversation_id: None });
+        let session = self
+            .inner
+            .new_session(SessionOptions {
+                conversation_id: o.conversation_id,
+                model: o.model,
+                mode: o.mode,
+                cwd: o.cwd,
+            })
+            .map_err(|e| coded(&env, &e))?;
+        Ok(Session { inner: session })
+    }
+
+    /// Continues a conversation from `session.save()`.
+    #[napi(ts_args_type = "saved: SavedSession")]
+    pub fn load_session(&self, env: Env, saved: Value) -> Result<Session> {
+        let saved = saved::from_json(&saved).map_err(|e| coded(&env, &e))?;
+        let session = within_runtime_if_available(|| self.inner.load_session(saved)).map_err(|e| coded(&env, &e))?;
+        Ok(Session { inner: session })
+    }
+}

@@ -1,0 +1,267 @@
+//! The JavaScript host: exec / interaction / requestContext / kv callbacks, awaited from the
+//! turn loop through weak, non-error-first threadsafe functions (a stored callback never keeps
+//! Node alive; a pending `next()` does). Callbacks may return a value or a Promise.
+
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use cursor_acp_core::host::{self, BlobStore, ExecRequest, Host, InteractionRequest, ShellOutput};
+use cursor_acp_core::CoreError;
+use futures::future::BoxFuture;
+use napi::bindgen_prelude::*;
+use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
+use napi::{sys, Env, UnknownRef};
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::js_error::js_message;
+use crate::json::{BytesAt, HostJson};
+
+/// A callback result: a plain value or a Promise of one (`undefined`/`null` → `None`).
+pub enum MaybeAsync<T: FromNapiValue + 'static> {
+    Promise(Promise<Option<T>>),
+    Value(Option<T>),
+}
+
+impl<T: FromNapiValue + 'static> FromNapiValue for MaybeAsync<T> {
+    unsafe fn from_napi_value(env: sys::napi_env, value: sys::napi_value) -> Result<Self> {
+        let mut is_promise = false;
+        check_status!(unsafe { sys::napi_is_promise(env, value, &mut is_promise) }, "napi_is_promise failed")?;
+        if is_promise {
+            Ok(MaybeAsync::Promise(unsafe { Promise::from_napi_value(env, value)? }))
+        } else {
+            Ok(MaybeAsync::Value(unsafe { Option::<T>::from_napi_value(env, value)? }))
+        }
+    }
+}
+
+impl<T: FromNapiValue + 'static> MaybeAsync<T> {
+    async fn settle(self) -> Result<Option<T>> {
+        match self {
+            MaybeAsync::Promise(p) => p.await,
+            MaybeAsync::Value(v) => Ok(v),
+        }
+    }
+}
+
+/// `(arg) => R | Promise<R>`: weak, not error-first.
+pub type Callback<Args, R> = ThreadsafeFunction<Args, MaybeAsync<R>, Args, Status, false, true>;
+
+async fn call<Args: 'static + JsValuesTupleIntoVec, R: FromNapiValue + Send + 'static>(
+    f: &Callback<Args, R>,
+    args: Args,
+) -> std::result::Result<Option<R>, CoreError> {
+    let returned = f.call_async_catch(args).await.map_err(|e| CoreError::Callback(js_message(&e)))?;
+    returned.settle().await.map_err(|e| CoreError::Callback(js_message(&e)))
+}
+
+/// The `ctx` argument of the exec callback.
+#[napi(custom_finalize)]
+pub struct ExecContext {
+    output: mpsc::UnboundedSender<ShellOutput>,
+    cancel: CancellationToken,
+    /// Cancelled when the exec is over, so the abort watcher ends.
+    done: CancellationToken,
+    signal: Option<UnknownRef>,
+}
+
+impl ObjectFinalize for ExecContext {
+    fn finalize(self, env: Env) -> Result<()> {
+        if let Some(signal) = self.signal {
+            signal.unref(&env)?;
+        }
+        Ok(())
+    }
+}
+
+impl ExecContext {
+    /// The core's view of this context, for the built-in tools.
+    pub(crate) fn core(&self) -> host::ExecContext {
+        host::ExecContext { cancel: self.cancel.clone(), output: self.output.clone() }
+    }
+}
+
+#[napi]
+impl ExecContext {
+    /// Streams standard output of a shell exec (`shell`, `shellStream`) to the server.
+    #[napi]
+    pub fn stdout(&self, data: String) {
+        let _ = self.output.send(ShellOutput::Stdout(data));
+    }
+
+    /// Streams standard error of a shell exec to the server.
+    #[napi]
+    pub fn stderr(&self, data: String) {
+        let _ = self.output.send(ShellOutput::Stderr(data));
+    }
+
+    /// Whether the server aborted this exec or the turn was cancelled.
+    #[napi(getter)]
+    pub fn aborted(&self) -> bool {
+        self.cancel.is_cancelled()
+    }
+
+    /// Aborts when the server sends `abort` for this exec or the turn is cancelled.
+    #[napi(getter, ts_return_type = "AbortSignal")]
+    pub fn signal<'env>(&mut self, env: &'env Env) -> Result<Unknown<'env>> {
+        if let Some(signal) = &self.signal {
+            return signal.get_value(env);
+        }
+        let global = env.get_global()?;
+        let constructor: Function<'_, (), Object<'_>> = global.get_named_property("AbortController")?;
+        let controller = constructor.new_instance(())?;
+        // SAFETY: `new AbortController()` returns an object.
+        let controller: Object<'_> = unsafe { controller.cast()? };
+        let signal: Unknown<'_> = controller.get_named_property("signal")?;
+        let abort: Function<'_, (), Unknown<'_>> = controller.get_named_property("abort")?;
+        let bind: Function<'_, Unknown<'_>, Function<'_, (), Unknown<'_>>> = abort.get_named_property("bind")?;
+        let bound = bind.apply(abort, controller.to_unknown())?;
+        if self.cancel.is_cancelled() {
+            bound.call(())?;
+        } else {
+            let trigger = bound.build_threadsafe_function::<()>().callee_handled::<false>().weak::<true>().build()?;
+            let cancel = self.cancel.clone();
+            let done = self.done.clone();
+            napi::bindgen_prelude::spawn(async move {
+                tokio::select! {
+                    // Cancel first: when the exec ends because it was cancelled, both fire.
+                    biased;
+                    _ = cancel.cancelled() => {
+                        trigger.call((), ThreadsafeFunctionCallMode::NonBlocking);
+                    }
+                    _ = done.cancelled() => {}
+                }
+            });
+        }
+        self.signal = Some(signal.create_ref()?);
+        Ok(signal)
+    }
+}
+
+/// `exec(request, ctx)`.
+pub type ExecCallback = Callback<FnArgs<(Value, ExecContext)>, HostJson>;
+
+/// JS callbacks implementing the core's `Host`.
+pub struct JsHost {
+    pub exec: Option<Arc<ExecCallback>>,
+    /// Built-in tools answering what `exec` leaves unhandled (no callback, or `undefined`).
+    pub tools: Option<cursor_acp_core::tools::LocalTools>,
+    pub interaction: Option<Arc<Callback<Value, HostJson>>>,
+    pub request_context: Option<Arc<Callback<(), HostJson>>>,
+}
+
+fn request_json(request: &ExecRequest) -> Value {
+    serde_json::json!({
+        "kind": request.kind,
+        "id": request.id,
+        "execId": request.exec_id,
+        "args": request.args,
+    })
+}
+
+impl Host for JsHost {
+    fn exec(
+        &self,
+        request: ExecRequest,
+        ctx: host::ExecContext,
+    ) -> BoxFuture<'static, std::result::Result<Option<Value>, CoreError>> {
+        let exec = self.exec.clone();
+        let tools = self.tools.clone();
+        Box::pin(async move {
+            if let Some(exec) = exec {
+                let done = CancellationToken::new();
+                let _guard = done.clone().drop_guard();
+                let js_ctx = ExecContext { output: ctx.output.clone(), cancel: ctx.cancel.clone(), done, signal: None };
+                let answered = call(&exec, FnArgs::from((request_json(&request), js_ctx))).await?;
+                if let Some(HostJson { mut json, bytes }) = answered {
+                    for BytesAt { path, data } in bytes {
+                        let value = cursor_acp_core::bridge::byte_array_json(&request, &path, data).map_err(|e| {
+                            CoreError::Callback(format!("the exec callback returned an invalid {}: {e}", request.kind))
+                        })?;
+                        put(&mut json, &path, value);
+                    }
+                    return Ok(Some(json));
+                }
+            }
+            match tools {
+                Some(tools) => tools.run(&request, &ctx).await,
+                None => Ok(None),
+            }
+        })
+    }
+
+    fn interaction(
+        &self,
+        query: InteractionRequest,
+        _cancel: CancellationToken,
+    ) -> BoxFuture<'static, std::result::Result<Option<Value>, CoreError>> {
+        let Some(interaction) = self.interaction.clone() else { return Box::pin(async { Ok(None) }) };
+        Box::pin(async move {
+            let arg = serde_json::json!({ "kind": query.kind, "id": query.id, "query": query.query });
+            call(&interaction, arg).await?.map(json_only).transpose()
+        })
+    }
+
+    fn request_context(&self) -> BoxFuture<'static, std::result::Result<Option<Value>, CoreError>> {
+        let Some(rc) = self.request_context.clone() else { return Box::pin(async { Ok(None) }) };
+        Box::pin(async move { call(&rc, ()).await?.map(json_only).transpose() })
+    }
+}
+
+/// Sets `value` at `path` of `json`, whose objects along the path the result's conversion made.
+fn put(json: &mut Value, path: &[String], value: Value) {
+    let Some((last, parents)) = path.split_last() else { return };
+    let mut at = json;
+    for name in parents {
+        match at.get_mut(name.as_str()) {
+            Some(inner) => at = inner,
+            None => return,
+        }
+    }
+    if let Value::Object(map) = at {
+        map.insert(last.clone(), value);
+    }
+}
+
+/// A result that must be JSON only: byte arrays are for exec results' `bytes` and `string` fields.
+fn json_only(result: HostJson) -> std::result::Result<Value, CoreError> {
+    match result.bytes.first() {
+        None => Ok(result.json),
+        Some(at) => Err(CoreError::Callback(format!(
+            "a byte array at `{}`: only exec results take byte arrays; use base64",
+            at.path.join(".")
+        ))),
+    }
+}
+
+/// `kv: { get(blobIdHex), set(blobIdHex, data) }` from JavaScript.
+pub struct JsBlobStore {
+    pub get: Arc<Callback<String, Buffer>>,
+    pub set: Arc<Callback<FnArgs<(String, Buffer)>, Value>>,
+    /// Blobs seen through this store, so `save()` can include them.
+    pub seen: Arc<Mutex<std::collections::HashMap<Bytes, Bytes>>>,
+}
+
+impl BlobStore for JsBlobStore {
+    fn get(&self, id: Bytes) -> BoxFuture<'static, std::result::Result<Option<Bytes>, CoreError>> {
+        let get = self.get.clone();
+        Box::pin(async move {
+            let data = call(&get, hex::encode(&id)).await?;
+            Ok(data.map(|b| Bytes::copy_from_slice(&b)))
+        })
+    }
+
+    fn set(&self, id: Bytes, data: Bytes) -> BoxFuture<'static, std::result::Result<(), CoreError>> {
+        let set = self.set.clone();
+        self.seen.lock().expect("kv lock").insert(id.clone(), data.clone());
+        Box::pin(async move {
+            call(&set, FnArgs::from((hex::encode(&id), Buffer::from(data.to_vec())))).await?;
+            Ok(())
+        })
+    }
+
+    fn snapshot(&self) -> Option<Vec<(Bytes, Bytes)>> {
+        Some(self.seen.lock().expect("kv lock").iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+    }
+}

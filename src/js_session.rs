@@ -1,0 +1,198 @@
+//! `Session`: prompt, cancel, actions, save.
+
+use cursor_acp_core::session;
+use cursor_acp_core::{prompt, CancellationToken};
+use napi::bindgen_prelude::*;
+use napi::Env;
+use serde_json::{json, Value};
+
+use crate::js_error::{coded, promise};
+use crate::js_turn::PromptTurn;
+use crate::saved;
+
+/// One conversation. One turn at a time: prompting while a turn runs throws `E_BUSY`.
+#[napi]
+pub struct Session {
+    pub(crate) inner: session::Session,
+}
+
+/// Cancels `token` when the AbortSignal in `options.signal` aborts (or already has).
+fn wire_signal(env: &Env, options: Option<Object>, token: &CancellationToken) -> Result<()> {
+    let Some(options) = options else { return Ok(()) };
+    let Some(signal) = options.get::<Object>("signal")? else { return Ok(()) };
+    if signal.get::<bool>("aborted")?.unwrap_or(false) {
+        token.cancel();
+        return Ok(());
+    }
+    let token = token.clone();
+    let on_abort = env.create_function_from_closure("onAbort", move |_ctx| {
+        token.cancel();
+        Ok(())
+    })?;
+    #[allow(clippy::type_complexity)]
+    let add: Function<'_, FnArgs<(&str, Function<'_, (), ()>, Object)>, Unknown> =
+        signal.get_named_property("addEventListener")?;
+    let mut once = Object::new(env)?;
+    once.set_named_property("once", true)?;
+    add.apply(signal, FnArgs::from(("abort", on_abort, once)))?;
+    Ok(())
+}
+
+#[napi]
+impl Session {
+    /// The Cursor conversation id (stable across turns).
+    #[napi(getter)]
+    pub fn conversation_id(&self) -> String {
+        self.inner.conversation_id().to_string()
+    }
+
+    /// Sends a prompt: a string or ACP content blocks (text, image, resource, resource_link).
+    #[napi(ts_args_type = "content: string | ContentBlock[], options?: { signal?: AbortSignal }")]
+    pub fn prompt(&self, env: Env, content: Value, options: Option<Object>) -> Result<PromptTurn> {
+        let blocks = prompt::parse_content(&content).map_err(|e| coded(&env, &e))?;
+        let token = CancellationToken::new();
+        wire_signal(&env, options, &token)?;
+        let turn =
+            within_runtime_if_available(|| self.inner.prompt_with(blocks, token)).map_err(|e| coded(&env, &e))?;
+        crate::memory::track(&turn);
+        Ok(PromptTurn { turn })
+    }
+
+    /// Starts a turn with any `ConversationAction` in proto3 JSON, e.g.
+    /// `{ startPlanAction: { userMessage: { text } } }` or `{ executePlanAction: { … } }`.
+    #[napi(ts_args_type = "action: ConversationAction, options?: { signal?: AbortSignal }")]
+    pub fn action(&self, env: Env, action: Value, options: Option<Object>) -> Result<PromptTurn> {
+        let token = CancellationToken::new();
+        wire_signal(&env, options, &token)?;
+        let turn =
+            within_runtime_if_available(|| self.inner.action_with(&action, token)).map_err(|e| coded(&env, &e))?;
+        crate::memory::track(&turn);
+        Ok(PromptTurn { turn })
+    }
+
+    /// Asks the server to summarize (compact) the conversation: a turn of its own.
+    #[napi]
+    pub fn summarize(&self, env: Env) -> Result<PromptTurn> {
+        self.action(env, json!({ "summarizeAction": {} }), None)
+    }
+
+    /// Records an explicit shell command in the conversation: a turn of its own.
+    #[napi]
+    pub fn shell_command(&self, env: Env, command: String, exec_id: Option<String>) -> Result<PromptTurn> {
+        let mut action = json!({ "shellCommandAction": { "shellCommand": { "command": command } } });
+        if let Some(id) = exec_id {
+            action["shellCommandAction"]["execId"] = json!(id);
+        }
+        self.action(env, action, None)
+    }
+
+    /// Starts plan mode with a user message: a turn of its own.
+    #[napi]
+    pub fn start_plan(&self, env: Env, text: String) -> Result<PromptTurn> {
+        self.action(
+            env,
+            json!({ "startPlanAction": { "userMessage": { "text": text, "messageId": uuid_v4() } } }),
+            None,
+        )
+    }
+
+    /// Sends a `ConversationAction` into the running turn (proto3 JSON).
+    #[napi(ts_args_type = "action: ConversationAction", ts_return_type = "Promise<void>")]
+    pub fn send_action<'env>(&self, env: &'env Env, action: Value) -> Result<PromiseRaw<'env, ()>> {
+        let session = self.inner.clone();
+        promise(env, async move { session.send_action(&action).await }, |_, ()| Ok(()))
+    }
+
+    /// Cancels a running sub-agent of the current turn.
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn cancel_subagent<'env>(&self, env: &'env Env, subagent_id: String) -> Result<PromiseRaw<'env, ()>> {
+        self.send_action(env, json!({ "cancelSubagentAction": { "subagentId": subagent_id } }))
+    }
+
+    /// Moves a running shell tool call to the background.
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn background_shell<'env>(&self, env: &'env Env, tool_call_id: String) -> Result<PromiseRaw<'env, ()>> {
+        self.send_action(env, json!({ "backgroundShellAction": { "toolCallId": tool_call_id } }))
+    }
+
+    /// Moves a running sub-agent tool call to the background.
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn background_subagent<'env>(&self, env: &'env Env, tool_call_id: String) -> Result<PromiseRaw<'env, ()>> {
+        self.send_action(env, json!({ "backgroundSubagentAction": { "toolCallId": tool_call_id } }))
+    }
+
+    /// Injects system context into the running turn without a new user turn; resolves to the
+    /// injection id.
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn inject_context<'env>(
+        &self,
+        env: &'env Env,
+        content: String,
+        producer: Option<String>,
+    ) -> Result<PromiseRaw<'env, String>> {
+        let session = self.inner.clone();
+        let producer = producer.unwrap_or_else(|| "cursor-acp-native".into());
+        promise(env, async move { session.inject_context(&content, &producer).await }, |_, id| Ok(id))
+    }
+
+    /// Continues the conversation's long-running goal (`goal_continuation_action`): a turn of its own.
+    #[napi]
+    pub fn continue_goal(&self, env: Env) -> Result<PromptTurn> {
+        self.action(env, json!({ "goalContinuationAction": {} }), None)
+    }
+
+    /// Warms the server for this session's next prompt (model, conversation state).
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn prewarm<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, ()>> {
+        let session = self.inner.clone();
+        promise(env, async move { session.prewarm().await }, |_, ()| Ok(()))
+    }
+
+    /// The updates that replay the stored conversation (for an ACP `session/load`).
+    #[napi(ts_return_type = "Promise<SessionUpdate[]>")]
+    pub fn replay<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, Value>> {
+        let session = self.inner.clone();
+        promise(
+            env,
+            async move {
+                let updates = session.replay().await;
+                Ok(Value::Array(updates.iter().map(cursor_acp_core::translate::to_json).collect()))
+            },
+            |_, v| Ok(v),
+        )
+    }
+
+    /// Cancels the running turn, if any (ACP `session/cancel`).
+    #[napi]
+    pub fn cancel(&self) {
+        self.inner.cancel();
+    }
+
+    /// Model for the next turns.
+    #[napi]
+    pub fn set_model(&self, model: Option<String>) {
+        self.inner.set_model(model);
+    }
+
+    /// Mode for the next turns: `agent`, `ask`, `plan`, …
+    #[napi]
+    pub fn set_mode(&self, env: Env, mode: Option<String>) -> Result<()> {
+        self.inner.set_mode(mode).map_err(|e| coded(&env, &e))
+    }
+
+    /// Conversation id, latest checkpoint and blobs: persist it, then `client.loadSession(saved)`.
+    #[napi(ts_return_type = "SavedSession")]
+    pub fn save(&self) -> Value {
+        saved::to_json(self.inner.save())
+    }
+
+    /// Cancels any running turn; later prompts throw `E_CLOSED`.
+    #[napi]
+    pub fn close(&self) {
+        self.inner.close();
+    }
+}
+
+fn uuid_v4() -> String {
+    cursor_acp_core::new_id()
+}
