@@ -1,7 +1,7 @@
 // The benchmark's second yardstick: the library a user would pick to write a client of this
 // protocol in Node, the official Connect client (`@connectrpc/connect` with
 // `@connectrpc/connect-node`'s transport; 2.1.x, the last line that runs on Node 20), on code
-// generated from proto/ (and the services of services/) by protoc-gen-es. `Run` over HTTP/2,
+// generated from proto/ (messages and services) by protoc-gen-es. `Run` over HTTP/2,
 // or RunSSE + BidiAppend over HTTP/1.1; the turn above the transport is the first baseline's
 // (turn.mjs), so both do the same work per scenario.
 import { create, toBinary } from '@bufbuild/protobuf'
@@ -9,9 +9,8 @@ import { createClient } from '@connectrpc/connect'
 import { createConnectTransport, Http2SessionManager } from '@connectrpc/connect-node'
 import http from 'node:http'
 import { randomUUID } from 'node:crypto'
-import { AgentService } from './gen/agent_service_pb.js'
 import * as pb from './gen/agent_v1_pb.js'
-import { BidiService } from './gen/bidi_service_pb.js'
+import { BidiService } from './gen/aiserver_v1_pb.js'
 import { Turn, turnHeaders } from './turn.mjs'
 
 // A Connect transport keeps one HTTP/2 connection. As in the first baseline (and the addon), a
@@ -47,7 +46,7 @@ function h2Client(baseUrl) {
   if (!entry) {
     const sessionManager = withConnectionWindow(new Http2SessionManager(baseUrl, {}, { settings: { initialWindowSize: STREAM_WINDOW } }))
     const transport = createConnectTransport({ baseUrl, httpVersion: '2', sessionManager })
-    entry = { client: createClient(AgentService, transport), turns: 0 }
+    entry = { client: createClient(pb.AgentService, transport), turns: 0 }
     pool.push(entry)
   }
   entry.turns++
@@ -62,7 +61,7 @@ function h1Clients(baseUrl) {
   let clients = h1Pools.get(baseUrl)
   if (!clients) {
     const transport = createConnectTransport({ baseUrl, httpVersion: '1.1', nodeOptions: { agent: new http.Agent({ keepAlive: true, maxSockets: Infinity }) } })
-    clients = { agent: createClient(AgentService, transport), bidi: createClient(BidiService, transport) }
+    clients = { agent: createClient(pb.AgentService, transport), bidi: createClient(BidiService, transport) }
     h1Pools.set(baseUrl, clients)
   }
   return clients
