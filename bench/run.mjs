@@ -260,7 +260,7 @@ if (r.startup) {
   target('startup: initialize answered / node -e 0', s.initializeRatio, '≤ 1.5', s.initializeRatio <= 1.5, '×')
   const claude = s.peers['claude-agent-acp']
   if (claude) target('startup: initialize answered / claude-agent-acp\'s', s.initializeMs / claude, '≤ 0.5', s.initializeMs / claude <= 0.5, '×')
-  else target('startup: initialize answered / claude-agent-acp\'s', 'not measured (no network namespace)', '≤ 0.5', false)
+  else target('startup: initialize answered / claude-agent-acp\'s', 'not measured (no network namespace, or bench/peers not installed)', '≤ 0.5', false)
   target('startup: session/new answered after initialize / node -e 0', s.sessionNewRatio, '≤ 0.5', s.sessionNewRatio <= 0.5, '×')
 }
 
@@ -324,7 +324,7 @@ if (r.startup) {
     line('cursor-acp-native: spawn → initialize answered', s.initializeMs),
     line('cursor-acp-native: session/new sent on that answer → answered', s.sessionNewMs),
     ...Object.entries(s.peers).map(([name, ms]) => line(`${name}: spawn → initialize answered`, ms)),
-    ...(Object.keys(s.peers).length ? [] : ['| claude-agent-acp, codex-acp | not measured: no network namespace to keep them off the network | |']),
+    ...(Object.keys(s.peers).length ? [] : ['| claude-agent-acp, codex-acp | not measured: no network namespace to keep them off the network, or not installed (npm run bench:peers) | |']),
   ].join('\n')
 }
 const targetsMd = [

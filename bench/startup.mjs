@@ -36,7 +36,7 @@ const { values: options } = parseArgs({
   },
 })
 
-/** Exit status when `--peers` is asked for and no network namespace can be made. */
+/** Exit status when `--peers` is asked for and cannot be had: no network namespace, or the peers not installed. */
 const NO_ISOLATION = 3
 
 /** True when no network interface but loopback has an address: nothing outside is reachable. */
@@ -53,7 +53,6 @@ if (options.peers && !isolated()) {
   process.exit(NO_ISOLATION)
 }
 
-const require = createRequire(import.meta.url)
 const runs = Number(options.runs)
 const agentPath = options.agent ? path.resolve(options.agent) : fileURLToPath(new URL('../bin/cursor-acp-native.mjs', import.meta.url))
 const workspace = fileURLToPath(new URL('..', import.meta.url))
@@ -67,11 +66,24 @@ const peerHome = path.join(scratch, 'home')
 fs.mkdirSync(path.join(peerHome, '.codex'), { recursive: true })
 /** @type {NodeJS.ProcessEnv} */
 const peerEnv = { PATH: process.env.PATH, HOME: peerHome, CODEX_HOME: path.join(peerHome, '.codex'), LANG: 'C.UTF-8' }
-/** @type {Record<string, string[]>} */
-const peers = {
-  'claude-agent-acp': [require.resolve('@zed-industries/claude-agent-acp/dist/index.js')],
-  'codex-acp': [require.resolve('@zed-industries/codex-acp/bin/codex-acp.js')],
+/**
+ * The peers' commands, from `bench/peers` (`npm run bench:peers` installs them; `npm ci` does
+ * not: together they are ~280 MB). Resolved only when they are measured.
+ * @returns {Record<string, string[]>}
+ */
+function peerCommands() {
+  const fromPeers = createRequire(new URL('./peers/package.json', import.meta.url))
+  try {
+    return {
+      'claude-agent-acp': [fromPeers.resolve('@zed-industries/claude-agent-acp/dist/index.js')],
+      'codex-acp': [fromPeers.resolve('@zed-industries/codex-acp/bin/codex-acp.js')],
+    }
+  } catch {
+    process.stderr.write('startup: --peers needs the peers installed in bench/peers: npm run bench:peers\n')
+    process.exit(NO_ISOLATION)
+  }
 }
+const peers = options.peers ? peerCommands() : {}
 
 const nowMs = () => Number(process.hrtime.bigint()) / 1e6
 const INITIALIZE = { id: 1, method: 'initialize', params: { protocolVersion: 1, clientCapabilities: {}, clientInfo: { name: 'startup-bench', version: '1' } } }
