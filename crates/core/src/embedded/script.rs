@@ -76,6 +76,8 @@ pub(crate) struct TurnContext {
     pub gzip: bool,
     pub wait_timeout: Duration,
     pub heartbeat_ms: u64,
+    /// What a run request must pass before the turn is played.
+    pub checks: Arc<super::run_checks::RunChecks>,
 }
 
 enum Flow {
@@ -166,12 +168,21 @@ pub(crate) async fn run_turn(steps: Vec<super::Step>, mut ctx: TurnContext) -> S
         })
     });
     let mut outcome = None;
-    // Like Cursor's server, do nothing until the run request has arrived.
-    if let Err(Flow::Stop(how)) = ctx
+    // Like Cursor's server, do nothing until the run request has arrived, and refuse one it
+    // would refuse.
+    match ctx
         .wait_for("run request", |m| matches!(m.message, Some(pb::agent_client_message::Message::RunRequest(_))))
         .await
     {
-        outcome = Some(how);
+        Err(Flow::Stop(how)) => outcome = Some(how),
+        Err(Flow::Continue) => {}
+        Ok(message) => {
+            if let Some(pb::agent_client_message::Message::RunRequest(run)) = &message.message {
+                if let Err(refused) = ctx.checks.check(run) {
+                    outcome = Some(ctx.end(Some(&refused)).await);
+                }
+            }
+        }
     }
     for step in steps.into_iter().take(if outcome.is_some() { 0 } else { usize::MAX }) {
         match run_step(step, &mut ctx, &paused).await {
