@@ -321,6 +321,16 @@ impl ConnectError {
     }
 }
 
+/// A `google.rpc.RetryInfo` detail asking the client to wait `delay`.
+pub fn retry_info_detail(delay: std::time::Duration) -> ErrorDetail {
+    let retry_delay = prost_types::Duration { seconds: delay.as_secs() as i64, nanos: delay.subsec_nanos() as i32 };
+    ErrorDetail {
+        type_name: RETRY_INFO_DETAILS.into(),
+        value: RetryInfo { retry_delay: Some(retry_delay) }.encode_to_vec().into(),
+        debug: None,
+    }
+}
+
 /// `google.rpc.RetryInfo`: field 1 is the delay, a `google.protobuf.Duration`.
 #[derive(Clone, PartialEq, prost::Message)]
 struct RetryInfo {

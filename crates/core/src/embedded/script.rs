@@ -397,8 +397,11 @@ async fn run_step(step: Step, ctx: &mut TurnContext, paused: &AtomicBool) -> Res
                 base64::engine::general_purpose::STANDARD.decode(base64).map_err(|e| format!("rawBytes: {e}"))?;
             ctx.write(Bytes::from(bytes)).await?;
         }
-        Step::Error { code, message, cursor_error, title, detail, is_retryable } => {
-            let err = build_error(&code, message, cursor_error, title, detail, is_retryable)?;
+        Step::Error { code, message, cursor_error, title, detail, is_retryable, retry_delay_ms } => {
+            let mut err = build_error(&code, message, cursor_error, title, detail, is_retryable)?;
+            if let Some(ms) = retry_delay_ms {
+                err.details.push(connect::retry_info_detail(Duration::from_millis(ms)));
+            }
             return Ok(Flow::Stop(ctx.end(Some(&err)).await));
         }
         Step::HttpError { .. } => return Err("httpError must be the first step".into()),

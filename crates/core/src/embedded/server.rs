@@ -336,7 +336,7 @@ impl State {
         let Some(inbox) = inbox else {
             return error_response(&ConnectError::new(Code::AlreadyExists, "this request id already has a stream"));
         };
-        if let Some(Step::HttpError { status, body }) = steps.first() {
+        if let Some(Step::HttpError { status, body, retry_after }) = steps.first() {
             let status = StatusCode::from_u16(*status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
             let body = body.clone().unwrap_or_else(|| {
                 ConnectError::new(
@@ -347,7 +347,11 @@ impl State {
                 .to_string()
             });
             self.with_record(&run, |r| r.outcome = Some(format!("http {}", status.as_u16())));
-            return full(status, "application/json", body);
+            let mut response = full(status, "application/json", body);
+            if let Some(value) = retry_after.as_deref().and_then(|v| http::HeaderValue::from_str(v).ok()) {
+                response.headers_mut().insert(http::header::RETRY_AFTER, value);
+            }
+            return response;
         }
         let gzip = self.scenario.gzip_responses && accepts_gzip;
         let (out, mut rx) = mpsc::channel::<BodyItem>(64);

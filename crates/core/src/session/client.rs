@@ -246,10 +246,15 @@ impl Session {
     async fn prewarm_once(&self, request: Bytes, reason: TokenReason) -> Result<(), CoreError> {
         let stream = self.inner.transport.open_with(&uuid::Uuid::new_v4().to_string(), None, reason);
         stream.sender.send_encoded(request).await?;
-        // RunSSE acknowledges the append (a refused token shows here); on h2 nothing answers a
-        // prewarm, so it is sent and left.
+        // RunSSE acknowledges the append (a refused token shows here). On h2 nothing answers a
+        // prewarm: the stream is kept open a moment in the background, so the frame is not
+        // reset away before the server has read it.
         let flushed = stream.sender.flush().await;
         stream.sender.close();
+        let mut receiver = stream.receiver;
+        tokio::spawn(async move {
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(2), receiver.next()).await;
+        });
         flushed
     }
 
