@@ -139,12 +139,18 @@ pub(super) fn spawn_h2_only_request(
 }
 
 /// Whether the server at `url` fails a fresh h2c request before answering and answers an
-/// HTTP/1.1 one (with any status). Each probe has a few seconds at most.
+/// HTTP/1.1 one (with any status). The probes ask for `/` (no method of the protocol, so they
+/// start nothing on the server), each on a connection of its own, a few seconds at most.
 async fn speaks_only_http1(config: &TransportConfig, url: &reqwest::Url) -> bool {
-    let probe = |kind| async move {
-        let client = http_client(config, kind, url).ok()?;
-        let sent = client.post(url.clone()).header("content-type", "application/connect+proto").send();
-        tokio::time::timeout(PROBE_TIMEOUT, sent).await.ok()
+    let mut root = url.clone();
+    root.set_path("/");
+    root.set_query(None);
+    let probe = |kind| {
+        let root = root.clone();
+        async move {
+            let client = http_client(config, kind, &root).ok()?;
+            tokio::time::timeout(PROBE_TIMEOUT, client.get(root).send()).await.ok()
+        }
     };
     let h2_fails = matches!(probe(TransportKind::H2).await, Some(Err(e)) if !e.is_connect() && !e.is_timeout());
     h2_fails && matches!(probe(TransportKind::Sse).await, Some(Ok(_)))
