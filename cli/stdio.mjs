@@ -151,7 +151,8 @@ function acceptableInitialize(line) {
   if (!isPlainObject(params)) return null
   const version = params.protocolVersion
   if (typeof version !== 'number' || !Number.isInteger(version) || version < 0 || version > 65535) return null
-  return { id, result: JSON.stringify(initializeResponse({ protocolVersion: version })) }
+  const clientCapabilities = isPlainObject(params.clientCapabilities) ? params.clientCapabilities : undefined
+  return { id, result: JSON.stringify(initializeResponse({ protocolVersion: version, clientCapabilities })) }
 }
 
 /**
