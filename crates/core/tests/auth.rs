@@ -127,13 +127,15 @@ async fn a_second_refusal_is_e_auth_saying_how_to_sign_in() {
     }
 }
 
-/// Every token different: each stream's appends carry the token its stream started with.
+/// A fresh token every time (so each stream's differs); notes the reasons it was asked with.
 struct Counting {
     url: String,
+    asked: Mutex<Vec<TokenReason>>,
 }
 
 impl TokenSource for Counting {
-    fn token(&self, _: TokenReason) -> BoxFuture<'static, Result<Option<Secret>, CoreError>> {
+    fn token(&self, reason: TokenReason) -> BoxFuture<'static, Result<Option<Secret>, CoreError>> {
+        self.asked.lock().unwrap().push(reason);
         let url = self.url.clone();
         Box::pin(async move { Ok(Some(Secret::new(exchange(&url).await))) })
     }
@@ -142,7 +144,11 @@ impl TokenSource for Counting {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_stream_asks_once_and_its_appends_carry_its_token() {
     let backend = backend(AuthOptions { required: true, ..Default::default() }).await;
-    let client = client(&backend, TransportKind::Sse, Credentials::Source(Arc::new(Counting { url: backend.url() })));
+    let client = client(
+        &backend,
+        TransportKind::Sse,
+        Credentials::Source(Arc::new(Counting { url: backend.url(), asked: Mutex::default() })),
+    );
     for _ in 0..2 {
         assert_eq!(run_turn(&client).await.unwrap(), acp::StopReason::EndTurn);
     }
@@ -187,4 +193,25 @@ async fn the_model_list_is_a_unary_call_with_the_same_token_rules() {
 
 fn client_without_token(backend: &EmbeddedBackend, kind: TransportKind) -> AgentClient {
     client(backend, kind, Credentials::None)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_refused_during_a_stream_is_renewed_and_the_turn_resumed() {
+    for kind in KINDS {
+        let scenario = json!({ "turns": [
+            [{ "type": "text", "text": "part one" }, { "type": "error", "code": "unauthenticated", "message": "token expired" }],
+            [{ "type": "text", "text": "part two" }, { "type": "turnEnded" }],
+        ]});
+        let options =
+            BackendOptions { auth: Some(AuthOptions { required: true, ..Default::default() }), ..Default::default() };
+        let backend = EmbeddedBackend::start_with(Scenario::from_json(&scenario).unwrap(), 0, options).await.unwrap();
+        let source = Arc::new(Counting { url: backend.url(), asked: Mutex::default() });
+        let client = client(&backend, kind, Credentials::Source(source.clone()));
+        assert_eq!(run_turn(&client).await.unwrap(), acp::StopReason::EndTurn, "{kind:?}");
+        assert_eq!(*source.asked.lock().unwrap(), [TokenReason::Request, TokenReason::Unauthenticated]);
+        let records = backend.records();
+        assert_eq!(records.len(), 2, "{kind:?}");
+        let resumed = &records[1].messages[0].message["runRequest"]["action"];
+        assert!(resumed["resumeAction"].is_object(), "a resume, not the user message again: {resumed}");
+    }
 }

@@ -215,7 +215,8 @@ impl TurnLoop {
             let first = if attempt == 0 { Some(&first) } else { None };
             let end = self.attempt(&request_id, &original_request_id, first, token).await;
             token = TokenReason::Request;
-            if std::mem::take(&mut self.heard_from_server) {
+            let heard = std::mem::take(&mut self.heard_from_server);
+            if heard {
                 token_retry = TokenRetry::Available;
             }
             match end {
@@ -236,13 +237,20 @@ impl TurnLoop {
                     tracing::info!(why = %why, "starting the turn again over HTTP/1.1");
                     moved_to_http1 = true;
                 }
-                // The token was refused before the stream produced anything: the same attempt
-                // again, unseen, with a token asked for anew (once; a second refusal fails).
+                // The token was refused: asked for anew (once; a second refusal in a row fails).
+                // Before the stream produced anything, the same attempt again, unseen; later in
+                // the stream (a token that expired meanwhile), a resume, as after a drop.
                 AttemptEnd::Failed(CoreError::Auth(_)) if token_retry == TokenRetry::Available => {
-                    tracing::info!("the server refused the access token; asking for a new one");
+                    tracing::info!(during_stream = heard, "the server refused the access token; asking for a new one");
                     token_retry = TokenRetry::Used;
                     token = TokenReason::Unauthenticated;
                     request_id = uuid::Uuid::new_v4().to_string();
+                    if heard {
+                        self.abort_handlers();
+                        let swept = self.translator.sweep("Interrupted: the access token expired; resuming.");
+                        self.emit_all(swept).await;
+                        attempt += 1;
+                    }
                 }
                 AttemptEnd::Failed(e) => match retry::decide(e, attempt, self.timing()) {
                     retry::Decision::Resume(delay) => {
