@@ -60,6 +60,41 @@ export type RequestContext = agent.RequestContext
 /** `agent.v1.ConversationAction`, e.g. `{ summarizeAction: {} }`. */
 export type ConversationAction = agent.ConversationAction
 
+/** `agent.v1.ModelDetails`: a model as the server describes it. */
+export type ModelDetails = agent.ModelDetails
+
+/** One entry of `client.listModels()`: what a model picker shows, and the server's details. */
+export interface UsableModel {
+  modelId: string
+  /** The server's display name (the id when it has none). */
+  displayName: string
+  displayNameShort: string
+  aliases: string[]
+  maxMode: boolean
+  /** Whether the model thinks (the server sent thinking details). */
+  thinking: boolean
+  /** Pass as `modelDetails` to `newSession()` or to `session.setModel()`. */
+  details: ModelDetails
+}
+
+/** `startEmbeddedBackend({ auth })`: the stand-in for Cursor's sign-in service. */
+export interface EmbeddedAuthOptions {
+  /** Agent RPCs need a valid access token (default true once `auth` is given). */
+  required?: boolean
+  /** Lifetime of access tokens (default one hour). */
+  accessTokenTtlMs?: number
+  /** Lifetime of refresh tokens (default 30 days). */
+  refreshTokenTtlMs?: number
+  /** Polls of each login answered 404 (pending) before it can complete. */
+  pendingPolls?: number
+  /** HTTP statuses answered to the first polls of each login (404 = pending). */
+  pollStatuses?: number[]
+  /** Approve every login without the sign-in page (`GET /loginDeepControl?challenge&uuid`). */
+  autoApprove?: boolean
+  /** The API keys `/auth/exchange_user_api_key` accepts (default: any). */
+  apiKeys?: string[]
+}
+
 /** `session.save()`: persist it and pass it to `client.loadSession()`. */
 export interface SavedSession {
   conversationId: string
@@ -67,6 +102,7 @@ export interface SavedSession {
   checkpoint: string | null
   blobs: { id: string; data: string }[]
   model?: string | null
+  modelDetails?: ModelDetails | null
   mode?: string | null
   cwd?: string | null
 }
@@ -96,8 +132,8 @@ export type ScenarioStep =
   | { type: 'gzipBomb'; decompressedBytes: number }
   | { type: 'reservedFlag'; flags?: number }
   | { type: 'rawBytes'; base64: string }
-  | { type: 'error'; code: string; message?: string; cursorError?: string; title?: string; detail?: string; isRetryable?: boolean }
-  | { type: 'httpError'; status: number; body?: string }
+  | { type: 'error'; code: string; message?: string; cursorError?: string; title?: string; detail?: string; isRetryable?: boolean; retryDelayMs?: number }
+  | { type: 'httpError'; status: number; body?: string; retryAfter?: string }
 
 /** What the embedded backend plays: the n-th stream plays `turns[n]` (the last repeats). */
 export interface Scenario {
@@ -159,6 +195,11 @@ export declare class AgentClient {
   get transport(): 'sse' | 'h2'
   /** Starts a new conversation. */
   newSession(options?: NewSessionOptions | undefined | null): Session
+  /**
+   * The models the account may use (`GetUsableModels`, as the official client gets them), in
+   * the server's order. Pass one's `details` as `modelDetails` (or to `session.setModel`).
+   */
+  listModels(): Promise<UsableModel[]>
   /** Continues a conversation from `session.save()`. */
   loadSession(saved: SavedSession): Session
 }
@@ -286,8 +327,11 @@ export declare class Session {
   replay(): Promise<SessionUpdate[]>
   /** Cancels the running turn, if any (ACP `session/cancel`). */
   cancel(): void
-  /** Model for the next turns. */
-  setModel(model?: string | undefined | null): void
+  /**
+   * Model for the next turns: an id, its details from `client.listModels()`, or neither
+   * (Auto, `default`).
+   */
+  setModel(model?: string | undefined | null, details?: ModelDetails): void
   /** Mode for the next turns: `agent`, `ask`, `plan`, … */
   setMode(mode?: string | undefined | null): void
   /** Conversation id, latest checkpoint and blobs: persist it, then `client.loadSession(saved)`. */
@@ -299,8 +343,19 @@ export declare class Session {
 export interface AgentClientOptions {
   /** `https://api2.cursor.sh` (default) or a local gateway / embedded backend URL. */
   baseUrl?: string
-  /** Sent as `authorization: Bearer …`; never logged or put in errors. */
-  accessToken?: string
+  /**
+   * Sent as `authorization: Bearer …`; never logged or put in errors. A function is asked
+   * before every stream and every call (`reason: 'request'`), and once more when the server
+   * refuses its token before a stream has produced anything (`reason: 'unauthenticated'`:
+   * refresh it); that stream then starts again unseen, and a second refusal is `E_AUTH`.
+   * `null`/`undefined` means no token.
+   */
+  accessToken?: string | ((request: { reason: 'request' | 'unauthenticated' }) => string | null | undefined | Promise<string | null | undefined>)
+  /**
+   * Added to authentication errors: how to sign in (default: `npx cursor-acp-native login`
+   * or a valid CURSOR_API_KEY / CURSOR_ACCESS_TOKEN).
+   */
+  signInHint?: string
   /** Extra headers on every request. */
   headers?: Record<string, string>
   /** `x-cursor-client-version` (old values are refused by Cursor with ERROR_OUTDATED_CLIENT). */
@@ -358,6 +413,11 @@ export interface AgentClientOptions {
   resumeAttempts?: number
   /** First resume back-off; doubles each attempt, capped at 60 s, plus 0–20 % jitter (default 1000). */
   resumeBackoffMs?: number
+  /**
+   * The longest `Retry-After` a turn waits before resuming (default 60000); a server asking
+   * for longer fails the turn at once with the wait in the message.
+   */
+  maxRetryAfterMs?: number
   /** Base deadline of each BidiAppend (default 60000; +1 s per 128 KiB). */
   appendTimeoutMs?: number
   /** Largest accepted frame, raw and decompressed (default 16 MiB). */
@@ -387,6 +447,16 @@ export interface EmbeddedBackendOptions {
   scenario: Scenario
   /** Loopback port (default: any free port). */
   port?: number
+  /**
+   * Sign-in, API-key exchange and token refresh with expiring tokens, and whether agent
+   * RPCs need a valid token (see `EmbeddedAuthOptions`; without it no token is needed).
+   */
+  auth?: EmbeddedAuthOptions
+  /**
+   * What `GetUsableModels` answers (`ModelDetails`, proto3 JSON); run requests must name one
+   * of them or `default`. Default: two models of the backend's own.
+   */
+  models?: ModelDetails[]
 }
 
 /** How shells' environment is made from this process's (patterns are globs, case-insensitive). */
@@ -457,8 +527,13 @@ export interface LocalToolsOptions {
 export interface NewSessionOptions {
   /** Workspace folder (sent as the workspace path in the request context). */
   cwd?: string
-  /** Model id from Cursor's catalogue (e.g. `default` for Auto). */
+  /**
+   * Model id from Cursor's catalogue (`default`, Auto, when neither this nor `modelDetails`
+   * is given).
+   */
   model?: string
+  /** The model's details as `client.listModels()` gave them (`details`): sent as they are. */
+  modelDetails?: ModelDetails
   /** `agent` (default), `ask`, `plan`, … */
   mode?: string
   /** Reuse a conversation id (default: a new UUID). */

@@ -296,7 +296,10 @@ test('config options: set_config_option returns the full list, set_mode announce
   try {
     await agent.agent.request('initialize', { protocolVersion: 1, clientCapabilities: {} })
     const { sessionId, configOptions } = await agent.agent.request('session/new', { cwd: tempDir(), mcpServers: [] })
-    assert.deepEqual(configOptions[1].options.map((o) => o.value), ['default', 'fast-model', 'big-model'])
+    // Auto, the account's models (the embedded backend's two) with their names, then --models.
+    assert.deepEqual(configOptions[1].options.map((o) => [o.value, o.name]), [
+      ['default', 'Auto'], ['embedded-fast', 'Embedded Fast'], ['embedded-thinking', 'Embedded Thinking'], ['fast-model', 'fast-model'], ['big-model', 'big-model'],
+    ])
     const set = await agent.agent.request('session/set_config_option', { sessionId, configId: 'model', value: 'big-model' })
     assert.deepEqual(set.configOptions.map((o) => [o.id, o.currentValue]), [['mode', 'agent'], ['model', 'big-model']])
     await agent.agent.request('session/set_mode', { sessionId, modeId: 'ask' })
@@ -347,7 +350,9 @@ test('bad params get JSON-RPC errors and the agent stays up', async () => {
     await assert.rejects(agent.agent.request('session/prompt', { sessionId: 'nope', prompt: [{ type: 'text', text: 'x' }] }), (e) => e.code === -32002)
     await assert.rejects(agent.agent.request('session/load', { sessionId: '../../etc/passwd', cwd: '/tmp', mcpServers: [] }), (e) => e.code === -32002)
     await assert.rejects(agent.agent.request('session/prompt', { sessionId: 'x' }), (e) => e.code === -32602)
-    await assert.rejects(agent.agent.request('authenticate', { methodId: 'cursor-api-key' }), (e) => e.code === -32602 && /CURSOR_API_KEY/.test(e.message))
+    // The embedded backend needs no credentials: any advertised method succeeds; an unknown one is bad params.
+    await agent.agent.request('authenticate', { methodId: 'cursor-api-key' })
+    await assert.rejects(agent.agent.request('authenticate', { methodId: 'no-such-method' }), (e) => e.code === -32602)
     // A cancel for an unknown session is a notification: ignored.
     await agent.agent.notify('session/cancel', { sessionId: 'nope' })
     const { sessionId } = await agent.agent.request('session/new', { cwd: tempDir(), mcpServers: [] })
@@ -376,8 +381,10 @@ test('credentials: auth_required without them on Cursor, an API key exchanged fo
     const { sessionId } = await agent.agent.request('session/new', { cwd: tempDir(), mcpServers: [] })
     await within(20_000, agent.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'hi' }] }))
     const { records } = await agent.stop()
-    const expected = `Bearer embedded-access-${createHash('sha256').update(key).digest('hex').slice(0, 16)}`
-    assert.equal(records[0].headers.authorization, expected)
+    // The backend's token names the key by a digest (its `sub`), never by the key itself.
+    const token = records[0].headers.authorization.replace(/^Bearer /, '')
+    const sub = JSON.parse(Buffer.from(token.split('.')[1], 'base64url').toString()).sub
+    assert.equal(sub, `apikey|${createHash('sha256').update(key).digest('hex').slice(0, 16)}`)
     assert.ok(!JSON.stringify(records).includes(key), 'the API key itself is never sent as a token')
     assert.ok(!agent.stderr().includes(key) && !agent.stdout().includes(key), 'nor logged')
   } finally {

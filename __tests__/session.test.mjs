@@ -89,7 +89,7 @@ for (const transport of TRANSPORTS) {
     ] }
     const { backend, client, close } = await setup(scenario, {}, transport)
     try {
-      const session = client.newSession({ model: 'm-1' })
+      const session = client.newSession({ model: 'embedded-fast' })
       for (const text of ['first', 'second']) {
         const turn = session.prompt(text)
         await drain(turn)
@@ -109,7 +109,7 @@ for (const transport of TRANSPORTS) {
       assert.equal(new Set(runs.map((r) => r.conversationId)).size, 1, 'one conversation id')
       assert.equal(runs[1].conversationState.readPaths[0], '/first')
       assert.equal(runs[2].conversationState.readPaths[0], '/first', 'the loaded session sends the saved checkpoint')
-      assert.equal(runs[2].requestedModel.modelId, 'm-1')
+      assert.equal(runs[2].requestedModel.modelId, 'embedded-fast')
       // Checkpoint bytes: exactly what the server sent.
       assert.equal(saved.checkpoint, Buffer.from([0x92, 0x01, 0x06, 0x2f, 0x66, 0x69, 0x72, 0x73, 0x74]).toString('base64'))
     } finally {
@@ -267,7 +267,7 @@ test('conversation actions and prewarm reach the server', async () => {
   ] }
   const { backend, client, close } = await setup(scenario)
   try {
-    const session = client.newSession({ model: 'warm-model' })
+    const session = client.newSession({ model: 'embedded-thinking' })
     const turn = session.prompt('work')
     await new Promise((r) => setTimeout(r, 100))
     await session.cancelSubagent('sub-7')
@@ -289,7 +289,7 @@ test('conversation actions and prewarm reach the server', async () => {
     assert.equal(records[2].messages[0].message.runRequest.action.startPlanAction.userMessage.text, 'plan it')
     assert.equal(records[3].messages[0].message.runRequest.action.shellCommandAction.shellCommand.command, 'ls -la')
     const prewarm = records.flatMap((r) => r.messages).find((m) => m.kind === 'prewarmRequest')
-    assert.equal(prewarm.message.prewarmRequest.requestedModel.modelId, 'warm-model')
+    assert.equal(prewarm.message.prewarmRequest.requestedModel.modelId, 'embedded-thinking')
   } finally {
     close()
   }

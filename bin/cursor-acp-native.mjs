@@ -12,6 +12,8 @@ import fs from 'node:fs'
 import { parseArgs } from 'node:util'
 
 import { loadAddon, setCoreLogLevel } from '../cli/addon.mjs'
+import { CredentialStore, defaultConfigDir } from '../cli/credentials.mjs'
+import { setInvocation } from '../cli/initialize.mjs'
 import { createLogger, parseLevel } from '../cli/log.mjs'
 import { serveStdio } from '../cli/stdio.mjs'
 import { SessionStore, defaultCacheDir } from '../cli/store.mjs'
@@ -20,25 +22,32 @@ import { VERSION } from '../cli/version.mjs'
 // Anything printed by accident must not corrupt the protocol stream.
 for (const name of /** @type {const} */ (['log', 'info', 'debug'])) console[name] = (...args) => console.error(...args)
 
-const USAGE = `Usage: cursor-acp-native [options]
+const USAGE = `Usage: cursor-acp-native [options]           the ACP agent over stdio
+       cursor-acp-native login [--no-browser]   sign in to Cursor in a browser
+       cursor-acp-native logout                 remove the stored login
+       cursor-acp-native status                 what credentials are configured (no secrets shown)
+       cursor-acp-native --list-models          the account's models
 
 An ACP agent over stdio (for Zed, JetBrains, Neovim, Emacs, …) backed by Cursor's agent backend.
 
 Options:
-  --base-url <url>       backend or local gateway (default https://api2.cursor.sh, env CURSOR_ACP_BASE_URL)
-  --model <id>           model for new sessions (default "default", i.e. Auto; env CURSOR_ACP_MODEL)
-  --models <a,b,…>       extra models offered in the model picker (env CURSOR_ACP_MODELS)
-  --transport <mode>     auto (default): Run over HTTP/2 where the server speaks it, else
-                         RunSSE + BidiAppend over HTTP/1.1; sse or h2: only that one
-  --embedded             run against the built-in embedded backend (no account, no network)
-  --scenario <file>      with --embedded: the scenario JSON to play instead of the demo turn
-  --record <file>        with --embedded: write what the backend received there on exit
-  --cache-dir <dir>      where sessions are saved (env CURSOR_ACP_CACHE_DIR)
-  --log-level <level>    error, warn (default), info or debug; logs go to stderr
+  --base-url <url>         backend or local gateway (default https://api2.cursor.sh, env CURSOR_ACP_BASE_URL)
+  --model <id>             model for new sessions (default "default", i.e. Auto; env CURSOR_ACP_MODEL)
+  --models <a,b,…>         extra models offered in the model picker, besides the account's (env CURSOR_ACP_MODELS)
+  --transport <mode>       auto (default): Run over HTTP/2 where the server speaks it, else
+                           RunSSE + BidiAppend over HTTP/1.1; sse or h2: only that one
+  --client-version <v>     the x-cursor-client-version sent (env CURSOR_ACP_CLIENT_VERSION)
+  --embedded               run against the built-in embedded backend (no account, no network)
+  --scenario <file>        with --embedded: the scenario JSON to play instead of the demo turn
+  --record <file>          with --embedded: write what the backend received there on exit
+  --cache-dir <dir>        where sessions are saved (env CURSOR_ACP_CACHE_DIR)
+  --log-level <level>      error, warn (default), info or debug; logs go to stderr
+  --no-browser             with login: only print the sign-in URL
   --version, --help
 
-Credentials: CURSOR_ACCESS_TOKEN, or CURSOR_API_KEY (exchanged for a token). Local gateways and
---embedded need none.`
+Credentials, first found wins: CURSOR_ACCESS_TOKEN (used as it is); CURSOR_API_KEY (exchanged for
+access tokens, again before they expire); the login saved by \`login\` (in the config directory,
+env CURSOR_ACP_CONFIG_DIR; refreshed before it expires). Local gateways and --embedded need none.`
 
 /**
  * @param {string} message
@@ -49,7 +58,7 @@ function fail(message) {
   process.exit(2)
 }
 
-/** @type {ReturnType<typeof parseOptions>} */
+/** @type {ReturnType<typeof parseOptions>['values']} */
 let args
 function parseOptions() {
   return parseArgs({
@@ -63,17 +72,29 @@ function parseOptions() {
       record: { type: 'string' },
       'cache-dir': { type: 'string' },
       'log-level': { type: 'string' },
+      'client-version': { type: 'string' },
+      'list-models': { type: 'boolean', default: false },
+      'no-browser': { type: 'boolean', default: false },
       version: { type: 'boolean', default: false },
       help: { type: 'boolean', default: false },
     },
     strict: true,
-  }).values
+    allowPositionals: true,
+  })
 }
+/** @type {string[]} */
+let positionals
 try {
-  args = parseOptions()
+  ;({ values: args, positionals } = parseOptions())
 } catch (e) {
   fail(errorMessage(e))
 }
+const COMMANDS = ['login', 'logout', 'status']
+if (positionals.length > 1 || (positionals.length === 1 && !COMMANDS.includes(positionals[0]))) {
+  fail(`unknown command ${JSON.stringify(positionals.join(' '))} (login, logout or status)`)
+}
+/** @type {'login' | 'logout' | 'status' | 'list-models' | null} */
+const command = /** @type {any} */ (positionals[0] ?? (args['list-models'] ? 'list-models' : null))
 if (args.help) {
   process.stdout.write(`${USAGE}\n`)
   process.exit(0)
@@ -96,8 +117,13 @@ const transport = args.transport ?? 'auto'
 if (transport !== 'auto' && transport !== 'sse' && transport !== 'h2') fail(`--transport must be auto, sse or h2, got ${JSON.stringify(transport)}`)
 if (args.scenario && !args.embedded) fail('--scenario needs --embedded')
 if (args.record && !args.embedded) fail('--record needs --embedded')
+if (args['no-browser'] && command !== 'login') fail('--no-browser goes with login')
 
 let baseUrl = args['base-url'] ?? env.CURSOR_ACP_BASE_URL ?? 'https://api2.cursor.sh'
+if (args.embedded && (command === 'login' || command === 'logout')) {
+  process.stdout.write('The embedded backend needs no login.\n')
+  process.exit(0)
+}
 /** @type {import('../index.js').EmbeddedBackend | null} */
 let backend = null
 if (args.embedded) {
@@ -132,6 +158,36 @@ if (env.CURSOR_ACP_CLIENT_OPTIONS) {
     fail(`CURSOR_ACP_CLIENT_OPTIONS is not JSON: ${errorMessage(e)}`)
   }
 }
+const clientVersion = args['client-version'] ?? env.CURSOR_ACP_CLIENT_VERSION
+if (clientVersion !== undefined) {
+  if (!/^[\x21-\x7e]{1,128}$/.test(clientVersion)) fail(`--client-version must be printable ASCII without spaces, got ${JSON.stringify(clientVersion)}`)
+  clientOptions = { ...clientOptions, clientVersion }
+}
+
+const credentialStore = new CredentialStore(defaultConfigDir(env))
+
+if (command) {
+  // (Loaded here only: the agent itself loads them after answering `initialize`.)
+  const { Credentials, isCursorHost } = await import('../cli/auth.mjs')
+  const credentials = new Credentials({ baseUrl, env, needsAuth: !args.embedded && isCursorHost(baseUrl), store: credentialStore, log })
+  const commands = await import('../cli/login.mjs')
+  /** @param {string} text */
+  const print = (text) => process.stdout.write(`${text}\n`)
+  const ctx = { baseUrl, env, store: credentialStore, credentials, print, browser: !args['no-browser'] }
+  let exitCode
+  if (command === 'login') exitCode = await commands.login(ctx)
+  else if (command === 'logout') exitCode = commands.logout(ctx)
+  else if (command === 'status') exitCode = commands.status(ctx)
+  else {
+    const { AgentClient } = loadAddon()
+    const client = new AgentClient({ baseUrl, transport, accessToken: (r) => credentials.token(r), ...clientOptions })
+    exitCode = await commands.listModels({ client, print })
+  }
+  backend?.close()
+  process.exit(exitCode)
+}
+// A client may run `login` in a terminal the way it started this agent.
+setInvocation(process.execPath, process.argv.slice(1))
 
 const store = new SessionStore(args['cache-dir'] ?? defaultCacheDir(env))
 /** @type {import('../cli/agent.mjs').AgentConfig} */
@@ -143,6 +199,7 @@ const config = {
   models: (args.models ?? env.CURSOR_ACP_MODELS ?? '').split(',').map((m) => m.trim()).filter(Boolean),
   clientOptions,
   store,
+  credentialStore,
   log,
   env,
 }

@@ -37,6 +37,7 @@ import { AgentSession } from './session.mjs'
  * @typedef {import('./session.mjs').SessionSettings & {
  *   embedded: boolean,
  *   store: import('./store.mjs').SessionStore,
+ *   credentialStore: import('./credentials.mjs').CredentialStore,
  *   log: import('./log.mjs').Logger,
  *   env?: NodeJS.ProcessEnv,
  * }} AgentConfig
@@ -80,7 +81,9 @@ export function createAgent(config) {
   const { store, log } = config
   // Cursor's own service refuses requests without credentials; local gateways and the embedded backend need none.
   const needsAuth = !config.embedded && isCursorHost(config.baseUrl)
-  const credentials = new Credentials({ baseUrl: config.baseUrl, env: config.env ?? process.env, needsAuth, log })
+  const credentials = new Credentials({ baseUrl: config.baseUrl, env: config.env ?? process.env, needsAuth, store: config.credentialStore, log })
+  /** The addon's `accessToken`: asked before every stream, so a login made meanwhile is used. */
+  const accessToken = (/** @type {{ reason: 'request' | 'unauthenticated' }} */ request) => credentials.token(request)
   /** @type {AgentContext | null} */
   let client = null
   /** @type {ClientCapabilities} */
@@ -114,14 +117,17 @@ export function createAgent(config) {
    * @param {{ sessionId: string, cwd: string, additionalDirectories?: string[] | null, mcpServers?: McpServerConfig[], record?: SessionRecord }} o
    */
   const open = async ({ sessionId, cwd, additionalDirectories, mcpServers, record }) => {
-    const accessToken = await credentials.token()
+    credentials.ensure()
+    let session
     try {
-      const session = new AgentSession({ sessionId, cwd, additionalDirectories: additionalDirectories ?? [], mcpServers, record, peer, settings: config, store, log, accessToken })
-      sessions.set(sessionId, session)
-      return session
+      session = new AgentSession({ sessionId, cwd, additionalDirectories: additionalDirectories ?? [], mcpServers, record, peer, settings: config, store, log, accessToken })
     } catch (e) {
       throw toRequestError(e)
     }
+    // The account's models for the picker (bounded: without them the picker has Auto and --models).
+    await session.loadModels()
+    sessions.set(sessionId, session)
+    return session
   }
 
   /**
@@ -189,6 +195,10 @@ export function createAgent(config) {
       })
       .onRequest('authenticate', async ({ params }) => {
         await credentials.authenticate(params.methodId)
+        return {}
+      })
+      .onRequest('logout', async () => {
+        config.credentialStore.remove()
         return {}
       })
       .onRequest('session/new', async ({ params }) => {

@@ -16,20 +16,62 @@ import { VERSION } from './version.mjs'
  */
 export const PROTOCOL_VERSION = 1
 
-/** The auth methods' ids, as `authenticate` receives them. */
-export const AUTH_METHOD_IDS = /** @type {const} */ ({ accessToken: 'cursor-access-token', apiKey: 'cursor-api-key' })
-
-/** @type {AuthMethod[]} */
-export const AUTH_METHODS = [
-  { id: AUTH_METHOD_IDS.accessToken, name: 'Cursor access token', description: 'Set CURSOR_ACCESS_TOKEN in the agent environment' },
-  { id: AUTH_METHOD_IDS.apiKey, name: 'Cursor API key', description: 'Set CURSOR_API_KEY in the agent environment; it is exchanged for an access token' },
-]
+/**
+ * The auth methods' ids, as `authenticate` receives them. `cursor_login` is the id Cursor's own
+ * `agent acp` gives its login.
+ */
+export const AUTH_METHOD_IDS = /** @type {const} */ ({ login: 'cursor_login', accessToken: 'cursor-access-token', apiKey: 'cursor-api-key' })
 
 /**
- * @param {Pick<InitializeRequest, 'protocolVersion'>} request
+ * How this agent was started, for a client to run `login` the same way in a terminal: the
+ * program and its arguments (the subcommand is appended). Set once by bin/ before `initialize`.
+ * @type {{ command: string, args: string[] }}
+ */
+const invocation = { command: process.execPath, args: [] }
+
+/**
+ * @param {string} command
+ * @param {string[]} args
+ */
+export function setInvocation(command, args) {
+  invocation.command = command
+  invocation.args = args
+}
+
+const LOGIN_DESCRIPTION = 'Sign in with your Cursor account in a browser (`cursor-acp-native login`); the login is stored for you only and refreshed as needed'
+
+/**
+ * The methods an editor can sign in with. The login is a terminal command: as ACP's own
+ * `terminal` method where the client says it runs those (`clientCapabilities.auth.terminal`),
+ * and with Zed's `_meta["terminal-auth"]` launch hint where the client asks for that; for any
+ * other client an ordinary method, which `authenticate` accepts whenever the agent can work.
+ * Only the request is read: nothing here may touch a file (this answers the first
+ * `initialize` before anything else is loaded).
+ * @param {InitializeRequest['clientCapabilities']} [capabilities]
+ * @returns {AuthMethod[]}
+ */
+export function authMethods(capabilities) {
+  const meta = /** @type {Record<string, unknown> | undefined} */ (capabilities?._meta)
+  const launch = meta?.['terminal-auth'] === true
+    ? { 'terminal-auth': { label: 'Log in to Cursor', command: invocation.command, args: [...invocation.args, 'login'], env: {} } }
+    : undefined
+  const name = 'Log in with Cursor'
+  /** @type {AuthMethod} */
+  const login = capabilities?.auth?.terminal === true
+    ? { type: 'terminal', id: AUTH_METHOD_IDS.login, name, description: LOGIN_DESCRIPTION, args: ['login'], env: {}, ...(launch ? { _meta: launch } : {}) }
+    : { id: AUTH_METHOD_IDS.login, name, description: LOGIN_DESCRIPTION, ...(launch ? { _meta: launch } : {}) }
+  return [
+    login,
+    { id: AUTH_METHOD_IDS.apiKey, name: 'Cursor API key', description: 'Set CURSOR_API_KEY in the agent environment; it is exchanged for access tokens as needed' },
+    { id: AUTH_METHOD_IDS.accessToken, name: 'Cursor access token', description: 'Set CURSOR_ACCESS_TOKEN in the agent environment (it is not renewed)' },
+  ]
+}
+
+/**
+ * @param {Pick<InitializeRequest, 'protocolVersion'> & Partial<Pick<InitializeRequest, 'clientCapabilities'>>} request
  * @returns {InitializeResponse}
  */
-export function initializeResponse({ protocolVersion }) {
+export function initializeResponse({ protocolVersion, clientCapabilities }) {
   return {
     protocolVersion: Math.min(protocolVersion, PROTOCOL_VERSION),
     agentCapabilities: {
@@ -37,8 +79,9 @@ export function initializeResponse({ protocolVersion }) {
       promptCapabilities: { image: true, audio: false, embeddedContext: true },
       mcpCapabilities: { http: true, sse: true },
       sessionCapabilities: { list: {}, resume: {}, close: {}, delete: {} },
+      auth: { logout: {} },
     },
-    authMethods: AUTH_METHODS,
+    authMethods: authMethods(clientCapabilities),
     agentInfo: { name: 'cursor-acp-native', title: 'Cursor (native)', version: VERSION },
   }
 }

@@ -40,13 +40,17 @@ export function modeState(currentModeId) {
 }
 
 /**
- * The mode select and the model select: Auto, the models the agent was started with, and the
- * session's own.
- * @param {{ mode: string, model: string, extraModels: readonly string[] }} current
+ * The mode select and the model select: Auto, the account's models with their display names,
+ * the models the agent was started with (`--models`), and the session's own.
+ * @param {{ mode: string, model: string, models?: readonly { modelId: string, displayName: string }[], extraModels: readonly string[] }} current
  * @returns {SessionConfigOption[]}
  */
-export function configOptions({ mode, model, extraModels }) {
-  const models = [...new Set(['default', ...extraModels, model])].map((id) => ({ value: id, name: id === 'default' ? 'Auto' : id }))
+export function configOptions({ mode, model, models: account = [], extraModels }) {
+  /** @type {Map<string, string>} */
+  const names = new Map([['default', 'Auto']])
+  for (const m of account) if (!names.has(m.modelId)) names.set(m.modelId, m.displayName || m.modelId)
+  for (const id of [...extraModels, model]) if (!names.has(id)) names.set(id, id)
+  const models = [...names].map(([value, name]) => ({ value, name }))
   return [
     {
       id: 'mode', name: 'Mode', category: 'mode', type: 'select', currentValue: mode,

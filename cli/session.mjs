@@ -48,6 +48,8 @@ import { UpdateRelay } from './update-relay.mjs'
  */
 
 const TITLE_LENGTH = 80
+/** How long a new session waits for the model list. */
+const MODELS_TIMEOUT_MS = 5_000
 
 /**
  * The prompt's first text, for the title and for slash commands.
@@ -73,7 +75,7 @@ export class AgentSession {
    * @param {SessionSettings} o.settings
    * @param {SessionStore} o.store
    * @param {import('./log.mjs').Logger} o.log
-   * @param {string | null} o.accessToken
+   * @param {AgentClientOptions['accessToken']} o.accessToken
    */
   constructor({ sessionId, cwd, additionalDirectories = [], mcpServers = [], record, peer, settings, store, log, accessToken }) {
     this.sessionId = sessionId
@@ -86,6 +88,8 @@ export class AgentSession {
     this.model = record?.model ?? settings.model ?? 'default'
     /** @type {string | null} */
     this.title = record?.title ?? null
+    /** The account's models, once `loadModels` has them. @type {import('../index.js').UsableModel[]} */
+    this.models = []
     /** The running turn, or null between turns. */
     this.turn = /** @type {PromptTurn | null} */ (null)
     /** Aborted once the running (or last) turn is cancelled. */
@@ -112,7 +116,7 @@ export class AgentSession {
     const caps = peer.capabilities()
     this.client = new AgentClient({
       baseUrl: settings.baseUrl,
-      accessToken: accessToken ?? undefined,
+      accessToken,
       transport: settings.transport,
       blobDir: path.join(store.blobDir, sessionId),
       exec: (req, ctx) => execs.run(req, ctx),
@@ -135,7 +139,27 @@ export class AgentSession {
   }
 
   configOptions() {
-    return configOptions({ mode: this.mode, model: this.model, extraModels: this.settings.models ?? [] })
+    return configOptions({ mode: this.mode, model: this.model, models: this.models, extraModels: this.settings.models ?? [] })
+  }
+
+  /**
+   * Asks the server for the account's models (once per session, bounded), and sends the
+   * session's model with its details from now on.
+   */
+  async loadModels() {
+    /** @type {ReturnType<typeof setTimeout> | undefined} */
+    let timer
+    const late = new Promise((_, reject) => { timer = setTimeout(() => reject(new Error(`no answer within ${MODELS_TIMEOUT_MS} ms`)), MODELS_TIMEOUT_MS) })
+    try {
+      this.models = await Promise.race([this.client.listModels(), late])
+    } catch (e) {
+      this.log.warn('could not get the account\'s models; the picker offers Auto and --models:', e)
+      return
+    } finally {
+      clearTimeout(timer)
+    }
+    const details = this.models.find((m) => m.modelId === this.model)?.details
+    if (details) this.native.setModel(this.model, details)
   }
 
   /** @param {string} modeId */
@@ -156,7 +180,8 @@ export class AgentSession {
     if (configId !== 'model') throw RequestError.invalidParams({ configId }, `unknown config option ${JSON.stringify(configId)}`)
     if (!value.trim()) throw RequestError.invalidParams({ configId }, 'the model id is empty')
     this.model = value
-    this.native.setModel(value)
+    // The server's details where it listed the model; an id of --models goes as it is.
+    this.native.setModel(value, this.models.find((m) => m.modelId === value)?.details)
     this.persist()
   }
 

@@ -241,7 +241,8 @@ function acceptableInitialize(line) {
   const version = request.params.protocolVersion
   if (typeof version !== 'number' || !Number.isInteger(version) || version < 0 || version > 65535) return null
   const params = /** @type {InitializeRequest} */ (/** @type {unknown} */ (request.params))
-  return { id: request.id, result: JSON.stringify(initializeResponse({ protocolVersion: version })), params }
+  const clientCapabilities = isPlainObject(request.params.clientCapabilities) ? params.clientCapabilities : undefined
+  return { id: request.id, result: JSON.stringify(initializeResponse({ protocolVersion: version, clientCapabilities })), params }
 }
 
 /**

@@ -18,6 +18,14 @@ pub struct EmbeddedBackendOptions {
     pub scenario: Value,
     /// Loopback port (default: any free port).
     pub port: Option<u32>,
+    /// Sign-in, API-key exchange and token refresh with expiring tokens, and whether agent
+    /// RPCs need a valid token (see `EmbeddedAuthOptions`; without it no token is needed).
+    #[napi(ts_type = "EmbeddedAuthOptions")]
+    pub auth: Option<Value>,
+    /// What `GetUsableModels` answers (`ModelDetails`, proto3 JSON); run requests must name one
+    /// of them or `default`. Default: two models of the backend's own.
+    #[napi(ts_type = "ModelDetails[]")]
+    pub models: Option<Vec<Value>>,
 }
 
 /// A running embedded backend (loopback only). `close()` it when done.
@@ -54,6 +62,8 @@ pub fn start_embedded_backend<'env>(
     options: EmbeddedBackendOptions,
 ) -> Result<PromiseRaw<'env, EmbeddedBackend>> {
     let port = options.port.unwrap_or(0);
+    let auth = options.auth.clone();
+    let models = options.models.clone();
     // Validation happens inside the promise so a bad scenario rejects rather than throws.
     promise(
         env,
@@ -61,7 +71,13 @@ pub fn start_embedded_backend<'env>(
             let scenario = Scenario::from_json(&options.scenario)?;
             let port =
                 u16::try_from(port).map_err(|_| CoreError::InvalidInput(format!("port {port} is not 0-65535")))?;
-            embedded::EmbeddedBackend::start_on(scenario, port).await
+            let auth = auth
+                .map(|a| {
+                    serde_json::from_value(a).map_err(|e| CoreError::InvalidInput(format!("invalid auth options: {e}")))
+                })
+                .transpose()?;
+            let options = embedded::BackendOptions { auth, models };
+            embedded::EmbeddedBackend::start_with(scenario, port, options).await
         },
         |_, backend| Ok(EmbeddedBackend { inner: Arc::new(backend) }),
     )

@@ -7,7 +7,7 @@ use std::time::Duration;
 use cursor_acp_core::connect::Limits;
 use cursor_acp_core::host::{BlobStore, DirBlobStore, NoHost};
 use cursor_acp_core::session::{self, ClientConfig, SessionOptions, Timing};
-use cursor_acp_core::transport::{AppendEncoding, Compression, Secret, TransportConfig, TransportKind};
+use cursor_acp_core::transport::{AppendEncoding, Compression, TransportConfig, TransportKind};
 use cursor_acp_core::CoreError;
 use napi::bindgen_prelude::*;
 use napi::Env;
@@ -31,8 +31,18 @@ pub struct KvOptions {
 pub struct AgentClientOptions {
     /// `https://api2.cursor.sh` (default) or a local gateway / embedded backend URL.
     pub base_url: Option<String>,
-    /// Sent as `authorization: Bearer …`; never logged or put in errors.
-    pub access_token: Option<String>,
+    /// Sent as `authorization: Bearer …`; never logged or put in errors. A function is asked
+    /// before every stream and every call (`reason: 'request'`), and once more when the server
+    /// refuses its token before a stream has produced anything (`reason: 'unauthenticated'`:
+    /// refresh it); that stream then starts again unseen, and a second refusal is `E_AUTH`.
+    /// `null`/`undefined` means no token.
+    #[napi(
+        ts_type = "string | ((request: { reason: 'request' | 'unauthenticated' }) => string | null | undefined | Promise<string | null | undefined>)"
+    )]
+    pub access_token: Option<crate::js_token::AccessToken>,
+    /// Added to authentication errors: how to sign in (default: `npx cursor-acp-native login`
+    /// or a valid CURSOR_API_KEY / CURSOR_ACCESS_TOKEN).
+    pub sign_in_hint: Option<String>,
     /// Extra headers on every request.
     pub headers: Option<HashMap<String, String>>,
     /// `x-cursor-client-version` (old values are refused by Cursor with ERROR_OUTDATED_CLIENT).
@@ -92,6 +102,9 @@ pub struct AgentClientOptions {
     pub resume_attempts: Option<u32>,
     /// First resume back-off; doubles each attempt, capped at 60 s, plus 0–20 % jitter (default 1000).
     pub resume_backoff_ms: Option<u32>,
+    /// The longest `Retry-After` a turn waits before resuming (default 60000); a server asking
+    /// for longer fails the turn at once with the wait in the message.
+    pub max_retry_after_ms: Option<u32>,
     /// Base deadline of each BidiAppend (default 60000; +1 s per 128 KiB).
     pub append_timeout_ms: Option<u32>,
     /// Largest accepted frame, raw and decompressed (default 16 MiB).
@@ -114,8 +127,12 @@ pub struct AgentClientOptions {
 pub struct NewSessionOptions {
     /// Workspace folder (sent as the workspace path in the request context).
     pub cwd: Option<String>,
-    /// Model id from Cursor's catalogue (e.g. `default` for Auto).
+    /// Model id from Cursor's catalogue (`default`, Auto, when neither this nor `modelDetails`
+    /// is given).
     pub model: Option<String>,
+    /// The model's details as `client.listModels()` gave them (`details`): sent as they are.
+    #[napi(ts_type = "ModelDetails")]
+    pub model_details: Option<Value>,
     /// `agent` (default), `ask`, `plan`, …
     pub mode: Option<String>,
     /// Reuse a conversation id (default: a new UUID).
@@ -155,7 +172,8 @@ fn parse_config(o: &AgentClientOptions) -> std::result::Result<ClientConfig, Cor
     let limits = o.max_frame_bytes.map(|m| Limits::uniform(m as usize)).unwrap_or_default();
     let transport = TransportConfig {
         base_url: o.base_url.clone().unwrap_or(defaults.base_url),
-        access_token: o.access_token.clone().filter(|t| !t.is_empty()).map(Secret::new),
+        credentials: o.access_token.as_ref().map(crate::js_token::AccessToken::credentials).unwrap_or_default(),
+        sign_in_hint: o.sign_in_hint.clone().unwrap_or(defaults.sign_in_hint),
         headers,
         client_version: o.client_version.clone().unwrap_or(defaults.client_version),
         client_type: o.client_type.clone().unwrap_or(defaults.client_type),
@@ -176,6 +194,7 @@ fn parse_config(o: &AgentClientOptions) -> std::result::Result<ClientConfig, Cor
         callback: ms(o.callback_timeout_ms, t.callback),
         resume_attempts: o.resume_attempts.unwrap_or(t.resume_attempts),
         resume_backoff: ms(o.resume_backoff_ms, t.resume_backoff),
+        retry_after_max: ms(o.max_retry_after_ms, t.retry_after_max),
         queue: o.update_queue_size.map(|q| q as usize).unwrap_or(t.queue),
         ..t
     };
@@ -248,17 +267,38 @@ impl AgentClient {
     /// Starts a new conversation.
     #[napi]
     pub fn new_session(&self, env: Env, options: Option<NewSessionOptions>) -> Result<Session> {
-        let o = options.unwrap_or(NewSessionOptions { cwd: None, model: None, mode: None, conversation_id: None });
-        let session = self
-            .inner
-            .new_session(SessionOptions {
-                conversation_id: o.conversation_id,
-                model: o.model,
-                mode: o.mode,
-                cwd: o.cwd,
+        let o = options.unwrap_or(NewSessionOptions {
+            cwd: None,
+            model: None,
+            model_details: None,
+            mode: None,
+            conversation_id: None,
+        });
+        let model_details = o.model_details.as_ref().map(crate::js_models::details_from_json).transpose();
+        let session = model_details
+            .and_then(|model_details| {
+                self.inner.new_session(SessionOptions {
+                    conversation_id: o.conversation_id,
+                    model: o.model,
+                    model_details,
+                    mode: o.mode,
+                    cwd: o.cwd,
+                })
             })
             .map_err(|e| coded(&env, &e))?;
         Ok(Session { inner: session })
+    }
+
+    /// The models the account may use (`GetUsableModels`, as the official client gets them), in
+    /// the server's order. Pass one's `details` as `modelDetails` (or to `session.setModel`).
+    #[napi(ts_return_type = "Promise<UsableModel[]>")]
+    pub fn list_models<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, Value>> {
+        let client = self.inner.clone();
+        crate::js_error::promise(
+            env,
+            async move { client.usable_models().await.map(|list| crate::js_models::list_json(&list)) },
+            |_, v| Ok(v),
+        )
     }
 
     /// Continues a conversation from `session.save()`.

@@ -48,7 +48,7 @@ impl<T: FromNapiValue + 'static> MaybeAsync<T> {
 /// `(arg) => R | Promise<R>`: weak, not error-first.
 pub type Callback<Args, R> = ThreadsafeFunction<Args, MaybeAsync<R>, Args, Status, false, true>;
 
-async fn call<Args: 'static + JsValuesTupleIntoVec, R: FromNapiValue + Send + 'static>(
+pub(crate) async fn call<Args: 'static + JsValuesTupleIntoVec, R: FromNapiValue + Send + 'static>(
     f: &Callback<Args, R>,
     args: Args,
 ) -> std::result::Result<Option<R>, CoreError> {

@@ -168,10 +168,17 @@ impl Session {
         self.inner.cancel();
     }
 
-    /// Model for the next turns.
+    /// Model for the next turns: an id, its details from `client.listModels()`, or neither
+    /// (Auto, `default`).
     #[napi]
-    pub fn set_model(&self, model: Option<String>) {
-        self.inner.set_model(model);
+    pub fn set_model(
+        &self,
+        env: Env,
+        model: Option<String>,
+        #[napi(ts_arg_type = "ModelDetails")] details: Option<Value>,
+    ) -> Result<()> {
+        let details = details.as_ref().map(crate::js_models::details_from_json).transpose();
+        details.and_then(|details| self.inner.set_model(model.as_deref(), details)).map_err(|e| coded(&env, &e))
     }
 
     /// Mode for the next turns: `agent`, `ask`, `plan`, …

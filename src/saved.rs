@@ -34,7 +34,19 @@ pub fn from_json(v: &Value) -> Result<SavedSession, CoreError> {
             blobs.push((Bytes::from(id), Bytes::from(data)));
         }
     }
-    Ok(SavedSession { conversation_id, checkpoint, blobs, model: text("model"), mode: text("mode"), cwd: text("cwd") })
+    let model_details = match v.get("modelDetails") {
+        None | Some(Value::Null) => None,
+        Some(details) => Some(crate::js_models::details_from_json(details)?),
+    };
+    Ok(SavedSession {
+        conversation_id,
+        checkpoint,
+        blobs,
+        model: text("model"),
+        model_details,
+        mode: text("mode"),
+        cwd: text("cwd"),
+    })
 }
 
 /// The JSON form of `saved`: ids and checkpoint as strings (base64, hex for blob ids).
@@ -45,6 +57,7 @@ pub fn to_json(saved: SavedSession) -> Value {
         "checkpoint": saved.checkpoint.map(|c| b64.encode(c)),
         "blobs": saved.blobs.iter().map(|(id, data)| serde_json::json!({ "id": hex::encode(id), "data": b64.encode(data) })).collect::<Vec<_>>(),
         "model": saved.model,
+        "modelDetails": saved.model_details.as_ref().map(crate::js_models::details_json),
         "mode": saved.mode,
         "cwd": saved.cwd,
     })

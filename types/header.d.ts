@@ -60,6 +60,41 @@ export type RequestContext = agent.RequestContext
 /** `agent.v1.ConversationAction`, e.g. `{ summarizeAction: {} }`. */
 export type ConversationAction = agent.ConversationAction
 
+/** `agent.v1.ModelDetails`: a model as the server describes it. */
+export type ModelDetails = agent.ModelDetails
+
+/** One entry of `client.listModels()`: what a model picker shows, and the server's details. */
+export interface UsableModel {
+  modelId: string
+  /** The server's display name (the id when it has none). */
+  displayName: string
+  displayNameShort: string
+  aliases: string[]
+  maxMode: boolean
+  /** Whether the model thinks (the server sent thinking details). */
+  thinking: boolean
+  /** Pass as `modelDetails` to `newSession()` or to `session.setModel()`. */
+  details: ModelDetails
+}
+
+/** `startEmbeddedBackend({ auth })`: the stand-in for Cursor's sign-in service. */
+export interface EmbeddedAuthOptions {
+  /** Agent RPCs need a valid access token (default true once `auth` is given). */
+  required?: boolean
+  /** Lifetime of access tokens (default one hour). */
+  accessTokenTtlMs?: number
+  /** Lifetime of refresh tokens (default 30 days). */
+  refreshTokenTtlMs?: number
+  /** Polls of each login answered 404 (pending) before it can complete. */
+  pendingPolls?: number
+  /** HTTP statuses answered to the first polls of each login (404 = pending). */
+  pollStatuses?: number[]
+  /** Approve every login without the sign-in page (`GET /loginDeepControl?challenge&uuid`). */
+  autoApprove?: boolean
+  /** The API keys `/auth/exchange_user_api_key` accepts (default: any). */
+  apiKeys?: string[]
+}
+
 /** `session.save()`: persist it and pass it to `client.loadSession()`. */
 export interface SavedSession {
   conversationId: string
@@ -67,6 +102,7 @@ export interface SavedSession {
   checkpoint: string | null
   blobs: { id: string; data: string }[]
   model?: string | null
+  modelDetails?: ModelDetails | null
   mode?: string | null
   cwd?: string | null
 }
@@ -96,8 +132,8 @@ export type ScenarioStep =
   | { type: 'gzipBomb'; decompressedBytes: number }
   | { type: 'reservedFlag'; flags?: number }
   | { type: 'rawBytes'; base64: string }
-  | { type: 'error'; code: string; message?: string; cursorError?: string; title?: string; detail?: string; isRetryable?: boolean }
-  | { type: 'httpError'; status: number; body?: string }
+  | { type: 'error'; code: string; message?: string; cursorError?: string; title?: string; detail?: string; isRetryable?: boolean; retryDelayMs?: number }
+  | { type: 'httpError'; status: number; body?: string; retryAfter?: string }
 
 /** What the embedded backend plays: the n-th stream plays `turns[n]` (the last repeats). */
 export interface Scenario {

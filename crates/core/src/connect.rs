@@ -26,6 +26,8 @@ pub const HEADER_LEN: usize = 5;
 pub const DEFAULT_MAX_FRAME: usize = 16 * 1024 * 1024;
 /// Fully qualified name of Cursor's error detail message.
 pub const CURSOR_ERROR_DETAILS: &str = "aiserver.v1.ErrorDetails";
+/// The standard detail by which a server says how long to wait before retrying.
+pub const RETRY_INFO_DETAILS: &str = "google.rpc.RetryInfo";
 
 /// Size caps applied while decoding.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -213,11 +215,13 @@ pub struct ConnectError {
     pub details: Vec<ErrorDetail>,
     /// HTTP status when the error came from a non-2xx response.
     pub http_status: Option<u16>,
+    /// The wait a non-2xx response asked for in its `Retry-After` header.
+    pub retry_after: Option<std::time::Duration>,
 }
 
 impl ConnectError {
     pub fn new(code: Code, message: impl Into<String>) -> Self {
-        ConnectError { code, message: message.into(), details: Vec::new(), http_status: None }
+        ConnectError { code, message: message.into(), details: Vec::new(), http_status: None, retry_after: None }
     }
 
     /// Cursor's `aiserver.v1.ErrorDetails`, decoded from the first detail of that type.
@@ -233,6 +237,20 @@ impl ConnectError {
         let details = self.cursor_details()?;
         let name = crate::proto::aiserver::v1::error_details::Error::try_from(details.error).ok()?.as_str_name();
         Some(name)
+    }
+
+    /// How long the server asked the client to wait before trying again: the response's
+    /// `Retry-After` header, else a `google.rpc.RetryInfo` detail.
+    pub fn retry_delay(&self) -> Option<std::time::Duration> {
+        self.retry_after.or_else(|| {
+            self.details.iter().filter(|d| d.type_name == RETRY_INFO_DETAILS).find_map(|d| {
+                let info = RetryInfo::decode(d.value.clone()).ok()?;
+                let delay = info.retry_delay?;
+                let seconds = u64::try_from(delay.seconds).ok()?;
+                let nanos = u32::try_from(delay.nanos).ok().filter(|n| *n < 1_000_000_000)?;
+                Some(std::time::Duration::new(seconds, nanos))
+            })
+        })
     }
 
     /// Parses a Connect error JSON object (`{"code","message","details"}`).
@@ -262,7 +280,7 @@ impl ConnectError {
                 details.push(ErrorDetail { type_name, value: Bytes::from(value), debug: entry.get("debug").cloned() });
             }
         }
-        Ok(ConnectError { code, message, details, http_status: None })
+        Ok(ConnectError { code, message, details, http_status: None, retry_after: None })
     }
 
     /// Renders the Connect error JSON (used by the embedded backend).
@@ -301,6 +319,23 @@ impl ConnectError {
         err.http_status = Some(status);
         err
     }
+}
+
+/// A `google.rpc.RetryInfo` detail asking the client to wait `delay`.
+pub fn retry_info_detail(delay: std::time::Duration) -> ErrorDetail {
+    let retry_delay = prost_types::Duration { seconds: delay.as_secs() as i64, nanos: delay.subsec_nanos() as i32 };
+    ErrorDetail {
+        type_name: RETRY_INFO_DETAILS.into(),
+        value: RetryInfo { retry_delay: Some(retry_delay) }.encode_to_vec().into(),
+        debug: None,
+    }
+}
+
+/// `google.rpc.RetryInfo`: field 1 is the delay, a `google.protobuf.Duration`.
+#[derive(Clone, PartialEq, prost::Message)]
+struct RetryInfo {
+    #[prost(message, optional, tag = "1")]
+    retry_delay: Option<prost_types::Duration>,
 }
 
 /// Connect allows padded or unpadded, standard or URL-safe base64.

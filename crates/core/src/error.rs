@@ -10,12 +10,23 @@ pub enum CoreError {
     /// The server rejected our credentials (`unauthenticated`, HTTP 401).
     #[error("authentication failed: {0}")]
     Auth(ConnectError),
+    /// No usable credentials: the `accessToken` function failed or gave none where one is
+    /// needed. The message says how to sign in.
+    #[error("authentication failed: {0}")]
+    Credentials(String),
     /// The server ended the call with a Connect error.
     #[error("server error {0}")]
     Server(ConnectError),
     /// Could not reach the server, or the connection broke.
     #[error("network error: {0}")]
     Network(String),
+    /// No connection could be made at all (refused, no such host, a proxy that would not
+    /// connect): the message names the cause and the fix. Retrying at once would only delay it.
+    #[error("network error: {0}")]
+    Unreachable(String),
+    /// The transport is `'h2'` and the server, or a proxy in front of it, does not speak HTTP/2.
+    #[error("network error: {0}")]
+    Http2Unsupported(String),
     /// The server's TLS certificate was not accepted: retrying cannot help.
     #[error("network error: {0}")]
     Untrusted(String),
@@ -56,11 +67,14 @@ impl CoreError {
     /// Stable code for JavaScript consumers.
     pub fn code(&self) -> &'static str {
         match self {
-            CoreError::Auth(_) => "E_AUTH",
+            CoreError::Auth(_) | CoreError::Credentials(_) => "E_AUTH",
             CoreError::Server(_) => "E_SERVER",
-            CoreError::Network(_) | CoreError::Untrusted(_) | CoreError::NoHttp2(_) | CoreError::StreamClosed => {
-                "E_NETWORK"
-            }
+            CoreError::Network(_)
+            | CoreError::Unreachable(_)
+            | CoreError::Http2Unsupported(_)
+            | CoreError::Untrusted(_)
+            | CoreError::NoHttp2(_)
+            | CoreError::StreamClosed => "E_NETWORK",
             CoreError::Frame(_) | CoreError::Protocol(_) => "E_PROTOCOL",
             CoreError::Timeout(_) => "E_TIMEOUT",
             CoreError::Callback(_) => "E_CALLBACK",
@@ -93,15 +107,47 @@ impl CoreError {
         }
     }
 
-    /// Whether a resume attempt may fix this (docs/protocol.md, "Resume").
+    /// Whether a resume attempt may fix this (docs/protocol.md, "Resume"). What cannot recover
+    /// is not retried: credentials, a request the server refuses as it is (invalid argument,
+    /// permission denied, not found, failed precondition, an HTTP 4xx other than 408 and 429),
+    /// a server that cannot be reached or does not speak the protocol asked for.
     pub fn is_retryable(&self) -> bool {
         match self {
             CoreError::Network(_) | CoreError::StreamClosed | CoreError::Timeout(_) => true,
             CoreError::Server(e) => {
-                matches!(e.code, Code::Unavailable | Code::Internal | Code::Unknown)
+                let refused_as_sent =
+                    matches!(e.http_status, Some(400..=499) if !matches!(e.http_status, Some(408 | 429)));
+                // A server that says when to come back (a rate limit) is worth waiting for.
+                let retryable_code = matches!(e.code, Code::Unavailable | Code::Internal | Code::Unknown)
+                    || (e.code == Code::ResourceExhausted && e.retry_delay().is_some());
+                retryable_code
+                    && !refused_as_sent
                     && e.cursor_details().and_then(|d| d.details).and_then(|d| d.is_retryable) != Some(false)
             }
             _ => false,
+        }
+    }
+
+    /// How long the server asked the client to wait before trying again, if it said.
+    pub fn retry_delay(&self) -> Option<std::time::Duration> {
+        self.connect_error().and_then(ConnectError::retry_delay)
+    }
+
+    /// This error, for an authentication failure with `hint` (how to sign in) added to its
+    /// message; any other error as it is.
+    pub fn with_sign_in_hint(self, hint: &str) -> Self {
+        if hint.is_empty() {
+            return self;
+        }
+        match self {
+            CoreError::Auth(mut e) => {
+                e.message = format!("{}. {hint}", e.message.trim_end_matches('.'));
+                CoreError::Auth(e)
+            }
+            CoreError::Credentials(message) => {
+                CoreError::Credentials(format!("{}. {hint}", message.trim_end_matches('.')))
+            }
+            other => other,
         }
     }
 }
@@ -109,10 +155,12 @@ impl CoreError {
 impl From<reqwest::Error> for CoreError {
     fn from(e: reqwest::Error) -> Self {
         // reqwest's Display carries the URL but never headers, so no token can leak here.
-        if e.is_timeout() {
-            CoreError::Timeout(error_chain(&e))
-        } else if rejected_certificate(&e) {
+        if rejected_certificate(&e) {
             CoreError::Untrusted(error_chain(&e))
+        } else if e.is_connect() {
+            CoreError::Unreachable(crate::transport::diagnosis::unreachable(&e))
+        } else if e.is_timeout() {
+            CoreError::Timeout(error_chain(&e))
         } else {
             CoreError::Network(error_chain(&e))
         }

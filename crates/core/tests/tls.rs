@@ -146,6 +146,20 @@ fn every_transport_runs_a_turn_over_tls_and_an_unknown_server_is_refused() {
             assert!(!agreed.is_empty() && agreed.iter().all(|p| p == protocol), "{kind:?} agreed on {agreed:?}");
         }
 
+        // `'h2'` against the HTTP/1.1-only front: it refuses h2 by ALPN, and the turn fails at
+        // once, saying so and what to use instead (not after rounds of resumes).
+        let started = tokio::time::Instant::now();
+        let outcome = tokio::time::timeout(
+            Duration::from_secs(10),
+            turn(format!("https://localhost:{}", http1_front.port()), TransportKind::H2),
+        )
+        .await
+        .expect("the turn settles");
+        let err = outcome.expect_err("no HTTP/2 there");
+        assert!(matches!(err, CoreError::Http2Unsupported(_)), "{err:?}");
+        assert!(err.to_string().contains("ALPN") && err.to_string().contains("'auto'"), "{err}");
+        assert!(started.elapsed() < Duration::from_secs(5), "reported without resumes: {:?}", started.elapsed());
+
         // A certificate from another authority: the handshake fails, the turn fails with a
         // network error naming the certificate, and nothing hangs.
         let handshakes = Arc::new(Mutex::new(Vec::new()));

@@ -41,9 +41,12 @@ fn client(m: pb::agent_client_message::Message) -> pb::AgentClientMessage {
     pb::AgentClientMessage { message: Some(m) }
 }
 
+/// A run request as a client sends it (with Auto as the model, which the server requires).
 fn run_request(text: &str) -> pb::AgentClientMessage {
     client(pb::agent_client_message::Message::RunRequest(Box::new(pb::AgentRunRequest {
         conversation_id: Some("conv-1".into()),
+        model_details: Some(cursor_acp_core::models::auto()),
+        requested_model: Some(cursor_acp_core::models::requested(&cursor_acp_core::models::auto())),
         action: Some(pb::ConversationAction {
             action: Some(pb::conversation_action::Action::UserMessageAction(pb::UserMessageAction {
                 user_message: Some(pb::UserMessage {
@@ -178,7 +181,7 @@ fn full_turn() -> serde_json::Value {
 async fn scripted_turn_end_to_end_on_both_transports() {
     for kind in KINDS {
         let b = backend(full_turn()).await;
-        let t = transport(&b, kind, |c| c.access_token = Some(Secret::new("tok-abc")));
+        let t = transport(&b, kind, |c| c.credentials = Credentials::Token(Secret::new("tok-abc")));
         let seen = drive(&t, run_request("hi")).await.unwrap_or_else(|e| panic!("{kind:?}: {e}"));
         assert_eq!(seen.text, "Hello, world", "{kind:?}");
         assert_eq!(seen.thinking, "let me look");
@@ -633,7 +636,7 @@ async fn unreachable_server_is_a_network_error() {
 async fn a_token_never_appears_in_errors() {
     let b = backend(json!({ "steps": [{ "type": "httpError", "status": 500 }] })).await;
     for kind in KINDS {
-        let t = transport(&b, kind, |c| c.access_token = Some(Secret::new("sekret-token-value")));
+        let t = transport(&b, kind, |c| c.credentials = Credentials::Token(Secret::new("sekret-token-value")));
         let err = drive(&t, run_request("x")).await.unwrap_err();
         assert!(!format!("{err} {err:?}").contains("sekret-token-value"));
         assert!(!format!("{t:?}").contains("sekret-token-value"));
@@ -984,8 +987,10 @@ async fn auto_transport_stays_on_h2_when_the_server_is_down() {
     // A port nobody listens on: the connection is refused, which says nothing about HTTP/2.
     let t = transport_at(&unreachable_url(), TransportKind::Auto);
     let err = stream_error(&t).await;
-    assert!(matches!(err, CoreError::Network(_)), "{err:?}");
-    assert!(err.is_retryable());
+    // Reported as what it is, with the fix, and not resumed: it cannot succeed by itself.
+    assert!(matches!(err, CoreError::Unreachable(_)), "{err:?}");
+    assert!(err.to_string().contains("connection refused") && err.to_string().contains("Check baseUrl"), "{err}");
+    assert!(!err.is_retryable());
     assert_eq!(t.active_kind(), TransportKind::H2);
 }
 

@@ -91,6 +91,7 @@ fn fast_timing() -> Timing {
         resume_attempts: 2,
         resume_backoff: Duration::from_millis(20),
         resume_backoff_max: Duration::from_millis(100),
+        retry_after_max: Duration::from_secs(5),
         queue: 64,
     }
 }
@@ -554,7 +555,7 @@ async fn resume_gives_up_after_bounded_attempts() {
     collect(&turn).await;
     let err = turn.result().await.unwrap_err();
     assert_eq!(err.code(), "E_NETWORK", "{err}");
-    assert_eq!(backend.records().len(), 3, "first attempt + 2 resumes");
+    assert_eq!(backend.records().len(), 3, "first attempt + 2 resumes: {err}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -620,7 +621,7 @@ async fn save_and_load_continue_the_conversation_on_a_new_client() {
     };
     let first_client = AgentClient::new(config(), Arc::new(TestHost::reading()), None).unwrap();
     let session =
-        first_client.new_session(SessionOptions { model: Some("gpt-x".into()), ..Default::default() }).unwrap();
+        first_client.new_session(SessionOptions { model: Some("embedded-fast".into()), ..Default::default() }).unwrap();
     let t = session.prompt(text("remember")).unwrap();
     t.result().await.unwrap();
     let saved = session.save();
@@ -636,8 +637,8 @@ async fn save_and_load_continue_the_conversation_on_a_new_client() {
     let run = &records[1].messages[0].message["runRequest"];
     assert_eq!(run["conversationId"], saved.conversation_id);
     assert_eq!(run["conversationState"]["readPaths"][0], "/one");
-    assert_eq!(run["modelDetails"]["modelId"], "gpt-x");
-    assert_eq!(run["requestedModel"]["modelId"], "gpt-x");
+    assert_eq!(run["modelDetails"]["modelId"], "embedded-fast");
+    assert_eq!(run["requestedModel"]["modelId"], "embedded-fast");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -715,7 +716,8 @@ async fn conversation_actions_and_prewarm_reach_the_server() {
         [{ "type": "turnEnded" }]
     ]});
     let (backend, client) = setup(scenario, TransportKind::Sse, TestHost::reading(), fast_timing()).await;
-    let session = client.new_session(SessionOptions { model: Some("m1".into()), ..Default::default() }).unwrap();
+    let session =
+        client.new_session(SessionOptions { model: Some("embedded-thinking".into()), ..Default::default() }).unwrap();
     let turn = session.prompt(text("work")).unwrap();
     tokio::time::sleep(Duration::from_millis(100)).await;
     session.send_action(&json!({ "cancelSubagentAction": { "subagentId": "sub-1" } })).await.unwrap();
@@ -734,7 +736,7 @@ async fn conversation_actions_and_prewarm_reach_the_server() {
     assert!(records[1].messages[0].message["runRequest"]["action"]["summarizeAction"].is_object());
     let prewarm =
         records.iter().flat_map(|r| &r.messages).find(|m| m.kind == "prewarmRequest").expect("prewarm recorded");
-    assert_eq!(prewarm.message["prewarmRequest"]["requestedModel"]["modelId"], "m1");
+    assert_eq!(prewarm.message["prewarmRequest"]["requestedModel"]["modelId"], "embedded-thinking");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,15 +1,22 @@
 //! The embedded backend: a loopback server for the same protocol (RunSSE + BidiAppend over
 //! HTTP/1.1, Run over h2c), driven by declarative [`Scenario`]s, recording what clients send.
 //!
-//! It is the offline default for the README demo, the test suites and the benchmarks.
+//! It is the offline default for the README demo, the test suites and the benchmarks. Besides
+//! the agent streams it serves the account side of the real service where a test needs it:
+//! sign-in, API-key exchange and token refresh with expiring tokens (`auth.rs`), the model
+//! catalogue (`models.rs`), and the checks the service makes before a turn (`run_checks.rs`).
 
 mod append;
+mod auth;
 mod client_message;
+mod models;
 mod record;
+mod run_checks;
 mod scenario;
 mod script;
 mod server;
 
+pub use auth::AuthOptions;
 pub use record::{AppendRecord, MessageRecord, RunRecord};
 pub use scenario::{AppendFault, Scenario, Step};
-pub use server::EmbeddedBackend;
+pub use server::{BackendOptions, EmbeddedBackend};

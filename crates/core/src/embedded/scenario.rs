@@ -194,12 +194,19 @@ pub enum Step {
         detail: Option<String>,
         #[serde(default)]
         is_retryable: Option<bool>,
+        /// Adds a `google.rpc.RetryInfo` detail asking the client to wait this long.
+        #[serde(default)]
+        retry_delay_ms: Option<u64>,
     },
-    /// Fault (first step only): answer the stream request with this HTTP status and body.
+    /// Fault (first step only): answer the stream request with this HTTP status and body
+    /// (and a `Retry-After` header, when given).
+    #[serde(rename_all = "camelCase")]
     HttpError {
         status: u16,
         #[serde(default)]
         body: Option<String>,
+        #[serde(default)]
+        retry_after: Option<String>,
     },
     /// Ends the body without an end-of-stream frame.
     Close,

@@ -76,6 +76,8 @@ pub(crate) struct TurnContext {
     pub gzip: bool,
     pub wait_timeout: Duration,
     pub heartbeat_ms: u64,
+    /// What a run request must pass before the turn is played.
+    pub checks: Arc<super::run_checks::RunChecks>,
 }
 
 enum Flow {
@@ -166,12 +168,21 @@ pub(crate) async fn run_turn(steps: Vec<super::Step>, mut ctx: TurnContext) -> S
         })
     });
     let mut outcome = None;
-    // Like Cursor's server, do nothing until the run request has arrived.
-    if let Err(Flow::Stop(how)) = ctx
+    // Like Cursor's server, do nothing until the run request has arrived, and refuse one it
+    // would refuse.
+    match ctx
         .wait_for("run request", |m| matches!(m.message, Some(pb::agent_client_message::Message::RunRequest(_))))
         .await
     {
-        outcome = Some(how);
+        Err(Flow::Stop(how)) => outcome = Some(how),
+        Err(Flow::Continue) => {}
+        Ok(message) => {
+            if let Some(pb::agent_client_message::Message::RunRequest(run)) = &message.message {
+                if let Err(refused) = ctx.checks.check(run) {
+                    outcome = Some(ctx.end(Some(&refused)).await);
+                }
+            }
+        }
     }
     for step in steps.into_iter().take(if outcome.is_some() { 0 } else { usize::MAX }) {
         match run_step(step, &mut ctx, &paused).await {
@@ -390,8 +401,11 @@ async fn run_step(step: Step, ctx: &mut TurnContext, paused: &AtomicBool) -> Res
                 base64::engine::general_purpose::STANDARD.decode(base64).map_err(|e| format!("rawBytes: {e}"))?;
             ctx.write(Bytes::from(bytes)).await?;
         }
-        Step::Error { code, message, cursor_error, title, detail, is_retryable } => {
-            let err = build_error(&code, message, cursor_error, title, detail, is_retryable)?;
+        Step::Error { code, message, cursor_error, title, detail, is_retryable, retry_delay_ms } => {
+            let mut err = build_error(&code, message, cursor_error, title, detail, is_retryable)?;
+            if let Some(ms) = retry_delay_ms {
+                err.details.push(connect::retry_info_detail(Duration::from_millis(ms)));
+            }
             return Ok(Flow::Stop(ctx.end(Some(&err)).await));
         }
         Step::HttpError { .. } => return Err("httpError must be the first step".into()),

@@ -18,12 +18,16 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::append::{Append, AppendError, AppendReader};
+use super::auth::{self, Auth, AuthOptions};
 use super::client_message;
+use super::models::Models;
 use super::record::{header_map, AppendRecord, MessageRecord, RunRecord};
+use super::run_checks::RunChecks;
 use super::scenario::{Scenario, Step};
 use super::script::{self, BodyItem, Inbox, Queued, TurnContext};
 use crate::connect::{self, Code, ConnectError, Frame as EnvFrame, FrameDecoder, Limits};
 use crate::error::CoreError;
+use crate::models::GET_USABLE_MODELS_PATH;
 use crate::proto::aiserver::v1::BidiRequestId;
 use crate::protojson;
 use crate::transport::{BIDI_APPEND_PATH, RUN_PATH, RUN_SSE_PATH};
@@ -37,8 +41,24 @@ pub struct EmbeddedBackend {
     shutdown: CancellationToken,
 }
 
+/// How the backend behaves besides its scenario (`startEmbeddedBackend({ auth, models })`).
+#[derive(Debug, Clone, Default, serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BackendOptions {
+    /// Sign-in, token lifetimes, and whether agent RPCs need a token (by default they do not:
+    /// the demo and plain tests run without credentials).
+    #[serde(default)]
+    pub auth: Option<AuthOptions>,
+    /// The `GetUsableModels` catalogue as `ModelDetails` in proto3 JSON (default: two models of
+    /// the backend's own). Run requests must name one of them, or `default` (Auto).
+    #[serde(default)]
+    pub models: Option<Vec<serde_json::Value>>,
+}
+
 struct State {
     scenario: Scenario,
+    auth: Auth,
+    checks: Arc<RunChecks>,
     runs: Mutex<HashMap<String, Arc<Run>>>,
     records: Mutex<Vec<RunRecord>>,
     turns_started: AtomicUsize,
@@ -49,6 +69,9 @@ struct State {
 /// Server-side state of one request id.
 struct Run {
     record: usize,
+    /// The `authorization` the stream was admitted with: its appends may carry it after it
+    /// expires (a stream, once open, lives on).
+    stream_authorization: Mutex<Option<String>>,
     reorder: Mutex<Reorder>,
     inbox_tx: mpsc::UnboundedSender<Queued>,
     inbox_rx: Mutex<Option<mpsc::UnboundedReceiver<Queued>>>,
@@ -69,12 +92,20 @@ impl EmbeddedBackend {
 
     /// Starts on a given loopback port (0 = any).
     pub async fn start_on(scenario: Scenario, port: u16) -> Result<Self, CoreError> {
+        Self::start_with(scenario, port, BackendOptions::default()).await
+    }
+
+    /// Starts on a given loopback port (0 = any) with `options`.
+    pub async fn start_with(scenario: Scenario, port: u16, options: BackendOptions) -> Result<Self, CoreError> {
+        let models = Models::new(options.models.as_deref())?;
         let listener = TcpListener::bind(("127.0.0.1", port))
             .await
             .map_err(|e| CoreError::Network(format!("embedded backend cannot listen on 127.0.0.1:{port}: {e}")))?;
         let addr = listener.local_addr().map_err(|e| CoreError::Network(e.to_string()))?;
         let state = Arc::new(State {
             scenario,
+            auth: Auth::new(options.auth.unwrap_or_default()),
+            checks: Arc::new(RunChecks { models }),
             runs: Mutex::new(HashMap::new()),
             records: Mutex::new(Vec::new()),
             turns_started: AtomicUsize::new(0),
@@ -176,41 +207,48 @@ fn error_response(err: &ConnectError) -> Response<Body> {
     full(status, "application/json", err.to_json().to_string())
 }
 
-/// Cursor's API-key login: `Authorization: Bearer <api key>` → `{ accessToken, refreshToken }`.
-const EXCHANGE_API_KEY_PATH: &str = "/auth/exchange_user_api_key";
+/// An auth endpoint's answer as a JSON response.
+fn json_answer(answer: auth::Answer) -> Response<Body> {
+    let status = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    full(status, "application/json", answer.body.to_string())
+}
 
-/// The embedded backend's stand-in: any non-empty key gets a token derived from it (so a test can
-/// tell which key was exchanged without the key itself ever being sent as a token).
-fn exchange_api_key(req: &Request<Incoming>) -> Response<Body> {
-    use sha2::Digest;
-    let key = req
-        .headers()
-        .get("authorization")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .filter(|k| !k.trim().is_empty());
-    match key {
-        Some(key) => {
-            let digest = hex::encode(sha2::Sha256::digest(key.as_bytes()));
-            let body = serde_json::json!({
-                "accessToken": format!("embedded-access-{}", &digest[..16]),
-                "refreshToken": format!("embedded-refresh-{}", &digest[16..32]),
-            });
-            full(StatusCode::OK, "application/json", body.to_string())
-        }
-        None => full(StatusCode::UNAUTHORIZED, "application/json", r#"{"error":"missing API key"}"#),
-    }
+fn query(req: &Request<Incoming>) -> HashMap<String, String> {
+    url::form_urlencoded::parse(req.uri().query().unwrap_or_default().as_bytes()).into_owned().collect()
+}
+
+fn authorization(headers: &HeaderMap) -> Option<&str> {
+    headers.get("authorization").and_then(|v| v.to_str().ok())
+}
+
+/// `GetUsableModels`: the catalogue, for a client with a valid token.
+async fn handle_usable_models(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Body>, ConnectError> {
+    state.auth.check(authorization(req.headers())).map_err(|r| r.error())?;
+    let _request = read_body(req.into_body(), 64 * 1024).await?;
+    Ok(full(StatusCode::OK, "application/proto", state.checks.models.usable_models()))
 }
 
 async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Body>, Infallible> {
+    if req.method() == Method::GET {
+        return Ok(match req.uri().path() {
+            auth::POLL_PATH => json_answer(state.auth.poll(&query(&req))),
+            auth::LOGIN_PAGE_PATH => json_answer(state.auth.approve(&query(&req))),
+            _ => full(StatusCode::NOT_FOUND, "application/json", r#"{"error":"not found"}"#),
+        });
+    }
     if req.method() != Method::POST {
-        return Ok(error_response(&ConnectError::new(Code::Unimplemented, "only POST is served")));
+        return Ok(error_response(&ConnectError::new(Code::Unimplemented, "only GET and POST are served")));
     }
     let response = match req.uri().path() {
         RUN_SSE_PATH => handle_run_sse(state, req).await,
         BIDI_APPEND_PATH => handle_append(state, req).await,
         RUN_PATH => handle_run(state, req).await,
-        EXCHANGE_API_KEY_PATH => Ok(exchange_api_key(&req)),
+        GET_USABLE_MODELS_PATH => handle_usable_models(state, req).await,
+        auth::EXCHANGE_API_KEY_PATH => Ok(json_answer(state.auth.exchange(authorization(req.headers())))),
+        auth::REFRESH_PATH => match read_body(req.into_body(), 64 * 1024).await {
+            Ok(body) => Ok(json_answer(state.auth.refresh(&body))),
+            Err(e) => Err(e),
+        },
         other => Err(ConnectError::new(Code::Unimplemented, format!("no route {other}"))),
     };
     Ok(response.unwrap_or_else(|e| error_response(&e)))
@@ -226,6 +264,7 @@ impl State {
                 let (tx, rx) = mpsc::unbounded_channel();
                 Arc::new(Run {
                     record: records.len() - 1,
+                    stream_authorization: Mutex::new(None),
                     reorder: Mutex::new(Reorder::default()),
                     inbox_tx: tx,
                     inbox_rx: Mutex::new(Some(rx)),
@@ -251,6 +290,34 @@ impl State {
         let _ = run.inbox_tx.send(msg);
     }
 
+    /// Lets a stream in if its token is good (always, unless auth is required); a refused one
+    /// is recorded with how it was refused and answered HTTP 401.
+    fn admit(&self, run: &Run, transport: &str, headers: &HeaderMap) -> Result<(), ConnectError> {
+        let authorization = authorization(headers);
+        if let Err(refusal) = self.auth.check(authorization) {
+            let err = refusal.error();
+            self.with_record(run, |r| {
+                r.transport = transport.to_string();
+                r.headers = header_map(headers);
+                r.outcome = Some(format!("refused: {}", err.message));
+            });
+            return Err(err);
+        }
+        *run.stream_authorization.lock().expect("run lock") = authorization.map(str::to_string);
+        Ok(())
+    }
+
+    /// An append's token: the one its stream was admitted with, or any good one.
+    fn admit_append(&self, run: &Run, headers: &HeaderMap) -> Result<(), ConnectError> {
+        let authorization = authorization(headers);
+        if authorization.is_some()
+            && *run.stream_authorization.lock().expect("run lock") == authorization.map(str::to_string)
+        {
+            return Ok(());
+        }
+        self.auth.check(authorization).map_err(|r| r.error())
+    }
+
     /// Picks the scenario turn for a new stream and notes it in the record.
     fn start_turn(&self, run: &Run, transport: &str, headers: &HeaderMap) -> (usize, Vec<Step>) {
         let index = self.turns_started.fetch_add(1, Ordering::SeqCst);
@@ -269,7 +336,7 @@ impl State {
         let Some(inbox) = inbox else {
             return error_response(&ConnectError::new(Code::AlreadyExists, "this request id already has a stream"));
         };
-        if let Some(Step::HttpError { status, body }) = steps.first() {
+        if let Some(Step::HttpError { status, body, retry_after }) = steps.first() {
             let status = StatusCode::from_u16(*status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
             let body = body.clone().unwrap_or_else(|| {
                 ConnectError::new(
@@ -280,7 +347,11 @@ impl State {
                 .to_string()
             });
             self.with_record(&run, |r| r.outcome = Some(format!("http {}", status.as_u16())));
-            return full(status, "application/json", body);
+            let mut response = full(status, "application/json", body);
+            if let Some(value) = retry_after.as_deref().and_then(|v| http::HeaderValue::from_str(v).ok()) {
+                response.headers_mut().insert(http::header::RETRY_AFTER, value);
+            }
+            return response;
         }
         let gzip = self.scenario.gzip_responses && accepts_gzip;
         let (out, mut rx) = mpsc::channel::<BodyItem>(64);
@@ -290,6 +361,7 @@ impl State {
             gzip,
             wait_timeout: Duration::from_millis(self.scenario.wait_timeout_ms.unwrap_or(30_000)),
             heartbeat_ms: self.scenario.heartbeat_ms,
+            checks: self.checks.clone(),
         };
         let state = self.clone();
         tokio::spawn(async move {
@@ -360,6 +432,7 @@ async fn handle_run_sse(state: Arc<State>, req: Request<Incoming>) -> Result<Res
         return Err(ConnectError::new(Code::InvalidArgument, "BidiRequestId.request_id is empty"));
     }
     let run = state.run(&id.request_id);
+    state.admit(&run, "sse", &parts.headers)?;
     let (_, steps) = state.start_turn(&run, "sse", &parts.headers);
     Ok(state.stream_response(run, steps, accepts_gzip(&parts.headers)))
 }
@@ -408,6 +481,7 @@ async fn handle_append(state: Arc<State>, req: Request<Incoming>) -> Result<Resp
         return Err(ConnectError::new(Code::InvalidArgument, "BidiAppendRequest.request_id is empty"));
     }
     let run = state.run(&request_id);
+    state.admit_append(&run, &parts.headers)?;
     if state.scenario.records() {
         let record = AppendRecord {
             seqno: append.append_seqno,
@@ -481,6 +555,7 @@ async fn handle_run(state: Arc<State>, req: Request<Incoming>) -> Result<Respons
         .map(str::to_string)
         .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
     let run = state.run(&request_id);
+    state.admit(&run, "h2", &parts.headers)?;
     let (_, steps) = state.start_turn(&run, "h2", &parts.headers);
     let response = state.stream_response(run.clone(), steps, accepts_gzip(&parts.headers));
     let reader_state = state.clone();

@@ -15,11 +15,12 @@ use super::turn::Turn;
 use super::turn_loop;
 use crate::error::CoreError;
 use crate::host::{BlobStore, Host, MemoryBlobStore};
+use crate::models;
 use crate::prompt;
 use crate::proto::agent::v1 as pb;
 use crate::protojson;
 use crate::translate::Translator;
-use crate::transport::{Transport, TransportKind};
+use crate::transport::{TokenReason, Transport, TransportKind};
 
 /// A configured client: transport, host and the KV override, shared by its sessions.
 #[derive(Clone)]
@@ -52,11 +53,17 @@ impl AgentClient {
         self.transport.active_kind()
     }
 
+    /// The models the account may use (`GetUsableModels`), as the server describes them.
+    pub async fn usable_models(&self) -> Result<Vec<pb::ModelDetails>, CoreError> {
+        models::usable_models(&self.transport).await
+    }
+
     pub fn new_session(&self, options: SessionOptions) -> Result<Session, CoreError> {
+        let model = models::choose(options.model.as_deref(), options.model_details)?;
         self.session(
             options.conversation_id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
             None,
-            options.model,
+            model,
             options.mode,
             options.cwd,
             Vec::new(),
@@ -68,14 +75,15 @@ impl AgentClient {
         if saved.conversation_id.is_empty() {
             return Err(CoreError::InvalidInput("saved session has no conversationId".into()));
         }
-        self.session(saved.conversation_id, saved.checkpoint, saved.model, saved.mode, saved.cwd, saved.blobs)
+        let model = models::choose(saved.model.as_deref(), saved.model_details)?;
+        self.session(saved.conversation_id, saved.checkpoint, model, saved.mode, saved.cwd, saved.blobs)
     }
 
     fn session(
         &self,
         conversation_id: String,
         checkpoint: Option<Bytes>,
-        model: Option<String>,
+        model: pb::ModelDetails,
         mode: Option<String>,
         cwd: Option<String>,
         blobs: Vec<(Bytes, Bytes)>,
@@ -132,8 +140,15 @@ impl Session {
         self.inner.lock()
     }
 
-    pub fn set_model(&self, model: Option<String>) {
-        self.lock().model = model;
+    /// The model of the next turns: an id, the server's details for it, or neither (Auto).
+    pub fn set_model(&self, model: Option<&str>, details: Option<pb::ModelDetails>) -> Result<(), CoreError> {
+        self.lock().model = models::choose(model, details)?;
+        Ok(())
+    }
+
+    /// The model the next turn runs with.
+    pub fn model(&self) -> pb::ModelDetails {
+        self.lock().model.clone()
     }
 
     pub fn set_mode(&self, mode: Option<String>) -> Result<(), CoreError> {
@@ -211,18 +226,36 @@ impl Session {
         Ok(injection_id)
     }
 
-    /// Sends a `PrewarmRequest` (model, conversation state) on its own short stream.
+    /// Sends a `PrewarmRequest` (model, conversation state) on its own short stream. A refused
+    /// token (seen on RunSSE, which acknowledges each message) is asked for again once, as for
+    /// a turn.
     pub async fn prewarm(&self) -> Result<(), CoreError> {
         let (model, checkpoint) = {
             let s = self.lock();
             (s.model.clone(), s.checkpoint.clone())
         };
-        let request = messages::prewarm_request(checkpoint.as_deref(), model.as_deref(), &self.inner.conversation_id);
-        let stream = self.inner.transport.open(&uuid::Uuid::new_v4().to_string(), None);
+        let request = messages::prewarm_request(checkpoint.as_deref(), &model, &self.inner.conversation_id);
+        let transport = &self.inner.transport;
+        let result = match self.prewarm_once(request.clone(), TokenReason::Request).await {
+            Err(CoreError::Auth(_)) => self.prewarm_once(request, TokenReason::Unauthenticated).await,
+            other => other,
+        };
+        result.map_err(|e| e.with_sign_in_hint(&transport.config().sign_in_hint))
+    }
+
+    async fn prewarm_once(&self, request: Bytes, reason: TokenReason) -> Result<(), CoreError> {
+        let stream = self.inner.transport.open_with(&uuid::Uuid::new_v4().to_string(), None, reason);
         stream.sender.send_encoded(request).await?;
-        stream.sender.flush().await?;
+        // RunSSE acknowledges the append (a refused token shows here). On h2 nothing answers a
+        // prewarm: the stream is kept open a moment in the background, so the frame is not
+        // reset away before the server has read it.
+        let flushed = stream.sender.flush().await;
         stream.sender.close();
-        Ok(())
+        let mut receiver = stream.receiver;
+        tokio::spawn(async move {
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(2), receiver.next()).await;
+        });
+        flushed
     }
 
     fn start(&self, first: FirstAction, cancel: CancellationToken) -> Result<Turn, CoreError> {
@@ -307,7 +340,8 @@ impl Session {
             conversation_id: self.inner.conversation_id.clone(),
             checkpoint: s.checkpoint.clone(),
             blobs: self.inner.blobs.snapshot().unwrap_or_default(),
-            model: s.model.clone(),
+            model: Some(s.model.model_id.clone()),
+            model_details: Some(s.model.clone()),
             mode: s.mode.clone(),
             cwd: s.cwd.clone(),
         }

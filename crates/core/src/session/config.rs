@@ -6,6 +6,7 @@ use std::time::Duration;
 use agent_client_protocol_schema::v1 as acp;
 use bytes::Bytes;
 
+use crate::proto::agent::v1 as pb;
 use crate::transport::TransportConfig;
 
 /// Timers and bounds of the turn loop. Defaults follow the real CLI.
@@ -24,6 +25,9 @@ pub struct Timing {
     pub resume_attempts: u32,
     pub resume_backoff: Duration,
     pub resume_backoff_max: Duration,
+    /// The longest `Retry-After` (or `RetryInfo`) a turn waits for before resuming; a server
+    /// that asks for longer fails the turn at once, saying how long it asked for.
+    pub retry_after_max: Duration,
     /// Capacity of the update queue (back-pressure beyond it).
     pub queue: usize,
 }
@@ -40,6 +44,7 @@ impl Default for Timing {
             resume_attempts: 3,
             resume_backoff: Duration::from_secs(1),
             resume_backoff_max: Duration::from_secs(60),
+            retry_after_max: Duration::from_secs(60),
             queue: 256,
         }
     }
@@ -62,7 +67,10 @@ pub struct ClientConfig {
 #[derive(Debug, Clone, Default)]
 pub struct SessionOptions {
     pub conversation_id: Option<String>,
+    /// A model id (`default`, Auto, when neither this nor `model_details` is given).
     pub model: Option<String>,
+    /// The server's details of the model (from `GetUsableModels`), sent as they are.
+    pub model_details: Option<pb::ModelDetails>,
     pub mode: Option<String>,
     pub cwd: Option<String>,
 }
@@ -76,6 +84,7 @@ pub struct SavedSession {
     /// Blobs of the session's store (id, data), when the store can enumerate them.
     pub blobs: Vec<(Bytes, Bytes)>,
     pub model: Option<String>,
+    pub model_details: Option<pb::ModelDetails>,
     pub mode: Option<String>,
     pub cwd: Option<String>,
 }

@@ -7,6 +7,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::config::Timing;
 use crate::host::{BlobStore, Host};
+use crate::proto::agent::v1 as pb;
 use crate::translate::Translator;
 use crate::transport::{AgentSender, Transport};
 
@@ -27,7 +28,8 @@ pub(super) struct SessionInner {
 #[derive(Default)]
 pub(super) struct SessionState {
     pub(super) checkpoint: Option<Bytes>,
-    pub(super) model: Option<String>,
+    /// The model every run request and prewarm names (Auto unless one was chosen).
+    pub(super) model: pb::ModelDetails,
     pub(super) mode: Option<String>,
     pub(super) cwd: Option<String>,
     pub(super) active: Option<CancellationToken>,

@@ -5,6 +5,7 @@
 use bytes::{Bytes, BytesMut};
 
 use crate::field::agent::v1 as f;
+use crate::models;
 use crate::proto::agent::v1 as pb;
 use crate::wire;
 
@@ -19,26 +20,16 @@ pub(super) fn client_msg(m: pb::agent_client_message::Message) -> pb::AgentClien
     pb::AgentClientMessage { message: Some(m) }
 }
 
-pub(super) fn model_fields(model: Option<&str>) -> (Option<pb::ModelDetails>, Option<pb::RequestedModel>) {
-    match model {
-        None | Some("") => (None, None),
-        Some(m) => (
-            Some(pb::ModelDetails {
-                model_id: m.to_string(),
-                display_model_id: m.to_string(),
-                display_name: m.to_string(),
-                ..Default::default()
-            }),
-            Some(pb::RequestedModel { model_id: m.to_string(), ..Default::default() }),
-        ),
-    }
+/// Both model fields, always set: the server refuses a run request without model details.
+fn model_fields(model: &pb::ModelDetails) -> (Option<pb::ModelDetails>, Option<pb::RequestedModel>) {
+    (Some(model.clone()), Some(models::requested(model)))
 }
 
 /// `AgentClientMessage{run_request}` with the checkpoint spliced in byte-for-byte.
 pub(super) fn run_request(
     action: pb::ConversationAction,
     checkpoint: Option<&[u8]>,
-    model: Option<&str>,
+    model: &pb::ModelDetails,
     conversation_id: &str,
 ) -> Bytes {
     let (model_details, requested_model) = model_fields(model);
@@ -55,7 +46,7 @@ pub(super) fn run_request(
 
 /// `AgentClientMessage{prewarm_request}` (model, conversation state) with the checkpoint spliced
 /// in byte-for-byte.
-pub(super) fn prewarm_request(checkpoint: Option<&[u8]>, model: Option<&str>, conversation_id: &str) -> Bytes {
+pub(super) fn prewarm_request(checkpoint: Option<&[u8]>, model: &pb::ModelDetails, conversation_id: &str) -> Bytes {
     let (model_details, requested_model) = model_fields(model);
     let request = pb::PrewarmRequest {
         model_details,

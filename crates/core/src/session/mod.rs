@@ -14,6 +14,7 @@
 //! - `turn_loop`: the task that runs a turn, attempt after attempt (`deltas`: runs of text
 //!   deltas merged before they are translated);
 //! - `messages`: the client messages a session builds (run request, prewarm, cancel…);
+//! - `retry`: whether a failed stream is resumed, and after how long;
 //! - `exec`, `kv`, `interaction`, `request_context`: the answers to the server's requests.
 
 mod client;
@@ -26,6 +27,7 @@ mod kv;
 mod messages;
 mod readers;
 mod request_context;
+mod retry;
 mod turn;
 mod turn_loop;
 

@@ -3,12 +3,15 @@
 use crate::error::CoreError;
 use crate::proto::agent::v1 as pb;
 use crate::protojson;
+use crate::tool_schema;
 
 use super::inner::SessionInner;
 
 /// The request context: what the host supplies, with the session's folder as workspace and
-/// this machine's OS and shell filled in where the host left them empty. A failing or invalid
-/// host callback is an `E_CALLBACK` error (the context cannot be guessed).
+/// this machine's OS and shell filled in where the host left them empty, and the MCP tools'
+/// input schemas in the form the backend accepts (`tool_schema`: no `oneOf`/`anyOf`/`allOf`,
+/// which make it refuse the whole turn). A failing or invalid host callback is an
+/// `E_CALLBACK` error (the context cannot be guessed).
 pub(super) async fn for_session(session: &SessionInner) -> Result<pb::RequestContext, CoreError> {
     let timeout = session.timing.callback;
     let from_host = tokio::time::timeout(timeout, session.host.request_context()).await;
@@ -24,6 +27,7 @@ pub(super) async fn for_session(session: &SessionInner) -> Result<pb::RequestCon
             )))
         }
     };
+    ctx.tools.iter_mut().for_each(tool_schema::normalize_tool);
     let env = ctx.env.get_or_insert_with(Default::default);
     let cwd = session.lock().cwd.clone();
     if let Some(cwd) = cwd {

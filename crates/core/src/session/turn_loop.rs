@@ -19,13 +19,13 @@ use super::deltas::merge_delta;
 use super::inner::SessionInner;
 use super::messages::{self, FirstAction};
 use super::turn::{RunEndHooks, Turn, TurnShared};
-use super::{exec, interaction, kv, request_context};
+use super::{exec, interaction, kv, request_context, retry};
 use crate::bridge;
 use crate::error::CoreError;
 use crate::field::agent::v1 as f;
 use crate::proto::agent::v1 as pb;
 use crate::translate::Translator;
-use crate::transport::{AgentReceiver, AgentSender, ServerFrame};
+use crate::transport::{AgentReceiver, AgentSender, ServerFrame, TokenReason};
 use crate::updates::{QueuedUpdate, Updates};
 use crate::wire;
 
@@ -58,6 +58,14 @@ pub(super) fn spawn(
         result_tx.send_replace(Some(result));
     });
     Turn::new(shared)
+}
+
+/// Whether a refused token may still be asked for again before the turn fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TokenRetry {
+    Available,
+    /// Asked for again since the server last sent anything.
+    Used,
 }
 
 /// How one attempt (one server stream) ended.
@@ -118,6 +126,9 @@ struct TurnLoop {
     phase: Phase,
     handlers: JoinSet<()>,
     exec_tokens: Arc<Mutex<HashMap<u32, CancellationToken>>>,
+    /// Whether the current attempt's stream has brought a frame (so a refusal after it is not
+    /// a refusal "at the start").
+    heard_from_server: bool,
 }
 
 impl TurnLoop {
@@ -136,6 +147,7 @@ impl TurnLoop {
             phase: Phase::Running,
             handlers: JoinSet::new(),
             exec_tokens: Arc::default(),
+            heard_from_server: false,
         }
     }
 
@@ -196,10 +208,17 @@ impl TurnLoop {
         );
         let mut attempt: u32 = 0;
         let mut moved_to_http1 = false;
+        let mut request_id = original_request_id.clone();
+        let mut token = TokenReason::Request;
+        let mut token_retry = TokenRetry::Available;
         let outcome = loop {
-            let request_id = if attempt == 0 { original_request_id.clone() } else { uuid::Uuid::new_v4().to_string() };
-            let end =
-                self.attempt(&request_id, &original_request_id, if attempt == 0 { Some(&first) } else { None }).await;
+            let first = if attempt == 0 { Some(&first) } else { None };
+            let end = self.attempt(&request_id, &original_request_id, first, token).await;
+            token = TokenReason::Request;
+            let heard = std::mem::take(&mut self.heard_from_server);
+            if heard {
+                token_retry = TokenRetry::Available;
+            }
             match end {
                 AttemptEnd::TurnEnded => {
                     self.drain().await;
@@ -218,19 +237,38 @@ impl TurnLoop {
                     tracing::info!(why = %why, "starting the turn again over HTTP/1.1");
                     moved_to_http1 = true;
                 }
-                AttemptEnd::Failed(e) if e.is_retryable() && attempt < self.timing().resume_attempts => {
-                    tracing::warn!(attempt, error = %e, "the stream failed; resuming");
-                    self.abort_handlers();
-                    let swept = self.translator.sweep("Interrupted: the connection was lost; resuming.");
-                    self.emit_all(swept).await;
-                    let delay = backoff(self.timing(), attempt);
-                    tokio::select! {
-                        _ = tokio::time::sleep(delay) => {}
-                        _ = self.shared.cancel.cancelled() => break Ok(acp::StopReason::Cancelled),
+                // The token was refused: asked for anew (once; a second refusal in a row fails).
+                // Before the stream produced anything, the same attempt again, unseen; later in
+                // the stream (a token that expired meanwhile), a resume, as after a drop.
+                AttemptEnd::Failed(CoreError::Auth(_)) if token_retry == TokenRetry::Available => {
+                    tracing::info!(during_stream = heard, "the server refused the access token; asking for a new one");
+                    token_retry = TokenRetry::Used;
+                    token = TokenReason::Unauthenticated;
+                    request_id = uuid::Uuid::new_v4().to_string();
+                    if heard {
+                        self.abort_handlers();
+                        let swept = self.translator.sweep("Interrupted: the access token expired; resuming.");
+                        self.emit_all(swept).await;
+                        attempt += 1;
                     }
-                    attempt += 1;
                 }
-                AttemptEnd::Failed(e) => break stop_reason_for(e),
+                AttemptEnd::Failed(e) => match retry::decide(e, attempt, self.timing()) {
+                    retry::Decision::Resume(delay) => {
+                        tracing::warn!(attempt, delay_ms = delay.as_millis() as u64, "the stream failed; resuming");
+                        self.abort_handlers();
+                        let swept = self.translator.sweep("Interrupted: the connection was lost; resuming.");
+                        self.emit_all(swept).await;
+                        tokio::select! {
+                            _ = tokio::time::sleep(delay) => {}
+                            _ = self.shared.cancel.cancelled() => break Ok(acp::StopReason::Cancelled),
+                        }
+                        attempt += 1;
+                        request_id = uuid::Uuid::new_v4().to_string();
+                    }
+                    retry::Decision::GiveUp(e) => {
+                        break stop_reason_for(e.with_sign_in_hint(&self.session.transport.config().sign_in_hint))
+                    }
+                },
             }
         };
         self.abort_handlers();
@@ -271,6 +309,7 @@ impl TurnLoop {
             let s = self.session.lock();
             (s.checkpoint.clone(), s.model.clone())
         };
+        let model = &model;
         let action = match first {
             Some(FirstAction::User(message)) => {
                 pb::conversation_action::Action::UserMessageAction(pb::UserMessageAction {
@@ -280,23 +319,24 @@ impl TurnLoop {
                 })
             }
             Some(FirstAction::Raw(action)) => {
-                return Ok(messages::run_request(
-                    (**action).clone(),
-                    checkpoint.as_deref(),
-                    model.as_deref(),
-                    conversation_id,
-                ));
+                return Ok(messages::run_request((**action).clone(), checkpoint.as_deref(), model, conversation_id));
             }
             Some(FirstAction::Resume) | None => pb::conversation_action::Action::ResumeAction(pb::ResumeAction {
                 request_context: Some(request_context),
             }),
         };
         let action = pb::ConversationAction { action: Some(action), ..Default::default() };
-        Ok(messages::run_request(action, checkpoint.as_deref(), model.as_deref(), conversation_id))
+        Ok(messages::run_request(action, checkpoint.as_deref(), model, conversation_id))
     }
 
-    async fn attempt(&mut self, request_id: &str, original: &str, first: Option<&FirstAction>) -> AttemptEnd {
-        let stream = self.session.transport.open(request_id, Some(original));
+    async fn attempt(
+        &mut self,
+        request_id: &str,
+        original: &str,
+        first: Option<&FirstAction>,
+        token: TokenReason,
+    ) -> AttemptEnd {
+        let stream = self.session.transport.open_with(request_id, Some(original), token);
         let sender = stream.sender.clone();
         let mut receiver = stream.receiver;
         let end = self.attempt_on(request_id, &sender, &mut receiver, first).await;
@@ -383,6 +423,7 @@ impl TurnLoop {
                     last_frame = Instant::now();
                     match frame {
                         Ok(Some(frame)) => {
+                            self.heard_from_server = true;
                             // Work through everything this read brought in, merging runs of text
                             // deltas, before paying for another select (a timer and a wake-up).
                             let mut current = frame;
@@ -541,13 +582,6 @@ async fn sleep_until_opt(deadline: Option<Instant>) {
         Some(d) => tokio::time::sleep_until(d).await,
         None => std::future::pending().await,
     }
-}
-
-/// `min(base × 2^attempt, max)` plus 0–20 % jitter.
-fn backoff(timing: &Timing, attempt: u32) -> Duration {
-    let base = timing.resume_backoff.saturating_mul(1u32 << attempt.min(16)).min(timing.resume_backoff_max);
-    let jitter = base.mul_f64(rand::random::<f64>() * 0.2);
-    base + jitter
 }
 
 /// Errors that are ACP stop reasons rather than failures.

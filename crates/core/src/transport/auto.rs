@@ -4,7 +4,10 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use super::clients::H2Connections;
+use super::clients::{http_client, H2Connections};
+use super::config::{TransportConfig, TransportKind};
+use super::credentials::StreamAuth;
+use super::diagnosis;
 use super::failure::{record_failure, FailureSlot};
 use super::request::{ok_or_http_error, ResponseTask};
 use crate::connect::{self, ConnectError};
@@ -69,13 +72,15 @@ pub(super) struct Fallback {
 /// HTTP/1.1 and fails the stream, both halves, with [`CoreError::NoHttp2`].
 pub(super) fn spawn_run_request(
     client: &reqwest::Client,
-    request: reqwest::Request,
+    mut request: reqwest::Request,
+    auth: Arc<StreamAuth>,
     fallback: Fallback,
     failure: FailureSlot,
 ) -> ResponseTask {
-    let response = client.execute(request);
+    let client = client.clone();
     tokio::spawn(async move {
-        let why = match response.await {
+        auth.apply(request.headers_mut()).await?;
+        let why = match client.execute(request).await {
             Ok(response) if response.version() == reqwest::Version::HTTP_2 => match ok_or_http_error(response).await {
                 Err(CoreError::Server(e)) if no_run_endpoint(&e) => format!("it has no Run endpoint ({e})"),
                 other => return other,
@@ -90,6 +95,72 @@ pub(super) fn spawn_run_request(
         record_failure(&failure, err.clone());
         Err(err)
     })
+}
+
+/// `spawn_request` for a `Run` request under `'h2'`: a server, or a proxy in front of it, that
+/// shows it does not speak HTTP/2 fails the stream at once with
+/// [`CoreError::Http2Unsupported`], whose message names the fix; retrying cannot help. What
+/// shows it, narrower than for the automatic transport (where a wrong guess only costs a move
+/// to HTTP/1.1): an answer over HTTP/1.1, an ALPN refusal, or on h2c an HTTP/1.1 answer to the
+/// preface read as an HTTP/2 frame ("frame with invalid size": the first bytes of
+/// `HTTP/1.1 400` make a frame length far over the limit). A connection that merely closes
+/// before any response (an HTTP/1.1 server hanging up on the preface, but also a server going
+/// away) is probed: h2c again on a connection of its own, and HTTP/1.1; only a server that fails
+/// h2c again and answers HTTP/1.1 is taken for one without HTTP/2. Anything else is left to
+/// the resume rules.
+pub(super) fn spawn_h2_only_request(
+    client: &reqwest::Client,
+    mut request: reqwest::Request,
+    auth: Arc<StreamAuth>,
+    config: Arc<TransportConfig>,
+    failure: FailureSlot,
+) -> ResponseTask {
+    let client = client.clone();
+    let url = request.url().clone();
+    let h2c = url.scheme() == "http";
+    tokio::spawn(async move {
+        auth.apply(request.headers_mut()).await?;
+        let why = match client.execute(request).await {
+            Ok(response) if response.version() == reqwest::Version::HTTP_2 => return ok_or_http_error(response).await,
+            Ok(response) => format!("it answered over {:?}", response.version()),
+            Err(e) if diagnosis::refused_alpn(&e) => "it accepts no HTTP/2 in the TLS handshake (ALPN)".to_string(),
+            Err(e) if h2c && answered_as_http1(&e) => {
+                format!("it answered the HTTP/2 preface as HTTP/1.1: {}", error_chain(&e))
+            }
+            Err(e) if h2c && !e.is_connect() && !e.is_timeout() && speaks_only_http1(&config, &url).await => {
+                format!("it hangs up on HTTP/2 and answers HTTP/1.1: {}", error_chain(&e))
+            }
+            Err(e) => return Err(CoreError::from(e)),
+        };
+        let err = CoreError::Http2Unsupported(diagnosis::no_http2(&url, &why));
+        record_failure(&failure, err.clone());
+        Err(err)
+    })
+}
+
+/// Whether the server at `url` fails a fresh h2c request before answering and answers an
+/// HTTP/1.1 one (with any status). The probes ask for `/` (no method of the protocol, so they
+/// start nothing on the server), each on a connection of its own, a few seconds at most.
+async fn speaks_only_http1(config: &TransportConfig, url: &reqwest::Url) -> bool {
+    let mut root = url.clone();
+    root.set_path("/");
+    root.set_query(None);
+    let probe = |kind| {
+        let root = root.clone();
+        async move {
+            let client = http_client(config, kind, &root).ok()?;
+            tokio::time::timeout(PROBE_TIMEOUT, client.get(root).send()).await.ok()
+        }
+    };
+    let h2_fails = matches!(probe(TransportKind::H2).await, Some(Err(e)) if !e.is_connect() && !e.is_timeout());
+    h2_fails && matches!(probe(TransportKind::Sse).await, Some(Ok(_)))
+}
+
+const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// Whether an h2c request failed because the peer answered in HTTP/1.1 (see above).
+fn answered_as_http1(e: &reqwest::Error) -> bool {
+    !e.is_connect() && !e.is_timeout() && error_chain(e).contains("frame with invalid size")
 }
 
 /// What the end of a `Run` stream can still show about the server (see [`AutoConnections`]).

@@ -64,12 +64,7 @@ pub(super) fn http_client(
             tracing::debug!("a TLS crypto provider was installed already; using it");
         }
     });
-    let loopback = match url.host() {
-        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
-        None => false,
-    };
+    let loopback = super::diagnosis::is_loopback(url);
     let mut builder = reqwest::Client::builder()
         .user_agent(concat!("cursor-acp-native/", env!("CARGO_PKG_VERSION")))
         .connect_timeout(config.connect_timeout)

@@ -4,12 +4,18 @@
 use std::fmt;
 use std::time::Duration;
 
+use super::credentials::Credentials;
 use crate::connect::Limits;
 use crate::error::CoreError;
 
 pub const RUN_SSE_PATH: &str = "/agent.v1.AgentService/RunSSE";
 pub const RUN_PATH: &str = "/agent.v1.AgentService/Run";
 pub const BIDI_APPEND_PATH: &str = "/aiserver.v1.BidiService/BidiAppend";
+/// What an authentication failure tells the user to do, unless the client says otherwise.
+pub const DEFAULT_SIGN_IN_HINT: &str =
+    "Sign in again: `npx cursor-acp-native login`, or a valid CURSOR_API_KEY or CURSOR_ACCESS_TOKEN";
+/// How long an `accessToken` function may take to give a token.
+pub const DEFAULT_TOKEN_TIMEOUT: Duration = Duration::from_secs(60);
 /// A recent CLI build string; old ones get `ERROR_OUTDATED_CLIENT`, so it is configurable.
 pub const DEFAULT_CLIENT_VERSION: &str = "cli-2026.08.11-e8db854";
 /// The official client allows this many BidiAppend calls in flight.
@@ -90,7 +96,12 @@ pub enum AppendEncoding {
 pub struct TransportConfig {
     /// `https://api2.cursor.sh` or a local gateway such as `http://127.0.0.1:8080`.
     pub base_url: String,
-    pub access_token: Option<Secret>,
+    /// The access token, or where to get one before each stream and call.
+    pub credentials: Credentials,
+    /// Bound on a [`Credentials::Source`] giving a token.
+    pub token_timeout: Duration,
+    /// Added to authentication errors: how to sign in.
+    pub sign_in_hint: String,
     /// Extra headers sent on every request (after the protocol headers; `host` and
     /// `content-length` belong to the transport and are refused).
     pub headers: Vec<(String, String)>,
@@ -115,7 +126,9 @@ impl Default for TransportConfig {
     fn default() -> Self {
         TransportConfig {
             base_url: "https://api2.cursor.sh".into(),
-            access_token: None,
+            credentials: Credentials::None,
+            token_timeout: DEFAULT_TOKEN_TIMEOUT,
+            sign_in_hint: DEFAULT_SIGN_IN_HINT.into(),
             headers: Vec::new(),
             client_version: DEFAULT_CLIENT_VERSION.into(),
             client_type: "cli".into(),
@@ -147,7 +160,7 @@ mod tests {
     fn secret_never_prints() {
         let s = Secret::new("tok-123");
         assert_eq!(format!("{s:?}"), "Secret(<redacted>)");
-        let cfg = TransportConfig { access_token: Some(s), ..Default::default() };
+        let cfg = TransportConfig { credentials: Credentials::Token(s), ..Default::default() };
         assert!(!format!("{cfg:?}").contains("tok-123"));
     }
 }

@@ -1,6 +1,6 @@
 //! The headers of every request (docs/protocol.md, "Headers"): the protocol's, the
-//! configured extras, and the request ids of each stream. The token goes only into
-//! `authorization`, marked sensitive.
+//! configured extras, and the request ids of each stream. The token is not among them: each
+//! stream adds its own `authorization`, marked sensitive (`credentials.rs`).
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
@@ -9,12 +9,6 @@ use crate::error::CoreError;
 
 pub(super) fn protocol_headers(config: &TransportConfig) -> Result<HeaderMap, CoreError> {
     let mut h = HeaderMap::new();
-    if let Some(token) = &config.access_token {
-        let mut v = HeaderValue::from_str(&format!("Bearer {}", token.expose()))
-            .map_err(|_| CoreError::InvalidInput("accessToken contains characters not allowed in a header".into()))?;
-        v.set_sensitive(true);
-        h.insert("authorization", v);
-    }
     let value = |name: &str, v: &str| {
         HeaderValue::from_str(v).map_err(|_| CoreError::InvalidInput(format!("{name} is not a valid header value")))
     };
@@ -47,6 +41,8 @@ pub(super) struct RequestHeaders {
     pub(super) sse_stream: HeaderMap,
     pub(super) sse_append: HeaderMap,
     pub(super) h2_run: HeaderMap,
+    /// Connect unary calls (`GetUsableModels`): the raw message, `application/proto`.
+    pub(super) unary: HeaderMap,
 }
 
 impl RequestHeaders {
@@ -70,6 +66,7 @@ impl RequestHeaders {
                 &[("x-cursor-streaming", "true"), ("content-type", "application/proto"), ("accept-encoding", "gzip")],
             ),
             h2_run: with(&connect_stream, &[("te", "trailers")]),
+            unary: with(&protocol, &[("content-type", "application/proto")]),
         }
     }
 }

@@ -10,13 +10,17 @@
 //!   client does; RunSSE + BidiAppend for good once it shows it does not (see [`AutoConnections`]).
 //!
 //! Headers follow docs/protocol.md. The token lives in [`Secret`] and is only ever written
-//! into the `authorization` header; no error, log or `Debug` output contains it.
+//! into the `authorization` header; no error, log or `Debug` output contains it. It is asked
+//! for before each stream and each unary call ([`Credentials`]), so it may change during a
+//! session.
 //!
-//! Files: `config` (what a transport is made with, [`Secret`]), `headers`, `request` (starting
-//! requests, error responses), `sse` (the RunSSE sender and its append body), `h2` (the `Run`
-//! sender), `auto` (the fallback from `Run` to RunSSE), `sender` and `receiver` (the two
-//! halves of a stream), `failure` (the error they share), `clients` (TLS, reqwest clients,
-//! HTTP/2 connections). This file opens streams of the configured kind.
+//! Files: `config` (what a transport is made with, [`Secret`]), `credentials` (where tokens
+//! come from), `headers`, `request` (starting requests, error responses), `sse` (the RunSSE
+//! sender and its append body), `h2` (the `Run` sender), `auto` (the fallback from `Run` to
+//! RunSSE, and `Run` under `'h2'`), `sender` and `receiver` (the two halves of a stream),
+//! `failure` (the error they share), `clients` (TLS, reqwest clients, HTTP/2 connections),
+//! `unary` (Connect unary calls), `diagnosis` (messages that name the cause and the fix). This
+//! file opens streams of the configured kind.
 
 use std::fmt;
 use std::sync::Arc;
@@ -30,6 +34,8 @@ use crate::proto::aiserver::v1::BidiRequestId;
 mod auto;
 mod clients;
 mod config;
+mod credentials;
+pub(crate) mod diagnosis;
 mod failure;
 mod h2;
 mod headers;
@@ -37,14 +43,18 @@ mod receiver;
 mod request;
 mod sender;
 mod sse;
+mod unary;
 
 use auto::{AutoConnections, Fallback, RunCheck};
 use clients::{http_client, H2Connections};
 pub use config::{
     AppendEncoding, Compression, Secret, TransportConfig, TransportKind, BIDI_APPEND_PATH, DEFAULT_CLIENT_VERSION,
     DEFAULT_H2_STREAMS_PER_CONNECTION, DEFAULT_MAX_APPENDS_IN_FLIGHT, DEFAULT_MAX_APPEND_CONNECTIONS,
-    H2_CONNECTION_WINDOW, H2_STREAM_WINDOW, MAX_OUTBOUND_MESSAGE, MIN_COMPRESS_BYTES, RUN_PATH, RUN_SSE_PATH,
+    DEFAULT_SIGN_IN_HINT, DEFAULT_TOKEN_TIMEOUT, H2_CONNECTION_WINDOW, H2_STREAM_WINDOW, MAX_OUTBOUND_MESSAGE,
+    MIN_COMPRESS_BYTES, RUN_PATH, RUN_SSE_PATH,
 };
+use credentials::StreamAuth;
+pub use credentials::{Credentials, TokenReason, TokenSource};
 use failure::FailureSlot;
 use headers::{protocol_headers, RequestHeaders, RequestIds};
 pub use receiver::{AgentReceiver, ServerFrame};
@@ -126,6 +136,11 @@ impl Transport {
         if config.h2_streams_per_connection == 0 {
             return Err(CoreError::InvalidInput("h2StreamsPerConnection must be at least 1".into()));
         }
+        if let Credentials::Token(token) = &config.credentials {
+            credentials::bearer(token).map_err(|_| {
+                CoreError::InvalidInput("accessToken contains characters not allowed in a header".into())
+            })?;
+        }
         let config = Arc::new(config);
         let client = http_client(&config, config.kind, &url)?;
         let connections = match config.kind {
@@ -168,22 +183,40 @@ impl Transport {
 
     /// Opens one agent stream. `request_id` is also the `x-request-id` header (and, for SSE, the
     /// `BidiRequestId`); `original_request_id`, when set, stays stable across resume attempts.
-    /// Must be called inside a tokio runtime: the request starts at once, in the background.
+    /// Must be called inside a tokio runtime: the request starts at once, in the background,
+    /// with the token the credentials give for a new stream.
     pub fn open(&self, request_id: &str, original_request_id: Option<&str>) -> AgentStream {
+        self.open_with(request_id, original_request_id, TokenReason::Request)
+    }
+
+    /// [`open`](Self::open), telling a token source why it is asked (after a refusal, it should
+    /// not give the cached token again).
+    pub fn open_with(&self, request_id: &str, original_request_id: Option<&str>, reason: TokenReason) -> AgentStream {
         let ids = RequestIds::new(request_id, original_request_id);
+        let auth = self.stream_auth(reason);
         let (fail_tx, fail_rx) = watch::channel(None);
         let fail_tx = Arc::new(fail_tx);
         match &self.inner.connections {
-            Connections::Http1(client) => self.open_sse(client, request_id, &ids, fail_tx, fail_rx),
-            Connections::H2(connections) => self.open_h2(connections, &ids, fail_tx, fail_rx, None),
+            Connections::Http1(client) => self.open_sse(client, request_id, &ids, auth, fail_tx, fail_rx),
+            Connections::H2(connections) => self.open_h2(connections, &ids, auth, fail_tx, fail_rx, None),
             Connections::Auto(auto) if auto.switch.is_on() => {
-                self.open_sse(&auto.http1, request_id, &ids, fail_tx, fail_rx)
+                self.open_sse(&auto.http1, request_id, &ids, auth, fail_tx, fail_rx)
             }
             Connections::Auto(auto) => {
-                let fallback = Fallback { switch: auto.switch.clone(), h2c: self.inner.run_url.scheme() == "http" };
-                self.open_h2(&auto.h2, &ids, fail_tx, fail_rx, Some(fallback))
+                let fallback = Fallback { switch: auto.switch.clone(), h2c: self.h2c() };
+                self.open_h2(&auto.h2, &ids, auth, fail_tx, fail_rx, Some(fallback))
             }
         }
+    }
+
+    /// The `authorization` of one new stream or call.
+    fn stream_auth(&self, reason: TokenReason) -> Arc<StreamAuth> {
+        StreamAuth::new(&self.inner.config.credentials, reason, self.inner.config.token_timeout)
+    }
+
+    /// Whether `Run` goes over h2c by prior knowledge (a plain `http` URL).
+    fn h2c(&self) -> bool {
+        self.inner.run_url.scheme() == "http"
     }
 
     fn open_sse(
@@ -191,6 +224,7 @@ impl Transport {
         client: &reqwest::Client,
         request_id: &str,
         ids: &RequestIds,
+        auth: Arc<StreamAuth>,
         fail_tx: FailureSlot,
         fail_rx: watch::Receiver<Option<CoreError>>,
     ) -> AgentStream {
@@ -198,7 +232,7 @@ impl Transport {
         let body = connect::encode_message(&BidiRequestId { request_id: request_id.to_string() }, gzip, 0);
         let stream_request =
             post(self.inner.run_sse_url.clone(), ids.apply(&self.inner.headers.sse_stream), reqwest::Body::from(body));
-        let response = spawn_request(client, stream_request);
+        let response = spawn_request(client, stream_request, auth.clone());
         let sender = sse::SseSender::new(
             client.clone(),
             self.inner.append_url.clone(),
@@ -207,6 +241,7 @@ impl Transport {
             self.inner.config.clone(),
             self.inner.append_connections.clone(),
             fail_tx,
+            auth,
         );
         AgentStream {
             sender: AgentSender::sse(sender),
@@ -218,6 +253,7 @@ impl Transport {
         &self,
         connections: &H2Connections,
         ids: &RequestIds,
+        auth: Arc<StreamAuth>,
         fail_tx: FailureSlot,
         fail_rx: watch::Receiver<Option<CoreError>>,
         fallback: Option<Fallback>,
@@ -227,10 +263,13 @@ impl Transport {
         let request = post(self.inner.run_url.clone(), ids.apply(&self.inner.headers.h2_run), body);
         let (client, slot) = connections.checkout();
         let (response, run_check) = match fallback {
-            None => (spawn_request(&client, request), RunCheck::Settled),
+            None => (
+                auto::spawn_h2_only_request(&client, request, auth, self.inner.config.clone(), fail_tx),
+                RunCheck::Settled,
+            ),
             Some(fallback) => {
                 let run_check = RunCheck::UntilFirstMessage(fallback.switch.clone());
-                (auto::spawn_run_request(&client, request, fallback, fail_tx), run_check)
+                (auto::spawn_run_request(&client, request, auth, fallback, fail_tx), run_check)
             }
         };
         AgentStream {

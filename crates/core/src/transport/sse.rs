@@ -14,6 +14,7 @@ use tokio::sync::{Mutex, Semaphore};
 use super::config::{
     too_large, AppendEncoding, Compression, TransportConfig, MAX_OUTBOUND_MESSAGE, MIN_COMPRESS_BYTES,
 };
+use super::credentials::StreamAuth;
 use super::failure::{record_failure, FailureSlot};
 use super::request::{post, read_capped};
 use crate::connect::{self, ConnectError};
@@ -32,6 +33,8 @@ pub(super) struct SseSender {
     /// Shared by every SSE sender of the transport (see `DEFAULT_MAX_APPEND_CONNECTIONS`).
     connections: Arc<Semaphore>,
     failure: FailureSlot,
+    /// The stream's token: its appends carry the one its RunSSE request was sent with.
+    auth: Arc<StreamAuth>,
 }
 
 impl SseSender {
@@ -44,6 +47,7 @@ impl SseSender {
         config: Arc<TransportConfig>,
         connections: Arc<Semaphore>,
         failure: FailureSlot,
+        auth: Arc<StreamAuth>,
     ) -> Self {
         let in_flight = Arc::new(Semaphore::new(config.max_appends_in_flight));
         SseSender {
@@ -56,6 +60,7 @@ impl SseSender {
             in_flight,
             connections,
             failure,
+            auth,
         }
     }
 
@@ -113,11 +118,12 @@ impl SseSender {
         } else {
             reqwest::Body::wrap(body)
         };
-        let request = post(self.url.clone(), headers, body);
+        let mut request = post(self.url.clone(), headers, body);
         let deadline =
             self.config.append_deadline + Duration::from_millis((wire_bytes as u64 * 1000).div_ceil(131_072));
         let failure = self.failure.clone();
         let client = self.client.clone();
+        let auth = self.auth.clone();
         // A large body does not queue for (or hold) one of the shared connections: its transfer
         // outweighs a new connection, and it must not keep small appends, heartbeats among
         // them, waiting behind it.
@@ -130,6 +136,7 @@ impl SseSender {
                     Some(c) => Some(c.acquire_owned().await.map_err(|_| CoreError::Closed("transport closed".into()))?),
                     None => None,
                 };
+                auth.apply(request.headers_mut()).await?;
                 let response = client.execute(request).await.map_err(CoreError::from)?;
                 let status = response.status();
                 let body = read_capped(response, 64 * 1024).await;

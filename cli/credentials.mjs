@@ -1,0 +1,106 @@
+// @ts-check
+// The stored login: `credentials.json` in the user's config directory, for this user only
+// (folder 0700, file 0600 whatever the umask, written to a temporary file in the same folder
+// and renamed, so a reader never sees half a file). No OS keychain: every way to reach one from
+// Node needs a native module or a helper program per platform, and neither could be tested
+// here; a private file is what the official CLI falls back to as well. The tokens in it never
+// reach a log or an error message.
+import crypto from 'node:crypto'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+
+/**
+ * A login as stored: what `/auth/poll` gave, and where.
+ * @typedef {object} StoredLogin
+ * @property {string} accessToken
+ * @property {string} refreshToken
+ * @property {string} baseUrl  the backend the tokens are for
+ * @property {string} savedAt  ISO 8601
+ */
+
+const FILE = 'credentials.json'
+
+/**
+ * `$XDG_CONFIG_HOME` / `~/.config` on Linux and other Unixes, `~/Library/Application Support`
+ * on macOS, `%APPDATA%` on Windows; `CURSOR_ACP_CONFIG_DIR` overrides it.
+ * @param {NodeJS.ProcessEnv} [env]
+ */
+export function defaultConfigDir(env = process.env) {
+  if (env.CURSOR_ACP_CONFIG_DIR) return env.CURSOR_ACP_CONFIG_DIR
+  const home = os.homedir()
+  let base
+  if (process.platform === 'darwin') base = path.join(home, 'Library', 'Application Support')
+  else if (process.platform === 'win32') base = env.APPDATA || path.join(home, 'AppData', 'Roaming')
+  else base = env.XDG_CONFIG_HOME || path.join(home, '.config')
+  return path.join(base, 'cursor-acp-native')
+}
+
+export class CredentialStore {
+  /** @param {string} dir */
+  constructor(dir) {
+    this.dir = dir
+    this.file = path.join(dir, FILE)
+  }
+
+  /**
+   * The stored login, or null (none, or unreadable: then it is as if logged out).
+   * @returns {StoredLogin | null}
+   */
+  read() {
+    let text
+    try {
+      text = fs.readFileSync(this.file, 'utf8')
+    } catch {
+      return null
+    }
+    this.tighten()
+    try {
+      const value = JSON.parse(text)
+      if (typeof value?.accessToken !== 'string' || typeof value?.refreshToken !== 'string') return null
+      return { accessToken: value.accessToken, refreshToken: value.refreshToken, baseUrl: String(value.baseUrl ?? ''), savedAt: String(value.savedAt ?? '') }
+    } catch {
+      return null
+    }
+  }
+
+  /**
+   * Stores `login` for this user only.
+   * @param {Omit<StoredLogin, 'savedAt'>} login
+   */
+  write(login) {
+    fs.mkdirSync(this.dir, { recursive: true, mode: 0o700 })
+    if (process.platform !== 'win32') fs.chmodSync(this.dir, 0o700)
+    const temporary = path.join(this.dir, `.${FILE}.${crypto.randomBytes(6).toString('hex')}.tmp`)
+    const record = { ...login, savedAt: new Date().toISOString() }
+    // `wx`: never follow or reuse a file someone put there; 0600 from the first byte.
+    const fd = fs.openSync(temporary, 'wx', 0o600)
+    try {
+      if (process.platform !== 'win32') fs.fchmodSync(fd, 0o600)
+      fs.writeFileSync(fd, `${JSON.stringify(record, null, 2)}\n`)
+    } finally {
+      fs.closeSync(fd)
+    }
+    try {
+      fs.renameSync(temporary, this.file)
+    } catch (e) {
+      fs.rmSync(temporary, { force: true })
+      throw e
+    }
+  }
+
+  /** Removes the stored login; whether there was one. */
+  remove() {
+    const existed = fs.existsSync(this.file)
+    fs.rmSync(this.file, { force: true })
+    return existed
+  }
+
+  /** A file others can read (copied in, or made before this product set modes) is made private. */
+  tighten() {
+    if (process.platform === 'win32') return
+    try {
+      if ((fs.statSync(this.file).mode & 0o077) !== 0) fs.chmodSync(this.file, 0o600)
+    } catch {}
+  }
+}

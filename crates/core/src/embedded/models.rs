@@ -1,0 +1,74 @@
+//! The embedded backend's model catalogue: what `GetUsableModels` answers (configurable with
+//! `startEmbeddedBackend({ models })`), and the model checks the real service makes on a run
+//! request: no model details is `invalid_argument` "Model details are required", a model id
+//! outside the catalogue is `not_found`. `default` (Auto) is always accepted.
+
+use prost::Message as _;
+
+use crate::connect::{Code, ConnectError};
+use crate::error::CoreError;
+use crate::models::AUTO_MODEL_ID;
+use crate::proto::agent::v1 as pb;
+use crate::protojson;
+
+pub(super) struct Models {
+    list: Vec<pb::ModelDetails>,
+}
+
+/// What the backend offers when not told otherwise.
+fn built_in() -> Vec<pb::ModelDetails> {
+    let model = |id: &str, name: &str, thinking: bool| pb::ModelDetails {
+        model_id: id.into(),
+        display_model_id: id.into(),
+        display_name: name.into(),
+        display_name_short: name.into(),
+        thinking_details: thinking.then(pb::ThinkingDetails::default),
+        ..Default::default()
+    };
+    vec![model("embedded-fast", "Embedded Fast", false), model("embedded-thinking", "Embedded Thinking", true)]
+}
+
+impl Models {
+    /// The catalogue from `ModelDetails` in proto3 JSON, or the built-in one.
+    pub(super) fn new(list: Option<&[serde_json::Value]>) -> Result<Self, CoreError> {
+        let list = match list {
+            None => built_in(),
+            Some(list) => list
+                .iter()
+                .enumerate()
+                .map(|(i, json)| {
+                    let details: pb::ModelDetails = protojson::from_json("agent.v1.ModelDetails", json)
+                        .map_err(|e| CoreError::InvalidInput(format!("models[{i}] is not a ModelDetails: {e}")))?;
+                    if details.model_id.is_empty() {
+                        return Err(CoreError::InvalidInput(format!("models[{i}] has no modelId")));
+                    }
+                    Ok(details)
+                })
+                .collect::<Result<_, _>>()?,
+        };
+        Ok(Models { list })
+    }
+
+    /// The encoded `GetUsableModelsResponse`.
+    pub(super) fn usable_models(&self) -> Vec<u8> {
+        pb::GetUsableModelsResponse { models: self.list.clone() }.encode_to_vec()
+    }
+
+    fn knows(&self, id: &str) -> bool {
+        id == AUTO_MODEL_ID || self.list.iter().any(|m| m.model_id == id || m.aliases.iter().any(|a| a == id))
+    }
+
+    /// A run request's model fields checked as the real service checks them.
+    pub(super) fn check(&self, run: &pb::AgentRunRequest) -> Result<(), ConnectError> {
+        let details = run.model_details.as_ref().filter(|d| !d.model_id.is_empty());
+        let Some(details) = details else {
+            return Err(ConnectError::new(Code::InvalidArgument, "Model details are required"));
+        };
+        let requested = run.requested_model.as_ref().map(|r| r.model_id.as_str()).filter(|id| !id.is_empty());
+        let id = requested.unwrap_or(&details.model_id);
+        if !self.knows(id) {
+            return Err(ConnectError::new(Code::NotFound, format!("Model not found: {id}")));
+        }
+        Ok(())
+    }
+}
