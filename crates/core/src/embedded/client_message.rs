@@ -13,7 +13,7 @@ use prost::encoding::{decode_key, decode_varint, skip_field, DecodeContext, Wire
 use prost::Message as _;
 use prost_reflect::{FieldDescriptor, Kind, MessageDescriptor};
 
-use super::script::Queued;
+use super::inbox::Queued;
 use crate::proto::agent::v1::{agent_client_message, AgentClientMessage, ExecClientMessage};
 use crate::protojson;
 

@@ -5,6 +5,7 @@
 
 mod append;
 mod client_message;
+mod inbox;
 mod record;
 mod scenario;
 mod script;

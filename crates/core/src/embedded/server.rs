@@ -19,9 +19,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::append::{Append, AppendError, AppendReader};
 use super::client_message;
+use super::inbox::{Inbox, Queued};
 use super::record::{header_map, AppendRecord, MessageRecord, RunRecord};
 use super::scenario::{Scenario, Step};
-use super::script::{self, BodyItem, Inbox, Queued, TurnContext};
+use super::script::{self, BodyItem, TurnContext};
 use crate::connect::{self, Code, ConnectError, Frame as EnvFrame, FrameDecoder, Limits};
 use crate::error::CoreError;
 use crate::proto::aiserver::v1::BidiRequestId;
