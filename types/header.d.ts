@@ -79,7 +79,9 @@ export type ScenarioStep =
   | { type: 'textBurst'; text: string; count: number }
   | { type: 'thinking'; text: string }
   | { type: 'thinkingCompleted'; durationMs?: number }
-  | { type: 'toolCallStarted' | 'toolCallCompleted'; callId: string; toolCall: agent.ToolCall; modelCallId?: string }
+  | { type: 'toolCallStarted'; callId: string; toolCall: agent.ToolCall; modelCallId?: string }
+  /** `resultFromExec`: the tool call reports the result the client answered that exec with. */
+  | { type: 'toolCallCompleted'; callId: string; toolCall: agent.ToolCall; modelCallId?: string; resultFromExec?: number }
   | { type: 'update'; update: agent.InteractionUpdate }
   | { type: 'send'; message: agent.AgentServerMessage }
   | { type: 'exec'; id: number; execId?: string; args: agent.ExecServerMessage; wait?: boolean }

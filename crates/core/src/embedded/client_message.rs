@@ -36,6 +36,11 @@ pub(crate) fn decode(payload: &Bytes) -> Result<Queued, String> {
     }))
 }
 
+/// `payload` decoded whole, results included (for a scenario that reports them).
+pub(crate) fn decode_whole(payload: &[u8]) -> Option<Queued> {
+    AgentClientMessage::decode(payload).ok().map(Box::new)
+}
+
 /// The part of an exec reply a script reads. prost skips the fields it does not name without
 /// copying them. (prost's derive takes only literal tags: `exec_client_message`, then its `id`
 /// and `exec_id`; `an_exec_reply_is_queued_as_its_head` decodes a real reply through them.)

@@ -1,7 +1,7 @@
 //! The client messages of one run, as the script waits for them: in order, with what the
 //! client still owes (execs not closed, queries not answered) and whether it cancelled the run.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 
 use tokio::sync::mpsc;
 
@@ -67,11 +67,13 @@ pub(crate) struct Inbox {
     pending: VecDeque<Queued>,
     /// Requests sent and not settled yet, oldest first.
     owed: Vec<Owed>,
+    /// The result each exec was answered with (when the backend queues replies whole).
+    results: HashMap<u32, pb::ExecClientMessage>,
 }
 
 impl Inbox {
     pub(crate) fn new(rx: mpsc::UnboundedReceiver<Queued>) -> Self {
-        Inbox { rx, pending: VecDeque::new(), owed: Vec::new() }
+        Inbox { rx, pending: VecDeque::new(), owed: Vec::new(), results: HashMap::new() }
     }
 
     /// Notes a request the client now owes an answer to.
@@ -84,9 +86,21 @@ impl Inbox {
         &self.owed
     }
 
+    /// The result exec `id` was answered with, if it has been (and was queued whole).
+    pub(crate) fn exec_result(&self, id: u32) -> Option<&pb::ExecClientMessage> {
+        self.results.get(&id)
+    }
+
     /// Every message passes here once, as it arrives.
     fn arrived(&mut self, msg: &pb::AgentClientMessage) {
         self.owed.retain(|o| !o.settled_by(msg));
+        if let Some(pb::agent_client_message::Message::ExecClientMessage(reply)) = &msg.message {
+            let is_result =
+                reply.message.as_ref().is_some_and(|m| !matches!(m, pb::exec_client_message::Message::ShellStream(_)));
+            if is_result {
+                self.results.insert(reply.id, (**reply).clone());
+            }
+        }
     }
 
     fn keep(&mut self, msg: Queued) {

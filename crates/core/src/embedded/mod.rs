@@ -5,6 +5,7 @@
 
 mod append;
 mod client_message;
+mod echo;
 mod inbox;
 mod record;
 mod scenario;

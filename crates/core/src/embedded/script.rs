@@ -16,6 +16,7 @@ use prost::Message as _;
 use sha2::Digest;
 use tokio::sync::mpsc;
 
+use super::echo;
 use super::inbox::{Inbox, Owed, Waited};
 use super::scenario::{agent_message as from_json, Step};
 use crate::connect::{self, Code, ConnectError, ErrorDetail, CURSOR_ERROR_DETAILS};
@@ -270,9 +271,15 @@ async fn run_step(step: Step, ctx: &mut TurnContext, paused: &AtomicBool) -> Res
             let started = pb::ToolCallStartedUpdate { call_id, tool_call, model_call_id };
             ctx.send(&update(U::ToolCallStarted(Box::new(started)))).await?
         }
-        Step::ToolCallCompleted { call_id, tool_call, model_call_id } => {
-            let tool_call = Some(from_json("ToolCall", &tool_call).map_err(invalid)?);
-            let completed = pb::ToolCallCompletedUpdate { call_id, tool_call, model_call_id };
+        Step::ToolCallCompleted { call_id, tool_call, model_call_id, result_from_exec } => {
+            let mut tool_call: pb::ToolCall = from_json("ToolCall", &tool_call).map_err(invalid)?;
+            if let Some(id) = result_from_exec {
+                ctx.inbox.take_arrived();
+                let reply = ctx.inbox.exec_result(id).ok_or(format!("exec {id} has not been answered"))?;
+                tool_call =
+                    echo::with_exec_result(tool_call, reply).map_err(|e| format!("resultFromExec {id}: {e}"))?;
+            }
+            let completed = pb::ToolCallCompletedUpdate { call_id, tool_call: Some(tool_call), model_call_id };
             ctx.send(&update(U::ToolCallCompleted(Box::new(completed)))).await?
         }
         Step::Update { update: u } => {

@@ -45,6 +45,8 @@ struct State {
     turns_started: AtomicUsize,
     connections_accepted: AtomicUsize,
     limits: Limits,
+    /// The scenario reports exec results in tool calls (`Scenario::echoes_exec_results`).
+    echo_results: bool,
 }
 
 /// Server-side state of one request id.
@@ -75,6 +77,7 @@ impl EmbeddedBackend {
             .map_err(|e| CoreError::Network(format!("embedded backend cannot listen on 127.0.0.1:{port}: {e}")))?;
         let addr = listener.local_addr().map_err(|e| CoreError::Network(e.to_string()))?;
         let state = Arc::new(State {
+            echo_results: scenario.echoes_exec_results(),
             scenario,
             runs: Mutex::new(HashMap::new()),
             records: Mutex::new(Vec::new()),
@@ -243,7 +246,11 @@ impl State {
     }
 
     /// Records (when enabled) and delivers one client message (`msg` is `payload` decoded).
-    fn deliver(&self, run: &Run, seqno: Option<i64>, compressed: bool, payload: &[u8], msg: Queued) {
+    fn deliver(&self, run: &Run, seqno: Option<i64>, compressed: bool, payload: &[u8], mut msg: Queued) {
+        if self.echo_results {
+            // Queued whole (not as its head): a tool call of the scenario reports its result.
+            msg = client_message::decode_whole(payload).unwrap_or(msg);
+        }
         if self.scenario.records() {
             let json = protojson::to_json("agent.v1.AgentClientMessage", payload).unwrap_or(serde_json::Value::Null);
             let kind = script::client_kind(&msg).to_string();
