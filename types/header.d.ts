@@ -7,6 +7,13 @@
 export type ContentBlock = CursorAcpNativeAcpTypes['ContentBlock']
 export type SessionUpdate = CursorAcpNativeAcpTypes['SessionUpdate']
 export type StopReason = CursorAcpNativeAcpTypes['StopReason']
+/**
+ * A tool card as ACP shows it, without its id and status (`describeExec`, `describeInteraction`):
+ * what a `tool_call` announces and a permission request's `toolCall` repeats.
+ */
+export type ToolCard = Pick<Extract<SessionUpdate, { sessionUpdate: 'tool_call' }>, 'title' | 'name' | 'kind' | 'locations' | 'content' | 'rawInput' | '_meta'>
+/** How a card ends (`describeExecResult`): the fields of the `tool_call_update` that settles it. */
+export type ToolCardOutcome = Pick<Extract<SessionUpdate, { sessionUpdate: 'tool_call_update' }>, 'status' | 'content' | 'locations' | 'rawOutput'>
 
 /** Token counts of one turn (ACP `PromptResponse.usage` naming). */
 export interface PromptUsage {
