@@ -7,6 +7,13 @@
 export type ContentBlock = CursorAcpNativeAcpTypes['ContentBlock']
 export type SessionUpdate = CursorAcpNativeAcpTypes['SessionUpdate']
 export type StopReason = CursorAcpNativeAcpTypes['StopReason']
+/**
+ * A tool card as ACP shows it, without its id and status (`describeExec`, `describeInteraction`):
+ * what a `tool_call` announces and a permission request's `toolCall` repeats.
+ */
+export type ToolCard = Pick<Extract<SessionUpdate, { sessionUpdate: 'tool_call' }>, 'title' | 'name' | 'kind' | 'locations' | 'content' | 'rawInput' | '_meta'>
+/** How a card ends (`describeExecResult`): the fields of the `tool_call_update` that settles it. */
+export type ToolCardOutcome = Pick<Extract<SessionUpdate, { sessionUpdate: 'tool_call_update' }>, 'status' | 'content' | 'locations' | 'rawOutput'>
 
 /** Token counts of one turn (ACP `PromptResponse.usage` naming). */
 export interface PromptUsage {
@@ -115,7 +122,9 @@ export type ScenarioStep =
   | { type: 'textBurst'; text: string; count: number }
   | { type: 'thinking'; text: string }
   | { type: 'thinkingCompleted'; durationMs?: number }
-  | { type: 'toolCallStarted' | 'toolCallCompleted'; callId: string; toolCall: agent.ToolCall; modelCallId?: string }
+  | { type: 'toolCallStarted'; callId: string; toolCall: agent.ToolCall; modelCallId?: string }
+  /** `resultFromExec`: the tool call reports the result the client answered that exec with. */
+  | { type: 'toolCallCompleted'; callId: string; toolCall: agent.ToolCall; modelCallId?: string; resultFromExec?: number }
   | { type: 'update'; update: agent.InteractionUpdate }
   | { type: 'send'; message: agent.AgentServerMessage }
   | { type: 'exec'; id: number; execId?: string; args: agent.ExecServerMessage; wait?: boolean }
@@ -441,6 +450,39 @@ export interface AgentClientOptions {
    */
   terminalOutput?: boolean
 }
+
+/** How cards show paths, and what a write or delete replaces. */
+export interface CardOptions {
+  /** The session's folder: titles show paths relative to it, locations and diffs absolute. */
+  cwd?: string
+  /**
+   * A `write` or `delete`'s file text before it (absent or `null`: a new file, or not text),
+   * shown as the old side of the card's diff.
+   */
+  previousText?: string | null
+}
+
+/**
+ * The card of an exec request (`{ kind, args }`, as the `exec` callback gets it): title, kind,
+ * locations, content (a write's or delete's diff) and `rawInput`, with the tool's key as
+ * `name` and `_meta.tool_name`. `null` for a request that is not a tool call
+ * (`requestContext`).
+ */
+export declare function describeExec(request: ExecRequest, options?: CardOptions): ToolCard | null
+
+/**
+ * How an exec request's card ends, from the result it was answered with (the result message
+ * in proto3 JSON): `status` (`completed` or `failed`), the content showing what the tool did
+ * (a read's range, the listing, the matches, the output), `locations`, and a small
+ * `rawOutput`.
+ */
+export declare function describeExecResult(request: ExecRequest, result: ExecResult, options?: CardOptions): ToolCardOutcome
+
+/**
+ * The card of an interaction query (`{ kind, query }`, as the `interaction` callback gets it):
+ * what a permission prompt or a question shows.
+ */
+export declare function describeInteraction(query: InteractionQuery, options?: CardOptions): ToolCard
 
 export interface EmbeddedBackendOptions {
   /** What the backend plays: see `Scenario`. */

@@ -312,7 +312,7 @@ test('config options: set_config_option returns the full list, set_mode announce
   }
 })
 
-test('interaction queries: mode switch and a single-choice question become permission prompts', async () => {
+test('interaction queries: a mode switch asks with one option of each kind; questions without forms are asked in the thread', async () => {
   const scenario = { steps: [
     { type: 'interaction', id: 1, query: { switchModeRequestQuery: { args: { targetModeId: 'plan', explanation: 'Planning first', toolCallId: 'sw' } } } },
     { type: 'interaction', id: 2, query: { askQuestionInteractionQuery: { toolCallId: 'q', args: { title: 'Pick', questions: [{ id: 'db', prompt: 'Which database?', options: [{ id: 'pg', label: 'Postgres' }, { id: 'sqlite', label: 'SQLite' }] }] } } } },
@@ -320,23 +320,25 @@ test('interaction queries: mode switch and a single-choice question become permi
   ] }
   const agent = startAgent({
     scenario,
-    handlers: {
-      'session/request_permission': (p) => ({ outcome: { outcome: 'selected', optionId: p.options[1].optionId === 'stay' ? 'switch' : p.options[1].optionId } }),
-    },
+    handlers: { 'session/request_permission': (p) => ({ outcome: { outcome: 'selected', optionId: p.options.find((o) => o.kind === 'allow_once').optionId } }) },
   })
   try {
     await agent.agent.request('initialize', { protocolVersion: 1, clientCapabilities: {} })
     const { sessionId } = await agent.agent.request('session/new', { cwd: tempDir(), mcpServers: [] })
     const r = await within(20_000, agent.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'go' }] }))
     assert.equal(r.stopReason, 'end_turn')
-    const [switchPrompt, question] = agent.permissionRequests.map((x) => x.params)
+    assert.equal(agent.permissionRequests.length, 1, 'the question is not a permission prompt')
+    const switchPrompt = agent.permissionRequests[0].params
     assert.equal(switchPrompt.toolCall.kind, 'switch_mode')
-    assert.deepEqual(question.options.map((o) => o.name), ['Postgres', 'SQLite', 'Skip'])
-    assert.ok(agent.updatesFor(sessionId).some((u) => u.sessionUpdate === 'current_mode_update' && u.currentModeId === 'plan'))
+    assert.equal(switchPrompt.toolCall.title, 'Switch to plan mode')
+    assert.deepEqual(switchPrompt.options.map((o) => [o.kind, o.name]), [['allow_once', 'Yes, switch to plan'], ['reject_once', 'No, stay in agent']])
+    const updates = agent.updatesFor(sessionId)
+    assert.ok(updates.some((u) => u.sessionUpdate === 'current_mode_update' && u.currentModeId === 'plan'))
+    assert.match(textOf(updates), /\*\*Pick\*\* — please answer in your next message:\n1\. Which database\? \(one of: Postgres, SQLite\)/)
     const { records } = await agent.stop()
     const answers = messagesOf(records).filter((m) => m.interactionResponse).map((m) => m.interactionResponse)
     assert.ok(answers[0].switchModeRequestResponse.approved, JSON.stringify(answers[0]))
-    assert.deepEqual(answers[1].askQuestionInteractionResponse.result.success.answers, [{ questionId: 'db', selectedOptionIds: ['sqlite'] }])
+    assert.match(answers[1].askQuestionInteractionResponse.result.rejected.reason, /next message/)
   } finally {
     await agent.stop()
   }

@@ -71,7 +71,8 @@ const scenarios = {
     { type: 'turnEnded' },
   ] }),
   'cancel-ack': () => ({ record: false, steps: [{ type: 'text', text: 'streaming' }, { type: 'awaitClient', kind: 'conversationAction' }, { type: 'turnEnded' }] }),
-  'cancel-silent': () => ({ record: false, steps: [{ type: 'text', text: 'streaming' }, { type: 'sleep', ms: 3_600_000 }] }),
+  // A server that ignores cancel_action: a stall (a sleep would end the stream on the cancel, as Cursor's does).
+  'cancel-silent': () => ({ record: false, steps: [{ type: 'text', text: 'streaming' }, { type: 'stall', ms: 3_600_000 }] }),
   first: () => ({ record: false, steps: [{ type: 'text', text: 'hi' }, { type: 'turnEnded' }] }),
   // The same turn as many's, for ten times the sessions (addon only).
   'many-10k': () => scenarios.many(),

@@ -14,10 +14,11 @@ export const DEMO_SCENARIO = {
     { type: 'text', text: 'Let me look at the workspace first.\n' },
     { type: 'toolCallStarted', callId: 'demo-ls', toolCall: { lsToolCall: { args: { path: '' } } } },
     { type: 'exec', id: 1, args: { lsArgs: { path: '', toolCallId: 'demo-ls' } } },
-    { type: 'toolCallCompleted', callId: 'demo-ls', toolCall: { lsToolCall: { args: { path: '' }, result: { success: {} } } } },
+    // The server reports each tool with the result the agent answered its exec with.
+    { type: 'toolCallCompleted', callId: 'demo-ls', toolCall: { lsToolCall: { args: { path: '' } } }, resultFromExec: 1 },
     { type: 'toolCallStarted', callId: 'demo-shell', toolCall: { shellToolCall: { args: { command: 'echo "hello from cursor-acp-native" && uname -s' } } } },
     { type: 'exec', id: 2, args: { shellStreamArgs: { command: 'echo "hello from cursor-acp-native" && uname -s', workingDirectory: '', toolCallId: 'demo-shell' } } },
-    { type: 'toolCallCompleted', callId: 'demo-shell', toolCall: { shellToolCall: { args: { command: 'echo "hello from cursor-acp-native" && uname -s' }, result: { success: { exitCode: 0 } } } } },
+    { type: 'toolCallCompleted', callId: 'demo-shell', toolCall: { shellToolCall: { args: { command: 'echo "hello from cursor-acp-native" && uname -s' } } }, resultFromExec: 2 },
     { type: 'text', text: 'Done: I listed the workspace and ran a command on your machine, ' },
     { type: 'text', text: 'after you allowed it. This turn was played by the embedded backend.' },
     { type: 'checkpoint', state: { tokenDetails: { usedTokens: 1830, maxTokens: 200000 } } },

@@ -5,8 +5,9 @@
 // editor's review tracks it), else on disk; `delete`, shells, background shells and `fetch`
 // behind a permission prompt; `ls`, `grep` and `writeShellStdin` by the built-in tools at once;
 // `mcp` by the session's MCP servers, behind a prompt. Every path stays inside the workspace.
-import path from 'node:path'
-
+// A request to the editor about a tool (permission, fs) goes out once the tool's card is
+// there; the cards come from the core's one card source (`describeExec`, `describeExecResult`).
+import { loadAddon } from './addon.mjs'
 import { ruleKey } from './permissions.mjs'
 import { readTextOrNull } from './text-files.mjs'
 
@@ -15,12 +16,14 @@ import { readTextOrNull } from './text-files.mjs'
 /** @typedef {import('../index.js').ExecRequest} ExecRequest */
 /** @typedef {import('../index.js').ExecAnswer} ExecAnswer */
 /** @typedef {import('../index.js').ExecContext} ExecContext */
+/** @typedef {import('../index.js').ExecResult} ExecResult */
 /** @typedef {import('../index.js').LocalTools} LocalTools */
+/** @typedef {import('../index.js').ToolCard} Card */
 /** @typedef {import('../index.js').agent.FetchResult} FetchResult */
 /** @typedef {import('../index.js').agent.McpResult} McpResult */
 /** @typedef {import('../index.js').agent.WriteSuccess} WriteSuccess */
 /** @typedef {import('./permissions.mjs').PermissionFlow} PermissionFlow */
-/** @typedef {import('./permissions.mjs').Card} Card */
+/** @typedef {import('./permissions.mjs').CardRequest} CardRequest */
 /** @typedef {import('./mcp.mjs').McpServers} McpServers */
 /** @template {ExecRequest['kind']} K @typedef {Extract<ExecRequest, { kind: K }>} ExecOf */
 
@@ -81,9 +84,8 @@ export class ExecMapping {
         return this.tools.run(req, ctx)
       case 'fetch': {
         const a = req.args ?? {}
-        const card = { title: `Fetch ${a.url}`, kind: /** @type {const} */ ('fetch'), rawInput: { url: a.url } }
         return this.permissions.runIfAllowed(
-          { toolCallId: a.toolCallId, execId: req.execId, key: 'fetch', card },
+          { ...this.about(req), key: 'fetch' },
           () => fetchUrl(a.url, ctx),
           (reason) => ({ error: { url: a.url ?? '', error: reason } }),
         )
@@ -99,6 +101,26 @@ export class ExecMapping {
   }
 
   /**
+   * What a request about this exec is about: the server's card, else a card of the request's
+   * own, settled from the result.
+   * @param {ExecRequest} req  with its path resolved, for the card
+   * @param {string | null} [previousText]  a write's or delete's old text, for the diff
+   * @returns {CardRequest}
+   */
+  about(req, previousText = null) {
+    const { describeExec, describeExecResult } = loadAddon()
+    const options = { cwd: this.cwd, previousText }
+    const card = describeExec(req, options) ?? { title: req.kind }
+    const args = /** @type {{ toolCallId?: string }} */ (req.args ?? {})
+    return {
+      toolCallId: args.toolCallId || undefined,
+      ownKey: req.execId || String(req.id),
+      card,
+      outcome: (result) => describeExecResult(req, /** @type {ExecResult} */ (result), options),
+    }
+  }
+
+  /**
    * @param {ExecOf<'read'>} req
    * @param {ExecContext} ctx
    */
@@ -108,17 +130,24 @@ export class ExecMapping {
     const a = req.args ?? {}
     // Text the editor may hold unsaved: ask it, keeping the local answer's checks and counts.
     if (!s || typeof s.content !== 'string' || s.truncated || !this.capabilities().fs?.readTextFile || (a.offset ?? 0) < 0) return local
+    // The editor hears about the read after the card that leads to it.
+    const about = this.about({ ...req, args: { ...a, path: s.path ?? a.path } })
+    const ref = await this.permissions.card(about)
+    if (!ref) return local
+    /** @type {typeof local} */
+    let answer = local
     try {
       /** @type {import('@agentclientprotocol/sdk').ReadTextFileRequest} */
       const params = { sessionId: this.sessionId, path: s.path ?? '' }
       if ((a.offset ?? 0) > 0) params.line = a.offset
       if ((a.limit ?? 0) > 0) params.limit = a.limit
       const { content } = await this.client().request('fs/read_text_file', params)
-      if (typeof content === 'string') return { success: { ...s, content } }
+      if (typeof content === 'string') answer = { success: { ...s, content } }
     } catch (e) {
       this.log.debug('fs/read_text_file failed, using the file on disk:', e)
     }
-    return local
+    await this.permissions.settle(ref, about.outcome?.(answer) ?? { status: 'completed' })
+    return answer
   }
 
   /**
@@ -132,14 +161,6 @@ export class ExecMapping {
     const abs = where.abs
     const binary = typeof a.fileBytes === 'string' && a.fileBytes.length > 0
     const content = a.fileText ?? ''
-    /** @type {Card} */
-    const card = {
-      title: `Write ${this.rel(abs)}`,
-      kind: 'edit',
-      rawInput: { path: abs },
-      content: binary ? [] : [{ type: 'diff', path: abs, oldText: readTextOrNull(abs), newText: content }],
-      locations: [{ path: abs }],
-    }
     /** @returns {Promise<ExecAnswer | null>} */
     const run = async () => {
       if (binary || !this.capabilities().fs?.writeTextFile) return this.tools.run(req, ctx)
@@ -154,7 +175,8 @@ export class ExecMapping {
       if (a.returnFileContentAfterWrite) success.fileContentAfterWrite = content
       return { success }
     }
-    return this.permissions.runIfAllowed({ toolCallId: a.toolCallId, execId: req.execId, key: 'edit', card }, run, (reason) => ({
+    const about = this.about({ ...req, args: { ...a, path: abs } }, binary ? null : readTextOrNull(abs))
+    return this.permissions.runIfAllowed({ ...about, key: 'edit' }, run, (reason) => ({
       rejected: { path: a.path ?? '', reason },
     }))
   }
@@ -167,18 +189,9 @@ export class ExecMapping {
     const a = req.args ?? {}
     const where = this.resolve(a.path)
     if (!('abs' in where)) return { rejected: { path: a.path ?? '', reason: where.reason } }
-    const abs = where.abs
-    const old = readTextOrNull(abs)
-    /** @type {Card} */
-    const card = {
-      title: `Delete ${this.rel(abs)}`,
-      kind: 'delete',
-      rawInput: { path: abs },
-      content: old === null ? [] : [{ type: 'diff', path: abs, oldText: old, newText: '' }],
-      locations: [{ path: abs }],
-    }
+    const about = this.about({ ...req, args: { ...a, path: where.abs } }, readTextOrNull(where.abs))
     return this.permissions.runIfAllowed(
-      { toolCallId: a.toolCallId, execId: req.execId, key: 'delete', card },
+      { ...about, key: 'delete' },
       () => this.tools.run(req, ctx),
       (reason) => ({ rejected: { path: a.path ?? '', reason } }),
     )
@@ -191,11 +204,9 @@ export class ExecMapping {
   async shell(req, ctx) {
     const a = req.args ?? {}
     const where = this.resolve(a.workingDirectory)
-    const cwd = 'abs' in where ? where.abs : (a.workingDirectory ?? '')
-    /** @type {Card} */
-    const card = { title: a.command ?? '', kind: 'execute', rawInput: { command: a.command, cwd } }
+    const forCard = 'abs' in where ? { ...req, args: { ...a, workingDirectory: where.abs } } : req
     return this.permissions.runIfAllowed(
-      { toolCallId: a.toolCallId, execId: req.execId, key: ruleKey('execute', a.command), card },
+      { ...this.about(forCard), key: ruleKey('execute', a.command) },
       () => this.tools.run(req, ctx),
       (reason) => ({ rejected: { command: a.command ?? '', workingDirectory: a.workingDirectory ?? '', reason } }),
     )
@@ -211,24 +222,15 @@ export class ExecMapping {
     await this.mcp.ready
     const found = this.mcp.find(a)
     if ('result' in found) return found.result
-    /** @type {Card} */
-    const card = { title: `${found.server}: ${found.tool.name}`, kind: 'other', rawInput: a.args ?? {} }
-    const request = { toolCallId: a.toolCallId, execId: req.execId, key: `mcp:${found.server}:${found.tool.name}`, card }
+    // The card names the server and tool the call resolved to.
+    const about = this.about({ ...req, args: { ...a, providerIdentifier: found.server, toolName: found.tool.name } })
+    const request = { ...about, key: `mcp:${found.server}:${found.tool.name}` }
     /** @param {string} reason @returns {McpResult} */
     const rejected = (reason) => ({ rejected: { reason } })
     // `smartModeApprovalOnly`: Cursor only asks whether this call may run; the answer is
     // `approved` or `rejected`, and the tool itself is not run.
     if (a.smartModeApprovalOnly) return this.permissions.runIfAllowed(request, async () => /** @type {McpResult} */ ({ approved: {} }), rejected)
     return this.permissions.runIfAllowed(request, () => this.mcp.call(found, a.args, ctx?.signal), rejected)
-  }
-
-  /**
-   * A workspace path as the card's title shows it: relative to the session's cwd when inside.
-   * @param {string} abs
-   */
-  rel(abs) {
-    const r = path.relative(this.cwd, abs)
-    return r && !r.startsWith('..') && !path.isAbsolute(r) ? r : abs
   }
 
   /**

@@ -1,30 +1,32 @@
 // @ts-check
 // The server's interaction queries, answered for one session: web search and fetch approvals
-// and mode switches are permission prompts; a plan asks "Implement this plan?" (and switches to
-// agent mode when it is accepted); questions become `elicitation/create` forms when the client
-// offers them, a permission prompt of the answers for a single-choice question otherwise, and
-// else a clear rejection plus a message asking the user to answer in the next prompt. Anything
-// else gets the addon's explicit rejection.
-import { CANCELLED_BY_USER, REJECTED_BY_USER, textContent } from './permissions.mjs'
+// and mode switches are permission prompts; a plan asks whether to implement it (and switches
+// to agent mode when it is accepted); questions become `elicitation/create` forms when the
+// client offers them, else a message asking the user to answer in their next prompt, with a
+// clear rejection to the server (a question's answers are never permission options: clients
+// that keep one option of each kind would show one of them). Anything else gets the addon's
+// explicit rejection. The cards come from the core's one card source (`describeInteraction`).
+import { loadAddon } from './addon.mjs'
+import { CANCELLED_BY_USER, REJECTED_BY_USER } from './permissions.mjs'
 import { isMode } from './session-config.mjs'
 
 /** @typedef {import('@agentclientprotocol/sdk').AgentContext} AgentContext */
 /** @typedef {import('@agentclientprotocol/sdk').ClientCapabilities} ClientCapabilities */
 /** @typedef {import('@agentclientprotocol/sdk').CreateElicitationRequest} CreateElicitationRequest */
 /** @typedef {import('@agentclientprotocol/sdk').ElicitationPropertySchema} ElicitationPropertySchema */
-/** @typedef {import('@agentclientprotocol/sdk').PermissionOption} PermissionOption */
 /** @typedef {import('../index.js').InteractionQuery} InteractionQuery */
 /** @typedef {import('../index.js').InteractionAnswer} InteractionAnswer */
 /** @typedef {import('../index.js').agent.AskQuestionInteractionQuery} AskQuestionQuery */
 /** @typedef {import('../index.js').agent.AskQuestionInteractionResponse} AskQuestionResponse */
-/** @typedef {import('../index.js').agent.CreatePlanRequestQuery} CreatePlanQuery */
 /** @typedef {import('../index.js').agent.CreatePlanRequestResponse} CreatePlanResponse */
-/** @typedef {import('../index.js').agent.SwitchModeArgs} SwitchModeArgs */
 /** @typedef {import('../index.js').agent.SwitchModeRequestResponse} SwitchModeResponse */
 /** @typedef {import('./permissions.mjs').PermissionFlow} PermissionFlow */
-/** @typedef {import('./permissions.mjs').Card} Card */
-/** @typedef {import('./permissions.mjs').TurnControl} TurnControl */
+/** @typedef {import('./permissions.mjs').CardRequest} CardRequest */
 /** @typedef {import('./update-relay.mjs').UpdateRelay} UpdateRelay */
+/** @template {InteractionQuery['kind']} K @typedef {Extract<InteractionQuery, { kind: K }>} QueryOf */
+
+/** How long a form waits for its question's card to reach the client before going without it. */
+const CARD_WAIT_MS = 500
 
 /**
  * The session's mode, as interaction queries read and change it.
@@ -37,21 +39,21 @@ export class InteractionMapping {
   /**
    * @param {object} o
    * @param {string} o.sessionId
+   * @param {string} o.cwd
    * @param {() => AgentContext} o.client
    * @param {() => ClientCapabilities} o.capabilities
    * @param {UpdateRelay} o.relay
    * @param {PermissionFlow} o.permissions
-   * @param {TurnControl} o.turn
    * @param {ModeControl} o.mode
    * @param {import('./log.mjs').Logger} o.log
    */
-  constructor({ sessionId, client, capabilities, relay, permissions, turn, mode, log }) {
+  constructor({ sessionId, cwd, client, capabilities, relay, permissions, mode, log }) {
     this.sessionId = sessionId
+    this.cwd = cwd
     this.client = client
     this.capabilities = capabilities
     this.relay = relay
     this.permissions = permissions
-    this.turn = turn
     this.mode = mode
     this.log = log
   }
@@ -63,23 +65,17 @@ export class InteractionMapping {
    */
   async answer(q) {
     switch (q.kind) {
-      case 'webSearch': {
-        const args = q.query?.args ?? {}
-        const card = { title: `Search web: "${args.searchTerm ?? ''}"`, kind: /** @type {const} */ ('fetch'), rawInput: args }
-        return this.approval(args.toolCallId, q.id, 'web_search', card)
-      }
-      case 'webFetch': {
+      case 'webSearch':
+        return this.approval(this.about(q, q.query?.args?.toolCallId), 'web_search')
+      case 'webFetch':
         if (q.query?.skipApproval) return { approved: {} }
-        const args = q.query?.args ?? {}
-        const card = { title: `Fetch ${args.url ?? ''}`, kind: /** @type {const} */ ('fetch'), rawInput: args }
-        return this.approval(args.toolCallId, q.id, 'fetch', card)
-      }
+        return this.approval(this.about(q, q.query?.args?.toolCallId), 'fetch')
       case 'switchMode':
-        return this.switchMode(q.query?.args ?? {}, q.id)
+        return this.switchMode(q)
       case 'createPlan':
-        return this.createPlan(q.query ?? {}, q.id)
+        return this.createPlan(q)
       case 'askQuestion':
-        return this.askQuestion(q.query ?? {}, q.id)
+        return this.askQuestion(q)
       default:
         // Setup VM, PR management, …: the addon's explicit rejection.
         return null
@@ -87,14 +83,23 @@ export class InteractionMapping {
   }
 
   /**
+   * What a request about this query is about: the server's card for it, else one of its own.
+   * @param {InteractionQuery} q
    * @param {string | undefined} toolCallId
-   * @param {number} id
+   * @returns {CardRequest}
+   */
+  about(q, toolCallId) {
+    const card = loadAddon().describeInteraction(q, { cwd: this.cwd })
+    return { toolCallId: toolCallId || undefined, ownKey: `${q.kind}-${q.id}`, card }
+  }
+
+  /**
+   * @param {CardRequest} about
    * @param {string} key
-   * @param {Card} card
    * @returns {Promise<{ approved: {} } | { rejected: { reason: string } }>}
    */
-  async approval(toolCallId, id, key, card) {
-    const decision = await this.permissions.permit({ toolCallId, execId: `q${id}`, key, card })
+  async approval(about, key) {
+    const decision = await this.permissions.permit({ ...about, key })
     if (decision.outcome === 'allow') {
       await decision.finish({ success: {} })
       return { approved: {} }
@@ -103,16 +108,14 @@ export class InteractionMapping {
   }
 
   /**
-   * @param {SwitchModeArgs} args
-   * @param {number} id
+   * @param {QueryOf<'switchMode'>} q
    * @returns {Promise<SwitchModeResponse>}
    */
-  async switchMode(args, id) {
+  async switchMode(q) {
+    const args = q.query?.args ?? {}
     const target = args.targetModeId ?? ''
     if (!isMode(target)) return { rejected: { reason: `unknown mode ${target}` } }
-    /** @type {Card} */
-    const card = { title: `Switch to ${target} mode`, kind: 'switch_mode', rawInput: args, content: args.explanation ? [textContent(args.explanation)] : [] }
-    const chosen = await this.permissions.choose(args.toolCallId, `mode-${id}`, card, [
+    const chosen = await this.permissions.choose(this.about(q, args.toolCallId), [
       { optionId: 'switch', name: `Yes, switch to ${target}`, kind: 'allow_once' },
       { optionId: 'stay', name: `No, stay in ${this.mode.current()}`, kind: 'reject_once' },
     ])
@@ -122,20 +125,11 @@ export class InteractionMapping {
   }
 
   /**
-   * @param {CreatePlanQuery} query
-   * @param {number} id
+   * @param {QueryOf<'createPlan'>} q
    * @returns {Promise<CreatePlanResponse>}
    */
-  async createPlan(query, id) {
-    const args = query.args ?? {}
-    /** @type {Card} */
-    const card = {
-      title: `Plan: ${args.name ?? 'untitled'}`,
-      kind: 'think',
-      rawInput: { name: args.name, overview: args.overview },
-      content: args.plan ? [textContent(args.plan)] : [],
-    }
-    const chosen = await this.permissions.choose(query.toolCallId, `plan-${id}`, card, [
+  async createPlan(q) {
+    const chosen = await this.permissions.choose(this.about(q, q.query?.toolCallId), [
       { optionId: 'implement', name: 'Yes, implement this plan', kind: 'allow_once' },
       { optionId: 'keep-planning', name: 'No, keep planning', kind: 'reject_once' },
     ])
@@ -147,32 +141,25 @@ export class InteractionMapping {
   }
 
   /**
-   * @param {AskQuestionQuery} query
-   * @param {number} id
+   * @param {QueryOf<'askQuestion'>} q
    * @returns {Promise<AskQuestionResponse>}
    */
-  async askQuestion(query, id) {
+  async askQuestion(q) {
+    const query = q.query ?? {}
     const args = query.args ?? {}
     const questions = args.questions ?? []
     /** @param {string} reason @returns {AskQuestionResponse} */
     const reject = (reason) => ({ result: { rejected: { reason } } })
     if (this.capabilities().elicitation?.form != null) return this.askWithForm(query, reject)
-    // Without forms (Zed today): one single-choice question becomes a permission prompt of its answers.
-    const only = questions[0]
-    const choices = only?.options ?? []
-    if (questions.length === 1 && !only.allowMultiple && choices.length > 0) {
-      /** @type {PermissionOption[]} */
-      const options = choices.map((o, i) => ({ optionId: `answer-${i}`, name: asSent(o.label ?? o.id), kind: 'allow_once' }))
-      options.push({ optionId: 'skip', name: 'Skip', kind: 'reject_once' })
-      const card = { title: only.prompt || args.title || 'Question', kind: /** @type {const} */ ('other'), rawInput: args }
-      const chosen = await this.permissions.choose(query.toolCallId, `question-${id}`, card, options)
-      if (!chosen || chosen === 'skip') return reject(chosen ? 'The user skipped the question' : CANCELLED_BY_USER)
-      const option = choices[Number(chosen.slice('answer-'.length))]
-      return { result: { success: { answers: [{ questionId: only.id, selectedOptionIds: [asSent(option.id ?? option.label)] }] } } }
-    }
+    // Without forms: the questions in the thread, answered in the user's next prompt.
+    const lines = questions.map((question, i) => {
+      const answers = (question.options ?? []).map((o) => o.label ?? o.id).filter(Boolean)
+      const choice = answers.length ? ` (${question.allowMultiple ? 'any of' : 'one of'}: ${answers.join(', ')})` : ''
+      return `${i + 1}. ${question.prompt ?? ''}${choice}`
+    })
     await this.relay.send({
       sessionUpdate: 'agent_message_chunk',
-      content: { type: 'text', text: `\n\n${args.title ?? 'The agent asked questions'} — this editor cannot show the form; please answer in your next message:\n${questions.map((q) => `- ${q.prompt}`).join('\n')}\n` },
+      content: { type: 'text', text: `\n\n**${args.title || 'The agent has questions'}** — please answer in your next message:\n${lines.join('\n')}\n` },
     })
     return reject('This editor cannot show the questions; the user will answer in the next message')
   }
@@ -202,16 +189,19 @@ export class InteractionMapping {
       message: args.title || 'The agent has a question',
       requestedSchema: { type: 'object', properties, required: questions.map((q) => asSent(q.id)) },
     }
-    if (query.toolCallId && this.relay.announcedToClient(query.toolCallId)) params.toolCallId = query.toolCallId
+    const turn = this.relay.turn
+    // The form names its card only once the client shows it.
+    if (query.toolCallId && (await turn.waitForCard(query.toolCallId, CARD_WAIT_MS))) params.toolCallId = turn.acpId(query.toolCallId)
+    if (turn.cancelled) return reject(CANCELLED_BY_USER)
     let response
     try {
-      response = await this.client().request('elicitation/create', params, { cancellationSignal: this.turn.cancellation() })
+      response = await this.client().request('elicitation/create', params, { cancellationSignal: turn.signal, stopWaitingOnCancel: true })
     } catch (e) {
-      this.log.warn('elicitation failed:', e)
+      if (!turn.cancelled) this.log.warn('elicitation failed:', e)
     }
     if (response?.action !== 'accept') {
-      if (response?.action !== 'decline') this.turn.cancel()
-      return reject('The user declined to answer')
+      if (response?.action !== 'decline' && !turn.over) this.permissions.turn.cancel()
+      return reject(response?.action === 'decline' ? 'The user declined to answer' : CANCELLED_BY_USER)
     }
     const content = /** @type {Record<string, unknown>} */ (response.content ?? {})
     const answers = questions.map((q) => {

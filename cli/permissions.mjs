@@ -1,29 +1,48 @@
 // @ts-check
-// The permission flow of one session. Tools that change things (edit, delete, execute, fetch,
-// MCP) and some interaction queries ask the user first: one `session/request_permission` per
-// call, about a tool call card the client knows — the server's own once it has reached the
-// client, or else one this flow announces itself and settles when the tool has run. Allow /
-// Always allow / Reject; "always allow" is remembered for the session (shells by their
-// program, everything else by tool). A request the client cancels, or one that fails, means
-// "stop": it cancels the turn rather than denying and going on.
+// The permission flow of one session, and the cards requests are about. Tools that change
+// things (edit, delete, execute, fetch, MCP) and some interaction queries ask the user first:
+// one `session/request_permission` per call, about a card the client already shows in this
+// turn — the server's own once it has reached the client, or else one this flow announces
+// and settles when the tool has run. Allow / Always allow / Reject (one option of each kind:
+// clients that key options by kind keep them all); "always allow" is remembered for the
+// session (shells by their program, everything else by tool).
+//
+// A request the client cancels, or one that fails, means "stop": it cancels the turn rather
+// than denying and going on. Cancelling the turn withdraws a pending request
+// (`$/cancel_request`) and stops waiting for it at once, so a client that does not understand
+// the withdrawal cannot hold the turn open, and its late answer is dropped: a request belongs
+// to the turn that made it, and its answer never runs a tool in a later one.
 /** @typedef {import('@agentclientprotocol/sdk').AgentContext} AgentContext */
 /** @typedef {import('@agentclientprotocol/sdk').PermissionOption} PermissionOption */
 /** @typedef {import('@agentclientprotocol/sdk').ToolCallStatus} ToolCallStatus */
-/** @typedef {import('@agentclientprotocol/sdk').ToolCall} ToolCall */
 /** @typedef {import('@agentclientprotocol/sdk').ToolCallUpdate} ToolCallUpdate */
+/** @typedef {import('../index.js').ToolCard} Card */
+/** @typedef {import('../index.js').ToolCardOutcome} Outcome */
 /** @typedef {import('./update-relay.mjs').UpdateRelay} UpdateRelay */
-
-/**
- * What a permission request shows: the tool call's title, kind, input and content (a diff, a
- * plan), as the card it is attached to.
- * @typedef {Pick<ToolCall, 'title' | 'kind' | 'rawInput' | 'content' | 'locations'>} Card
- */
+/** @typedef {import('./update-relay.mjs').TurnCards} TurnCards */
 
 /**
  * The running turn, as the permission flow needs it.
  * @typedef {object} TurnControl
- * @property {() => AbortSignal} cancellation  aborted once the running (or last) turn is cancelled
  * @property {() => void} cancel  cancels the running turn, as `session/cancel` does
+ */
+
+/**
+ * What a request is about: the server's card (`toolCallId`), else one of this flow's own,
+ * named after `key` and showing `card`; `outcome` says how it ends from the tool's result.
+ * @typedef {object} CardRequest
+ * @property {string} [toolCallId]  the server's tool call, when the request names one
+ * @property {string} ownKey  names the card of this flow's own when there is no server card
+ * @property {Card} card
+ * @property {(result: unknown) => Outcome} [outcome]
+ */
+
+/**
+ * A card a request is about, in one turn.
+ * @typedef {object} CardRef
+ * @property {string} id  its local id (the relay maps it to the ACP id)
+ * @property {boolean} own  announced by this flow, which settles it
+ * @property {TurnCards} turn
  */
 
 /**
@@ -38,7 +57,7 @@ export const PERMISSION_OPTIONS = [
   { optionId: 'reject-once', name: 'Reject', kind: 'reject_once' },
 ]
 
-/** How long a permission request waits for its tool call to reach the client before announcing its own. */
+/** How long a request waits for its tool call to reach the client before announcing its own. */
 const ANNOUNCE_WAIT_MS = 500
 
 /**
@@ -59,6 +78,12 @@ export const CANCELLED_BY_USER = 'The user cancelled the turn'
 /** @param {string} t */
 export const textContent = (t) => /** @type {const} */ ({ type: 'content', content: { type: 'text', text: t } })
 
+/** @param {unknown} result */
+const isSuccess = (result) => typeof result === 'object' && result !== null && 'success' in result
+
+/** @param {unknown} result @returns {Outcome} */
+const byBranch = (result) => ({ status: isSuccess(result) ? 'completed' : 'failed' })
+
 export class PermissionFlow {
   /**
    * @param {object} o
@@ -76,59 +101,69 @@ export class PermissionFlow {
     this.log = log
     /** "Always allow" rules (see `ruleKey`). */
     this.rules = /** @type {Set<string>} */ (new Set())
-    /** Cards this flow announced itself and has not settled yet. */
-    this.ownCards = /** @type {Set<string>} */ (new Set())
+    /** Cards this flow announced itself and has not settled yet, by turn. */
+    this.ownCards = /** @type {Map<TurnCards, Set<string>>} */ (new Map())
   }
 
   /**
-   * The card a request is about: the server's tool call, once the client has it, or one this
-   * flow announces (Cursor sometimes sends an exec without its tool call).
-   * @param {string | undefined} toolCallId
-   * @param {string} fallbackKey  names the card of our own when there is no tool call
-   * @param {Card} card
-   * @returns {Promise<{ id: string, own: boolean }>}
+   * The card a request is about, once the client shows it in this turn: the server's tool
+   * call, or one this flow announces (Cursor sometimes sends an exec without its tool call).
+   * Null when the turn was cancelled meanwhile.
+   * @param {CardRequest} request
+   * @returns {Promise<CardRef | null>}
    */
-  async cardFor(toolCallId, fallbackKey, card) {
-    if (toolCallId && (await this.relay.waitForAnnouncement(toolCallId, ANNOUNCE_WAIT_MS))) return { id: toolCallId, own: false }
-    const id = `exec-${fallbackKey || toolCallId || Date.now()}`
+  async card({ toolCallId, ownKey, card }) {
+    const turn = this.relay.turn
+    if (toolCallId && (await turn.waitForCard(toolCallId, ANNOUNCE_WAIT_MS))) return { id: toolCallId, own: false, turn }
+    if (turn.cancelled || turn.over) return null
+    const id = `agent-${ownKey}`
     await this.relay.send({ sessionUpdate: 'tool_call', toolCallId: id, status: 'pending', ...card })
-    this.ownCards.add(id)
-    return { id, own: true }
+    const own = this.ownCards.get(turn) ?? new Set()
+    own.add(id)
+    this.ownCards.set(turn, own)
+    return { id, own: true, turn }
   }
 
   /**
-   * Asks the user about one call, unless an "always allow" rule covers it.
-   * @param {{ toolCallId?: string, execId: string, key: string, card: Card }} request
+   * Ends a card of this flow's own (the server settles its cards itself).
+   * @param {CardRef} ref
+   * @param {Outcome} outcome
+   */
+  async settle(ref, outcome) {
+    const own = this.ownCards.get(ref.turn)
+    if (!ref.own || !own?.delete(ref.id) || ref.turn !== this.relay.turn) return
+    await this.relay.send({ sessionUpdate: 'tool_call_update', toolCallId: ref.id, ...outcome })
+  }
+
+  /**
+   * Asks the user about one call, unless an "always allow" rule covers it. Either way the
+   * client shows the call's card before anything about it happens.
+   * @param {CardRequest & { key: string }} request
    * @returns {Promise<Decision>}
    */
-  async permit({ toolCallId, execId, key, card }) {
-    if (this.rules.has(key)) return { outcome: 'allow', finish: async () => {} }
-    if (this.turn.cancellation().aborted) return { outcome: 'cancelled' }
-    const { id, own } = await this.cardFor(toolCallId, execId, card)
-    /** @param {ToolCallStatus} status @param {Partial<ToolCallUpdate>} [extra] */
-    const settle = async (status, extra = {}) => {
-      if (!own || !this.ownCards.has(id)) return
-      this.ownCards.delete(id)
-      await this.relay.send({ sessionUpdate: 'tool_call_update', toolCallId: id, status, ...extra })
-    }
-    const chosen = await this.ask(id, card, PERMISSION_OPTIONS)
-    if (!chosen || this.turn.cancellation().aborted) {
-      await settle('failed')
+  async permit(request) {
+    const ref = await this.card(request)
+    if (!ref) return { outcome: 'cancelled' }
+    const outcome = request.outcome ?? byBranch
+    /** @type {Decision} */
+    const allowed = { outcome: 'allow', finish: (result) => this.settle(ref, outcome(result)) }
+    if (this.rules.has(request.key)) return allowed
+    const chosen = await this.ask(ref, request.card, PERMISSION_OPTIONS)
+    if (!chosen || ref.turn.cancelled) {
+      await this.settle(ref, { status: 'failed', content: [textContent('Cancelled by the user.')] })
       return { outcome: 'cancelled' }
     }
-    if (chosen === 'allow-always') this.rules.add(key)
-    if (chosen === 'allow-always' || chosen === 'allow-once') {
-      return { outcome: 'allow', finish: (result) => settle(isSuccess(result) ? 'completed' : 'failed') }
-    }
-    await this.relay.send({ sessionUpdate: 'tool_call_update', toolCallId: id, status: 'failed', content: [textContent('Rejected by the user')] })
-    this.ownCards.delete(id)
+    if (chosen === 'allow-always') this.rules.add(request.key)
+    if (chosen === 'allow-always' || chosen === 'allow-once') return allowed
+    await this.relay.send({ sessionUpdate: 'tool_call_update', toolCallId: ref.id, status: 'failed', content: [textContent('Rejected by the user')] })
+    this.ownCards.get(ref.turn)?.delete(ref.id)
     return { outcome: 'reject' }
   }
 
   /**
    * Runs `run` if the user allows it; otherwise answers with `rejected(reason)`.
    * @template R
-   * @param {{ toolCallId?: string, execId: string, key: string, card: Card }} request
+   * @param {CardRequest & { key: string }} request
    * @param {() => Promise<R>} run
    * @param {(reason: string) => R} rejected
    * @returns {Promise<R>}
@@ -142,60 +177,57 @@ export class PermissionFlow {
   }
 
   /**
-   * A choice between options of the caller's own (answers to a question, "switch mode?") on a
-   * card; resolves the chosen optionId, or null when the request was cancelled.
-   * @param {string | undefined} toolCallId
-   * @param {string} fallbackKey
-   * @param {Card} card
+   * A choice between options of the caller's own ("switch mode?", "implement the plan?"), at
+   * most one of each kind, on a card; resolves the chosen optionId, or null when the request
+   * was cancelled.
+   * @param {CardRequest} request
    * @param {PermissionOption[]} options
    * @returns {Promise<string | null>}
    */
-  async choose(toolCallId, fallbackKey, card, options) {
-    const { id, own } = await this.cardFor(toolCallId, fallbackKey, card)
-    const chosen = await this.ask(id, card, options)
-    if (own) {
-      this.ownCards.delete(id)
-      const kind = options.find((o) => o.optionId === chosen)?.kind ?? 'reject_once'
-      await this.relay.send({ sessionUpdate: 'tool_call_update', toolCallId: id, status: kind.startsWith('allow') ? 'completed' : 'failed' })
-    }
-    return chosen
+  async choose(request, options) {
+    const ref = await this.card(request)
+    if (!ref) return null
+    const chosen = await this.ask(ref, request.card, options)
+    const kind = options.find((o) => o.optionId === chosen)?.kind
+    await this.settle(ref, { status: kind?.startsWith('allow') ? 'completed' : 'failed' })
+    return ref.turn.cancelled ? null : chosen
   }
 
   /**
-   * One `session/request_permission` about card `id`: the chosen optionId, or null when the
+   * One `session/request_permission` about a card: the chosen optionId, or null when the
    * request was cancelled or failed — which cancels the turn.
-   * @param {string} id
+   * @param {CardRef} ref
    * @param {Card} card
    * @param {PermissionOption[]} options
    * @returns {Promise<string | null>}
    */
-  async ask(id, card, options) {
+  async ask(ref, card, options) {
     let response
     try {
       response = await this.client().request(
         'session/request_permission',
-        { sessionId: this.sessionId, toolCall: { toolCallId: id, status: 'pending', ...card }, options },
-        { cancellationSignal: this.turn.cancellation() },
+        { sessionId: this.sessionId, toolCall: { ...card, toolCallId: ref.turn.acpId(ref.id), status: 'pending' }, options },
+        { cancellationSignal: ref.turn.signal, stopWaitingOnCancel: true },
       )
     } catch (e) {
-      this.log.warn('permission request failed:', e)
+      if (!ref.turn.cancelled) this.log.warn('permission request failed:', e)
     }
     const outcome = response?.outcome
     const chosen = outcome?.outcome === 'selected' ? outcome.optionId : null
-    if (!chosen) this.turn.cancel()
+    if (!chosen && !ref.turn.over) this.turn.cancel()
     return chosen
   }
 
-  /** Cards this flow announced and nothing settled end `failed` before the turn does. */
-  async settleOwnCards() {
-    for (const id of this.ownCards) {
-      await this.relay.send({ sessionUpdate: 'tool_call_update', toolCallId: id, status: 'failed' }).catch(() => {})
+  /**
+   * Cards this flow announced in `turn` and nothing settled end `failed` before the turn does.
+   * @param {TurnCards} turn
+   */
+  async settleOwnCards(turn) {
+    const own = this.ownCards.get(turn)
+    this.ownCards.delete(turn)
+    const reason = turn.cancelled ? 'Cancelled by the user.' : 'The turn ended before this tool call finished.'
+    for (const id of own ?? []) {
+      await this.relay.send({ sessionUpdate: 'tool_call_update', toolCallId: id, status: 'failed', content: [textContent(reason)] }).catch(() => {})
     }
-    this.ownCards.clear()
   }
-}
-
-/** @param {unknown} result */
-function isSuccess(result) {
-  return typeof result === 'object' && result !== null && 'success' in result
 }

@@ -26,6 +26,7 @@ import { UpdateRelay } from './update-relay.mjs'
 /** @typedef {import('@agentclientprotocol/sdk').SessionUpdate} SessionUpdate */
 /** @typedef {import('../index.js').AgentClientOptions} AgentClientOptions */
 /** @typedef {import('../index.js').PromptTurn} PromptTurn */
+/** @typedef {import('../index.js').PromptUsage} PromptUsage */
 /** @typedef {import('./store.mjs').SessionRecord} SessionRecord */
 /** @typedef {import('./store.mjs').SessionStore} SessionStore */
 
@@ -92,24 +93,23 @@ export class AgentSession {
     this.models = []
     /** The running turn, or null between turns. */
     this.turn = /** @type {PromptTurn | null} */ (null)
-    /** Aborted once the running (or last) turn is cancelled. */
-    this.cancellation = new AbortController()
 
     const { AgentClient, LocalTools } = loadAddon()
+    /** The session's updates, and the cards and cancellation of its turns. */
     this.relay = new UpdateRelay(peer.client, sessionId)
     /** @type {import('./permissions.mjs').TurnControl} */
-    const turn = { cancellation: () => this.cancellation.signal, cancel: () => this.cancel() }
+    const turn = { cancel: () => this.cancel() }
     this.permissions = new PermissionFlow({ sessionId, client: peer.client, relay: this.relay, turn, log })
     this.mcp = new McpServers(mcpServers, { cwd, log })
     this.tools = new LocalTools({ roots: [cwd, ...additionalDirectories], terminalsDir: path.join(store.dir, 'terminals', sessionId) })
     const execs = new ExecMapping({ sessionId, cwd, client: peer.client, capabilities: peer.capabilities, tools: this.tools, mcp: this.mcp, permissions: this.permissions, log })
     const interactions = new InteractionMapping({
       sessionId,
+      cwd,
       client: peer.client,
       capabilities: peer.capabilities,
       relay: this.relay,
       permissions: this.permissions,
-      turn,
       mode: { current: () => this.mode, switchTo: (modeId) => this.switchMode(modeId) },
       log,
     })
@@ -244,8 +244,7 @@ export class AgentSession {
     if (this.turn) {
       throw RequestError.invalidParams(undefined, 'a prompt is already running in this session; cancel it first')
     }
-    const cancellation = new AbortController()
-    this.cancellation = cancellation
+    const cards = this.relay.beginTurn()
     const first = firstText(blocks)
     let turn
     try {
@@ -263,18 +262,24 @@ export class AgentSession {
       }
       for await (const update of turn) await this.update(update)
       const result = await turn.result
-      await this.permissions.settleOwnCards()
-      /** @type {PromptResponse} */
-      const response = { stopReason: cancellation.signal.aborted ? 'cancelled' : result.stopReason }
-      if (result.usage) response._meta = { cursor: { usage: result.usage } }
+      await this.permissions.settleOwnCards(cards)
+      /** @type {PromptResponse & { usage?: PromptUsage }} */
+      const response = { stopReason: cards.cancelled ? 'cancelled' : result.stopReason }
+      if (result.usage) {
+        // ACP's own place (the prompt response's `usage`, in the schema's newer revisions),
+        // and where this agent reported it before.
+        response.usage = result.usage
+        response._meta = { cursor: { usage: result.usage } }
+      }
       return response
     } catch (e) {
-      await this.permissions.settleOwnCards()
-      if (cancellation.signal.aborted) return { stopReason: 'cancelled' }
+      await this.permissions.settleOwnCards(cards)
+      if (cards.cancelled) return { stopReason: 'cancelled' }
       this.log.warn('turn failed:', e)
       throw toRequestError(e)
     } finally {
       requestSignal?.removeEventListener('abort', onAbort)
+      cards.end()
       this.turn = null
       try {
         this.persist()
@@ -284,10 +289,14 @@ export class AgentSession {
     }
   }
 
-  /** `session/cancel`: stops the turn, its tools and any permission request still open. */
+  /**
+   * `session/cancel`: stops the turn, its tools and any permission request or form still open
+   * (withdrawn, and no longer waited for: a client that cannot withdraw one does not hold the
+   * turn), and no more of the model's text goes out.
+   */
   cancel() {
     if (!this.turn) return
-    this.cancellation.abort()
+    this.relay.turn.cancel()
     this.turn.cancel()
   }
 

@@ -18,6 +18,7 @@ extern crate napi_derive;
 
 mod js_backend;
 mod js_bench;
+mod js_cards;
 mod js_client;
 mod js_error;
 mod js_host;

@@ -7,6 +7,13 @@
 export type ContentBlock = CursorAcpNativeAcpTypes['ContentBlock']
 export type SessionUpdate = CursorAcpNativeAcpTypes['SessionUpdate']
 export type StopReason = CursorAcpNativeAcpTypes['StopReason']
+/**
+ * A tool card as ACP shows it, without its id and status (`describeExec`, `describeInteraction`):
+ * what a `tool_call` announces and a permission request's `toolCall` repeats.
+ */
+export type ToolCard = Pick<Extract<SessionUpdate, { sessionUpdate: 'tool_call' }>, 'title' | 'name' | 'kind' | 'locations' | 'content' | 'rawInput' | '_meta'>
+/** How a card ends (`describeExecResult`): the fields of the `tool_call_update` that settles it. */
+export type ToolCardOutcome = Pick<Extract<SessionUpdate, { sessionUpdate: 'tool_call_update' }>, 'status' | 'content' | 'locations' | 'rawOutput'>
 
 /** Token counts of one turn (ACP `PromptResponse.usage` naming). */
 export interface PromptUsage {
@@ -115,7 +122,9 @@ export type ScenarioStep =
   | { type: 'textBurst'; text: string; count: number }
   | { type: 'thinking'; text: string }
   | { type: 'thinkingCompleted'; durationMs?: number }
-  | { type: 'toolCallStarted' | 'toolCallCompleted'; callId: string; toolCall: agent.ToolCall; modelCallId?: string }
+  | { type: 'toolCallStarted'; callId: string; toolCall: agent.ToolCall; modelCallId?: string }
+  /** `resultFromExec`: the tool call reports the result the client answered that exec with. */
+  | { type: 'toolCallCompleted'; callId: string; toolCall: agent.ToolCall; modelCallId?: string; resultFromExec?: number }
   | { type: 'update'; update: agent.InteractionUpdate }
   | { type: 'send'; message: agent.AgentServerMessage }
   | { type: 'exec'; id: number; execId?: string; args: agent.ExecServerMessage; wait?: boolean }

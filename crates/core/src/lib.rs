@@ -3,6 +3,7 @@
 //! Nothing here depends on Node or napi.
 
 pub mod bridge;
+pub mod cards;
 pub mod connect;
 pub mod embedded;
 pub mod error;

@@ -91,7 +91,8 @@ fn shell_success_streams_output_and_completes() {
     assert_eq!(
         out[0],
         json!({ "sessionUpdate": "tool_call", "toolCallId": "s1", "title": "make test", "name": "shell", "kind": "execute",
-                "status": "in_progress", "rawInput": { "command": "make test", "workingDirectory": "/w" } })
+                "status": "in_progress", "rawInput": { "command": "make test", "workingDirectory": "/w" },
+                "_meta": { "tool_name": "shell" } })
     );
     assert_eq!(out[1]["content"][0]["content"]["text"], "```\nok 1\n```");
     assert_eq!(out[2]["status"], "completed");
@@ -348,7 +349,7 @@ fn sub_agent_activity_nests_under_its_task() {
     );
     assert_eq!(out.len(), 2, "sub-agent text stays out of the main transcript");
     assert_eq!(out[1]["toolCallId"], "child");
-    assert_eq!(out[1]["_meta"], json!({ "parentToolCallId": "task" }));
+    assert_eq!(out[1]["_meta"], json!({ "tool_name": "read", "parentToolCallId": "task" }));
 }
 
 #[test]
@@ -505,6 +506,7 @@ fn every_tool_type_and_result_branch_is_mapped() {
             assert_eq!(card["sessionUpdate"], "tool_call");
             assert!(!card["title"].as_str().unwrap().is_empty() && !card["title"].as_str().unwrap().contains('`'));
             assert_eq!(card["name"], key);
+            assert_eq!(card["_meta"]["tool_name"], key, "where Zed reads the tool's name");
             let success = matches!(result_branch.as_deref(), None | Some("success") | Some("async"));
             let expected = if success { "completed" } else { "failed" };
             assert_eq!(done["status"], expected, "{key} {result_branch:?}: {done}");
@@ -559,7 +561,10 @@ fn shells_become_display_terminals_for_clients_that_render_them() {
         ],
     );
     assert_eq!(out[0]["content"], json!([{ "type": "terminal", "terminalId": "sh" }]));
-    assert_eq!(out[0]["_meta"], json!({ "terminal_info": { "terminal_id": "sh", "cwd": "/w/crates" } }));
+    assert_eq!(
+        out[0]["_meta"],
+        json!({ "tool_name": "shell", "terminal_info": { "terminal_id": "sh", "cwd": "/w/crates" } })
+    );
     assert_eq!(
         out[1],
         json!({ "sessionUpdate": "tool_call_update", "toolCallId": "sh",
@@ -568,4 +573,107 @@ fn shells_become_display_terminals_for_clients_that_render_them() {
     assert_eq!(out[2]["status"], "failed");
     assert!(out[2].get("content").is_none(), "the terminal stays the card's content");
     assert_eq!(out[2]["_meta"], json!({ "terminal_exit": { "terminal_id": "sh", "exit_code": 101, "signal": null } }));
+}
+
+#[test]
+fn completed_cards_show_the_range_the_listing_the_matches_and_keep_raw_output_small() {
+    let mut t = Translator::with_cwd(Some("/w".into()));
+    let body = "line\n".repeat(20_000);
+    let out = run(
+        &mut t,
+        vec![
+            completed(
+                "r",
+                json!({ "readToolCall": { "args": { "path": "/w/src/lib.rs", "offset": 10, "limit": 5 },
+                "result": { "success": { "path": "/w/src/lib.rs", "content": body, "totalLines": 120,
+                    "readRange": { "startLine": 10, "endLine": 14 } } } } }),
+            ),
+            completed(
+                "l",
+                json!({ "lsToolCall": { "args": { "path": "/w" }, "result": { "success": { "directoryTreeRoot": {
+                    "absPath": "/w",
+                    "childrenDirs": [{ "absPath": "/w/src", "childrenFiles": [{ "name": "lib.rs" }] }],
+                    "childrenFiles": [{ "name": "Cargo.toml" }] } } } } }),
+            ),
+            completed(
+                "g",
+                json!({ "grepToolCall": { "args": { "pattern": "TODO", "path": "/w" }, "result": { "success": {
+                    "pattern": "TODO", "workspaceResults": { "/w": { "content": { "matches": [
+                        { "file": "/w/src/lib.rs", "matches": [
+                            { "lineNumber": 3, "content": "// TODO: a" }, { "lineNumber": 4, "content": "fn a() {}", "isContextLine": true },
+                            { "lineNumber": 9, "content": "// TODO: b" }] },
+                        { "file": "/w/README.md", "matches": [{ "lineNumber": 1, "content": "TODO list" }] } ] } } } } } } }),
+            ),
+            completed(
+                "s",
+                json!({ "shellToolCall": { "args": { "command": "ls" }, "result": { "success": { "exitCode": 0, "interleavedOutput": "a\nerr\nb\n", "stdout": "a\nb\n" } } } }),
+            ),
+        ],
+    );
+    let text = |u: &Value, i: usize| u["content"][i]["content"]["text"].as_str().unwrap_or_default().to_string();
+    assert_eq!(text(&out[1], 0), "Lines 10–14 of 120", "the read's range, not its text");
+    assert_eq!(out[1]["locations"], json!([{ "path": "/w/src/lib.rs", "line": 10 }]));
+    let raw = serde_json::to_string(&out[1]["rawOutput"]).unwrap();
+    assert!(raw.len() < 500, "rawOutput stays small: {} bytes", raw.len());
+    assert_eq!(out[1]["rawOutput"]["success"]["totalLines"], 120);
+    assert_eq!(text(&out[3], 0), "```\nsrc/\n  lib.rs\nCargo.toml\n```", "the listing");
+    assert_eq!(text(&out[5], 0), "3 matches in 2 files");
+    assert_eq!(
+        text(&out[5], 1),
+        "```\nsrc/lib.rs:3:// TODO: a\nsrc/lib.rs-4-fn a() {}\nsrc/lib.rs:9:// TODO: b\nREADME.md:1:TODO list\n```"
+    );
+    assert_eq!(
+        out[5]["locations"],
+        json!([{ "path": "/w/src/lib.rs", "line": 3 }, { "path": "/w/README.md", "line": 1 }])
+    );
+    assert_eq!(text(&out[7], 0), "```\na\nerr\nb\n```", "stdout and stderr as they interleaved");
+}
+
+#[test]
+fn after_cancel_open_cards_fail_and_nothing_the_server_sends_about_the_turn_is_shown() {
+    let mut t = Translator::new();
+    let out = run(
+        &mut t,
+        vec![started("sh", json!({ "shellToolCall": { "args": { "command": "make" } } })), text("working")],
+    );
+    assert_eq!(out.len(), 2);
+    let swept: Vec<Value> = t.cancel().iter().map(to_json).collect();
+    assert_eq!(
+        swept,
+        [json!({ "sessionUpdate": "tool_call_update", "toolCallId": "sh", "status": "failed",
+        "content": [{ "type": "content", "content": { "type": "text", "text": "Cancelled by the user." } }] })]
+    );
+    let late = run(
+        &mut t,
+        vec![
+            completed(
+                "sh",
+                json!({ "shellToolCall": { "args": { "command": "make" }, "result": { "success": { "exitCode": 0 } } } }),
+            ),
+            text("and then I"),
+            started("next", json!({ "lsToolCall": { "args": { "path": "/" } } })),
+        ],
+    );
+    assert!(late.is_empty(), "no card flipped to completed, no text after the cancel: {late:#?}");
+    t.begin_turn();
+    assert_eq!(run(&mut t, vec![text("next turn")]).len(), 1, "the next turn is shown again");
+}
+
+#[test]
+fn a_display_terminal_gets_the_output_of_a_result_when_nothing_streamed() {
+    let mut t = Translator::with_cwd(Some("/w".into()));
+    t.set_terminal_output(true);
+    let out = run(
+        &mut t,
+        vec![
+            started("sh", json!({ "shellToolCall": { "args": { "command": "uname" } } })),
+            completed(
+                "sh",
+                json!({ "shellToolCall": { "args": { "command": "uname" }, "result": { "success": { "exitCode": 0, "stdout": "Linux\n" } } } }),
+            ),
+        ],
+    );
+    assert_eq!(out[1]["_meta"], json!({ "terminal_output": { "terminal_id": "sh", "data": "Linux\n" } }));
+    assert_eq!(out[2]["status"], "completed");
+    assert_eq!(out[2]["_meta"]["terminal_exit"]["exit_code"], 0);
 }

@@ -13,7 +13,7 @@ use prost::encoding::{decode_key, decode_varint, skip_field, DecodeContext, Wire
 use prost::Message as _;
 use prost_reflect::{FieldDescriptor, Kind, MessageDescriptor};
 
-use super::script::Queued;
+use super::inbox::Queued;
 use crate::proto::agent::v1::{agent_client_message, AgentClientMessage, ExecClientMessage};
 use crate::protojson;
 
@@ -34,6 +34,11 @@ pub(crate) fn decode(payload: &Bytes) -> Result<Queued, String> {
     Ok(Box::new(AgentClientMessage {
         message: Some(agent_client_message::Message::ExecClientMessage(Box::new(reply))),
     }))
+}
+
+/// `payload` decoded whole, results included (for a scenario that reports them).
+pub(crate) fn decode_whole(payload: &[u8]) -> Option<Queued> {
+    AgentClientMessage::decode(payload).ok().map(Box::new)
 }
 
 /// The part of an exec reply a script reads. prost skips the fields it does not name without

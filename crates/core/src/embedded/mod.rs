@@ -9,6 +9,8 @@
 mod append;
 mod auth;
 mod client_message;
+mod echo;
+mod inbox;
 mod models;
 mod record;
 mod run_checks;

@@ -89,13 +89,18 @@ pub enum Step {
         #[serde(default)]
         model_call_id: String,
     },
-    /// `tool_call_completed`; `toolCall` is an `agent.v1.ToolCall` in proto JSON.
+    /// `tool_call_completed`; `toolCall` is an `agent.v1.ToolCall` in proto JSON. With
+    /// `resultFromExec`, its result is the one the client answered that exec with, as Cursor's
+    /// server reports a tool the client ran (a `read`'s `ReadResult` becomes the read tool's
+    /// `ReadToolResult`).
     #[serde(rename_all = "camelCase")]
     ToolCallCompleted {
         call_id: String,
         tool_call: serde_json::Value,
         #[serde(default)]
         model_call_id: String,
+        #[serde(default)]
+        result_from_exec: Option<u32>,
     },
     /// Any `agent.v1.InteractionUpdate`, in proto JSON.
     Update { update: serde_json::Value },
@@ -250,6 +255,12 @@ impl Scenario {
 
     pub fn records(&self) -> bool {
         self.record.unwrap_or(true)
+    }
+
+    /// Whether a tool call reports an exec's result (`resultFromExec`): then the backend keeps
+    /// exec results whole instead of only their heads.
+    pub fn echoes_exec_results(&self) -> bool {
+        self.turns.iter().flatten().any(|s| matches!(s, Step::ToolCallCompleted { result_from_exec: Some(_), .. }))
     }
 }
 

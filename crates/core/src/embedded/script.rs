@@ -1,6 +1,9 @@
-//! Plays one scenario turn onto a response stream, waiting for the client's answers.
+//! Plays one scenario turn onto a response stream, waiting for the client's answers. A
+//! `cancel_action` ends the turn as Cursor's server ends it: an abort for every exec still
+//! running, a short wait for what the client still owes, then the end of the stream with
+//! `canceled` (unless the step playing waits for that action itself, as `awaitClient
+//! conversationAction` does: then the scenario plays on).
 
-use std::collections::VecDeque;
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -13,46 +16,14 @@ use prost::Message as _;
 use sha2::Digest;
 use tokio::sync::mpsc;
 
+use super::echo;
+use super::inbox::{Inbox, Owed, Waited};
 use super::scenario::{agent_message as from_json, Step};
 use crate::connect::{self, Code, ConnectError, ErrorDetail, CURSOR_ERROR_DETAILS};
 use crate::proto::agent::v1 as pb;
 use crate::proto::aiserver::v1 as ai;
 
 pub(crate) type BodyItem = Result<Frame<Bytes>, std::io::Error>;
-
-/// A client message as queued for a run: boxed, because a channel or map of them allocates room
-/// for dozens at a time. (The message itself is small now that its large branches are boxed,
-/// see build.rs; it was 3.6 KiB when this queue showed in the server's profiles.)
-pub(crate) type Queued = Box<pb::AgentClientMessage>;
-
-/// Client messages for one run, in order.
-pub(crate) struct Inbox {
-    rx: mpsc::UnboundedReceiver<Queued>,
-    /// Arrived while waiting for something else; looked at by later waits.
-    pending: VecDeque<Queued>,
-}
-
-impl Inbox {
-    pub(crate) fn new(rx: mpsc::UnboundedReceiver<Queued>) -> Self {
-        Inbox { rx, pending: VecDeque::new() }
-    }
-
-    async fn wait(&mut self, mut matches: impl FnMut(&pb::AgentClientMessage) -> bool) -> Option<Queued> {
-        if let Some(pos) = self.pending.iter().position(|m| matches(m)) {
-            return self.pending.remove(pos);
-        }
-        while let Some(msg) = self.rx.recv().await {
-            if matches(&msg) {
-                return Some(msg);
-            }
-            self.pending.push_back(msg);
-            if self.pending.len() > 10_000 {
-                self.pending.pop_front();
-            }
-        }
-        None
-    }
-}
 
 /// The proto3 JSON name of a client message's branch.
 pub(crate) fn client_kind(msg: &pb::AgentClientMessage) -> &'static str {
@@ -84,7 +55,12 @@ enum Flow {
     Continue,
     /// The stream is finished; the string says how.
     Stop(String),
+    /// The client sent `cancel_action`: the turn ends as a cancelled run does.
+    Cancelled,
 }
+
+/// How long a cancelled run waits for what the client still owes before it ends the stream.
+const CANCEL_SETTLE: Duration = Duration::from_millis(250);
 
 fn server_msg(message: pb::agent_server_message::Message) -> pb::AgentServerMessage {
     pb::AgentServerMessage { message: Some(message), ..Default::default() }
@@ -133,8 +109,9 @@ impl TurnContext {
         let out = self.out.clone();
         tokio::select! {
             r = tokio::time::timeout(timeout, self.inbox.wait(matches)) => match r {
-                Ok(Some(m)) => Ok(*m),
-                Ok(None) => Err(Flow::Stop("client gone".into())),
+                Ok(Waited::Got(m)) => Ok(*m),
+                Ok(Waited::Cancelled) => Err(Flow::Cancelled),
+                Ok(Waited::Gone) => Err(Flow::Stop("client gone".into())),
                 Err(_) => {
                     let err = ConnectError::new(
                         Code::DeadlineExceeded,
@@ -146,6 +123,49 @@ impl TurnContext {
             _ = out.closed() => Err(Flow::Stop("client gone".into())),
         }
     }
+
+    /// Sleeps for `ms`, unless the client cancels first.
+    async fn sleep(&mut self, ms: u64) -> Flow {
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_millis(ms)) => Flow::Continue,
+            waited = self.inbox.wait(|_| false) => match waited {
+                Waited::Cancelled => Flow::Cancelled,
+                // The client's half of the run is over; its answers no longer matter.
+                Waited::Got(_) | Waited::Gone => {
+                    tokio::time::sleep(Duration::from_millis(ms)).await;
+                    Flow::Continue
+                }
+            },
+        }
+    }
+
+    /// Ends a run the client cancelled: aborts the execs still running, gives the client a
+    /// moment to settle what it owes (its answers to the aborted execs, to pending queries),
+    /// then ends the stream with `canceled`.
+    async fn cancelled(&mut self) -> String {
+        for owed in self.inbox.owed().to_vec() {
+            if let Owed::Exec(id) = owed {
+                let abort = pb::ExecServerControlMessage {
+                    message: Some(pb::exec_server_control_message::Message::Abort(pb::ExecServerAbort { id })),
+                };
+                if self
+                    .send(&server_msg(pb::agent_server_message::Message::ExecServerControlMessage(abort)))
+                    .await
+                    .is_err()
+                {
+                    return "client gone".into();
+                }
+            }
+        }
+        let _ = tokio::time::timeout(CANCEL_SETTLE, self.inbox.settled()).await;
+        self.end(Some(&ConnectError::new(Code::Canceled, "the client cancelled the run"))).await;
+        "cancelled".into()
+    }
+}
+
+/// Whether a step waits for the client's `cancel_action` itself (so a cancel is its to take).
+fn takes_cancel(step: &Step) -> bool {
+    matches!(step, Step::AwaitClient { kind } if kind.replace('_', "").eq_ignore_ascii_case("conversationAction"))
 }
 
 /// Runs one turn to completion and reports how the stream ended.
@@ -175,7 +195,7 @@ pub(crate) async fn run_turn(steps: Vec<super::Step>, mut ctx: TurnContext) -> S
         .await
     {
         Err(Flow::Stop(how)) => outcome = Some(how),
-        Err(Flow::Continue) => {}
+        Err(_) => outcome = Some(ctx.cancelled().await),
         Ok(message) => {
             if let Some(pb::agent_client_message::Message::RunRequest(run)) = &message.message {
                 if let Err(refused) = ctx.checks.check(run) {
@@ -185,10 +205,20 @@ pub(crate) async fn run_turn(steps: Vec<super::Step>, mut ctx: TurnContext) -> S
         }
     }
     for step in steps.into_iter().take(if outcome.is_some() { 0 } else { usize::MAX }) {
-        match run_step(step, &mut ctx, &paused).await {
+        ctx.inbox.take_arrived();
+        let flow = if ctx.inbox.cancel_requested() && !takes_cancel(&step) {
+            Ok(Flow::Cancelled)
+        } else {
+            run_step(step, &mut ctx, &paused).await
+        };
+        match flow {
             Ok(Flow::Continue) => {}
             Ok(Flow::Stop(how)) => {
                 outcome = Some(how);
+                break;
+            }
+            Ok(Flow::Cancelled) => {
+                outcome = Some(ctx.cancelled().await);
                 break;
             }
             Err(how) if ctx.out.is_closed() => {
@@ -254,9 +284,15 @@ async fn run_step(step: Step, ctx: &mut TurnContext, paused: &AtomicBool) -> Res
             let started = pb::ToolCallStartedUpdate { call_id, tool_call, model_call_id };
             ctx.send(&update(U::ToolCallStarted(Box::new(started)))).await?
         }
-        Step::ToolCallCompleted { call_id, tool_call, model_call_id } => {
-            let tool_call = Some(from_json("ToolCall", &tool_call).map_err(invalid)?);
-            let completed = pb::ToolCallCompletedUpdate { call_id, tool_call, model_call_id };
+        Step::ToolCallCompleted { call_id, tool_call, model_call_id, result_from_exec } => {
+            let mut tool_call: pb::ToolCall = from_json("ToolCall", &tool_call).map_err(invalid)?;
+            if let Some(id) = result_from_exec {
+                ctx.inbox.take_arrived();
+                let reply = ctx.inbox.exec_result(id).ok_or(format!("exec {id} has not been answered"))?;
+                tool_call =
+                    echo::with_exec_result(tool_call, reply).map_err(|e| format!("resultFromExec {id}: {e}"))?;
+            }
+            let completed = pb::ToolCallCompletedUpdate { call_id, tool_call: Some(tool_call), model_call_id };
             ctx.send(&update(U::ToolCallCompleted(Box::new(completed)))).await?
         }
         Step::Update { update: u } => {
@@ -271,6 +307,7 @@ async fn run_step(step: Step, ctx: &mut TurnContext, paused: &AtomicBool) -> Res
             msg.id = id;
             msg.exec_id = exec_id.unwrap_or_else(|| format!("exec-{id}"));
             ctx.send(&server_msg(S::ExecServerMessage(Box::new(msg)))).await?;
+            ctx.inbox.owe(Owed::Exec(id));
             if wait.unwrap_or(true) {
                 if let Err(flow) = await_exec(ctx, id).await {
                     return Ok(flow);
@@ -296,6 +333,7 @@ async fn run_step(step: Step, ctx: &mut TurnContext, paused: &AtomicBool) -> Res
                 message: Some(pb::kv_server_message::Message::GetBlobArgs(pb::GetBlobArgs { blob_id: blob_id.into() })),
             };
             ctx.send(&server_msg(S::KvServerMessage(msg))).await?;
+            ctx.inbox.owe(Owed::Kv(id));
             if let Err(flow) = ctx.wait_for(&format!("reply to KV get {id}"), |m| is_kv_reply(m, id)).await {
                 return Ok(flow);
             }
@@ -321,6 +359,7 @@ async fn run_step(step: Step, ctx: &mut TurnContext, paused: &AtomicBool) -> Res
                 })),
             };
             ctx.send(&server_msg(S::KvServerMessage(msg))).await?;
+            ctx.inbox.owe(Owed::Kv(id));
             if let Err(flow) = ctx.wait_for(&format!("reply to KV set {id}"), |m| is_kv_reply(m, id)).await {
                 return Ok(flow);
             }
@@ -329,6 +368,7 @@ async fn run_step(step: Step, ctx: &mut TurnContext, paused: &AtomicBool) -> Res
             let mut msg: pb::InteractionQuery = from_json("InteractionQuery", &query)?;
             msg.id = id;
             ctx.send(&server_msg(S::InteractionQuery(msg))).await?;
+            ctx.inbox.owe(Owed::Interaction(id));
             let what = format!("response to interaction query {id}");
             if let Err(flow) = ctx
                 .wait_for(&what, |m| {
@@ -351,7 +391,7 @@ async fn run_step(step: Step, ctx: &mut TurnContext, paused: &AtomicBool) -> Res
             };
             ctx.send(&update(U::TurnEnded(t))).await?
         }
-        Step::Sleep { ms } => tokio::time::sleep(Duration::from_millis(ms)).await,
+        Step::Sleep { ms } => return Ok(ctx.sleep(ms).await),
         Step::AwaitClient { kind } => {
             let want = kind.replace('_', "").to_ascii_lowercase();
             let what = format!("client message of kind {kind}");

@@ -21,10 +21,11 @@ use super::append::{Append, AppendError, AppendReader};
 use super::auth::{self, Auth, AuthOptions};
 use super::client_message;
 use super::models::Models;
+use super::inbox::{Inbox, Queued};
 use super::record::{header_map, AppendRecord, MessageRecord, RunRecord};
 use super::run_checks::RunChecks;
 use super::scenario::{Scenario, Step};
-use super::script::{self, BodyItem, Inbox, Queued, TurnContext};
+use super::script::{self, BodyItem, TurnContext};
 use crate::connect::{self, Code, ConnectError, Frame as EnvFrame, FrameDecoder, Limits};
 use crate::error::CoreError;
 use crate::models::GET_USABLE_MODELS_PATH;
@@ -64,6 +65,8 @@ struct State {
     turns_started: AtomicUsize,
     connections_accepted: AtomicUsize,
     limits: Limits,
+    /// The scenario reports exec results in tool calls (`Scenario::echoes_exec_results`).
+    echo_results: bool,
 }
 
 /// Server-side state of one request id.
@@ -103,6 +106,7 @@ impl EmbeddedBackend {
             .map_err(|e| CoreError::Network(format!("embedded backend cannot listen on 127.0.0.1:{port}: {e}")))?;
         let addr = listener.local_addr().map_err(|e| CoreError::Network(e.to_string()))?;
         let state = Arc::new(State {
+            echo_results: scenario.echoes_exec_results(),
             scenario,
             auth: Auth::new(options.auth.unwrap_or_default()),
             checks: Arc::new(RunChecks { models }),
@@ -281,7 +285,11 @@ impl State {
     }
 
     /// Records (when enabled) and delivers one client message (`msg` is `payload` decoded).
-    fn deliver(&self, run: &Run, seqno: Option<i64>, compressed: bool, payload: &[u8], msg: Queued) {
+    fn deliver(&self, run: &Run, seqno: Option<i64>, compressed: bool, payload: &[u8], mut msg: Queued) {
+        if self.echo_results {
+            // Queued whole (not as its head): a tool call of the scenario reports its result.
+            msg = client_message::decode_whole(payload).unwrap_or(msg);
+        }
         if self.scenario.records() {
             let json = protojson::to_json("agent.v1.AgentClientMessage", payload).unwrap_or(serde_json::Value::Null);
             let kind = script::client_kind(&msg).to_string();

@@ -24,7 +24,7 @@ use crate::bridge;
 use crate::error::CoreError;
 use crate::field::agent::v1 as f;
 use crate::proto::agent::v1 as pb;
-use crate::translate::Translator;
+use crate::translate::{Translator, CANCELLED_BY_USER};
 use crate::transport::{AgentReceiver, AgentSender, ServerFrame, TokenReason};
 use crate::updates::{QueuedUpdate, Updates};
 use crate::wire;
@@ -44,6 +44,8 @@ pub(super) fn spawn(
         // Declared first, dropped last: the hooks run after the result is out, and also if
         // this task panics.
         let _end_hooks = RunEndHooks(loop_shared.clone());
+        let mut translator = translator;
+        translator.begin_turn();
         let mut turn = TurnLoop::new(session.clone(), loop_shared, tx, translator);
         let result = turn.run(first).await;
         match &result {
@@ -273,7 +275,7 @@ impl TurnLoop {
         };
         self.abort_handlers();
         let reason = match &outcome {
-            Ok(acp::StopReason::Cancelled) => "Cancelled.",
+            Ok(acp::StopReason::Cancelled) => CANCELLED_BY_USER,
             Ok(_) => "The turn ended before this tool call finished.",
             Err(_) => "The turn failed before this tool call finished.",
         };
@@ -394,7 +396,7 @@ impl TurnLoop {
             });
         }
         if self.shared.cancel.is_cancelled() && matches!(self.phase, Phase::Running) {
-            self.start_cancel(&sender);
+            self.start_cancel(&sender).await;
         }
         let heartbeat = spawn_heartbeat(sender.clone(), self.timing().client_heartbeat);
         let _heartbeat_guard = AbortOnDrop(heartbeat);
@@ -405,7 +407,7 @@ impl TurnLoop {
             tokio::select! {
                 biased;
                 _ = self.shared.cancel.cancelled(), if !cancel_requested => {
-                    self.start_cancel(&sender);
+                    self.start_cancel(&sender).await;
                 }
                 _ = sleep_until_opt(self.phase.deadline()), if cancel_requested => {
                     return AttemptEnd::Cancelled;
@@ -457,7 +459,9 @@ impl TurnLoop {
 
     /// Running → Cancelling: aborts the running execs and sends `cancel_action`, without waiting
     /// for it; the turn resolves `cancelled` within the cancel grace whatever the server does.
-    fn start_cancel(&mut self, sender: &AgentSender) {
+    /// The open cards end `failed` at once, and what the server still sends about the turn is
+    /// not shown (`Translator::cancel`).
+    async fn start_cancel(&mut self, sender: &AgentSender) {
         let deadline = Instant::now() + self.timing().cancel_grace;
         for token in self.exec_tokens.lock().expect("exec tokens").values() {
             token.cancel();
@@ -473,6 +477,8 @@ impl TurnLoop {
             }
         });
         self.phase = Phase::Cancelling { deadline, send: Some(send) };
+        let swept = self.translator.cancel();
+        self.emit_all(swept).await;
     }
 
     /// Handles one server message; `true` when it ended the turn.

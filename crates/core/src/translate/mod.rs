@@ -3,15 +3,17 @@
 //! Rules kept here (docs/architecture.md, "Translation"): one `messageId` per contiguous text
 //! or thought segment (rotated at tool calls, `thinking_completed` and step boundaries);
 //! `tool_call` is announced before any `tool_call_update` of that id; every announced tool call
-//! is closed (`completed` or `failed`), swept at turn end and on cancel; titles are plain text
+//! is closed (`completed` or `failed`), swept at turn end and on cancel (after which nothing
+//! the server sends about the turn is shown); titles are plain text
 //! (commands verbatim, workspace-relative paths), `locations` and diff paths absolute; todos
 //! become a full `plan`; heartbeats, token deltas and unknown branches produce nothing.
 //!
-//! One [`Translator`] (translator.rs: its state and the dispatch of each update) is extended
-//! by family: text.rs (text, thinking, notices), cards.rs (a tool call's title, kind,
-//! locations and outcome), tool_calls.rs (announce, complete, sweep), shell.rs (live output,
-//! terminals), plan.rs (todos, checkpoint usage and mode), compaction.rs, replay.rs; content.rs
-//! holds the small helpers they share.
+//! One [`Translator`] (translator.rs: its state, the dispatch of each update, cancel) is
+//! extended by family: text.rs (text, thinking, notices), cards.rs (a tool call's wire branch
+//! read as JSON; its title, kind, locations and outcome come from the one card source,
+//! `crate::cards`, which hosts use for exec requests too), tool_calls.rs (announce, complete,
+//! sweep), shell.rs (live output, terminals), plan.rs (todos, checkpoint usage and mode),
+//! compaction.rs, replay.rs; content.rs holds the small helpers they share.
 
 mod cards;
 mod compaction;
@@ -27,18 +29,10 @@ use agent_client_protocol_schema::v1 as acp;
 use serde_json::Value;
 
 pub use plan::mode_id;
-pub use translator::Translator;
+pub use translator::{Translator, CANCELLED_BY_USER};
 
 /// An update as ACP JSON. New files are shown as diffs with an explicit `oldText: null`
 /// (the schema crate omits `None`; editors key "new file" rendering on the null).
 pub fn to_json(update: &acp::SessionUpdate) -> Value {
-    let mut value = serde_json::to_value(update).unwrap_or(Value::Null);
-    if let Some(content) = value.get_mut("content").and_then(|c| c.as_array_mut()) {
-        for item in content {
-            if item.get("type").and_then(|t| t.as_str()) == Some("diff") && item.get("oldText").is_none() {
-                item["oldText"] = Value::Null;
-            }
-        }
-    }
-    value
+    crate::cards::acp_json(update)
 }

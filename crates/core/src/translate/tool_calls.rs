@@ -4,7 +4,7 @@
 use agent_client_protocol_schema::v1 as acp;
 use serde_json::Value;
 
-use super::cards::{tool_kind, tool_view, ToolView};
+use super::cards::{tool_view, ToolView};
 use super::content::{str_arg, terminal_meta, text_content};
 use super::translator::{OpenCall, Translator};
 use crate::proto::agent::v1 as pb;
@@ -41,10 +41,10 @@ impl Translator {
         if let Some(open) = self.open.get(call_id) {
             let mut fields = acp::ToolCallUpdateFields::new().status(status);
             if let Some(v) = view.filter(|v| v.name == open.name || open.name.is_empty()) {
-                fields = fields.title(self.title(v)).raw_input(v.args.clone());
-                let locations = self.locations(v);
-                if !locations.is_empty() {
-                    fields = fields.locations(locations);
+                let card = self.card(v);
+                fields = fields.title(card.title).raw_input(card.raw_input);
+                if !card.locations.is_empty() {
+                    fields = fields.locations(card.locations);
                 }
             }
             return vec![acp::SessionUpdate::ToolCallUpdate(acp::ToolCallUpdate::new(call_id.to_string(), fields))];
@@ -56,20 +56,16 @@ impl Translator {
         self.open.insert(call_id.to_string(), OpenCall { name, output: String::new() });
         let mut tc = acp::ToolCall::new(call_id.to_string(), "Tool call").status(status);
         if let Some(v) = view {
-            tc = acp::ToolCall::new(call_id.to_string(), self.title(v))
-                .name(v.name.clone())
-                .kind(tool_kind(&v.name))
-                .status(status)
-                .locations(self.locations(v))
-                .content(self.starting_content(v))
-                .raw_input(v.args.clone());
+            tc = self.card(v).tool_call(call_id.to_string(), status);
         }
-        let mut meta = acp::Meta::new();
+        let mut meta = tc.meta.take().unwrap_or_default();
         if let Some(parent) = parent {
             meta.insert("parentToolCallId".into(), Value::String(parent.to_string()));
         }
         if let Some(v) = view.filter(|v| self.terminal_output && v.name == "shell") {
-            let cwd = str_arg(&v.args, "workingDirectory").map(|d| self.absolute(d)).or_else(|| self.cwd.clone());
+            let cwd = str_arg(&v.args, "workingDirectory")
+                .map(|d| self.paths.absolute(d))
+                .or_else(|| self.paths.cwd().map(str::to_string));
             tc = tc.content(vec![acp::ToolCallContent::Terminal(acp::Terminal::new(call_id.to_string()))]);
             meta.insert("terminal_info".into(), serde_json::json!({ "terminal_id": call_id, "cwd": cwd }));
         }
@@ -102,15 +98,26 @@ impl Translator {
         let mut fields = acp::ToolCallUpdateFields::new();
         match view.as_ref().and_then(|v| v.result.as_ref().map(|r| (v, r))) {
             Some((v, result)) => {
-                let (ok, content) = self.outcome(v, result, &open.output);
-                fields = fields
-                    .status(if ok { acp::ToolCallStatus::Completed } else { acp::ToolCallStatus::Failed })
-                    .raw_output(result.clone());
+                let outcome = self.outcome(v, result, &open.output);
+                let ok = outcome.ok();
                 if self.terminal_output && v.name == "shell" {
+                    fields = fields.status(outcome.status).raw_output(outcome.raw_output);
                     // The terminal keeps its content; the exit goes through `_meta`.
-                    let body = result.as_object().and_then(|o| o.values().next());
+                    let body = result
+                        .as_object()
+                        .and_then(|o| o.values().find(|b| b.get("exitCode").is_some() || b.get("stdout").is_some()));
                     let exit = body.and_then(|b| b.get("exitCode")).and_then(|c| c.as_i64()).unwrap_or(0);
                     let signal = body.and_then(|b| str_arg(b, "signal")).map(str::to_string);
+                    // Nothing streamed while it ran: the terminal shows the output the result has.
+                    let output = body.map(shell_output).unwrap_or_default();
+                    if open.output.is_empty() && !output.is_empty() {
+                        let meta = terminal_meta(
+                            "terminal_output",
+                            serde_json::json!({ "terminal_id": call_id, "data": output }),
+                        );
+                        let update = acp::ToolCallUpdate::new(call_id.to_string(), acp::ToolCallUpdateFields::new());
+                        out.push(acp::SessionUpdate::ToolCallUpdate(update.meta(meta)));
+                    }
                     let meta = terminal_meta(
                         "terminal_exit",
                         serde_json::json!({ "terminal_id": call_id, "exit_code": exit, "signal": signal }),
@@ -119,9 +126,7 @@ impl Translator {
                     out.push(acp::SessionUpdate::ToolCallUpdate(update));
                     return out;
                 }
-                if !content.is_empty() {
-                    fields = fields.content(content);
-                }
+                fields = outcome.fields();
                 if v.name == "switch_mode" && ok {
                     if let Some(mode) = str_arg(&v.args, "targetModeId") {
                         out.push(acp::SessionUpdate::ToolCallUpdate(acp::ToolCallUpdate::new(
@@ -162,5 +167,13 @@ impl Translator {
             acp::SessionUpdate::ToolCallUpdate(acp::ToolCallUpdate::new(id, fields))
         }));
         out
+    }
+}
+
+/// A shell result's output as a terminal shows it: interleaved where the result has it.
+fn shell_output(body: &Value) -> String {
+    match str_arg(body, "interleavedOutput") {
+        Some(all) => all.to_string(),
+        None => ["stdout", "stderr"].iter().filter_map(|k| str_arg(body, k)).collect::<Vec<_>>().concat(),
     }
 }

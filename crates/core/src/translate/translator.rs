@@ -4,12 +4,17 @@ use std::collections::BTreeMap;
 
 use agent_client_protocol_schema::v1 as acp;
 
+use crate::cards::Paths;
 use crate::proto::agent::v1 as pb;
 
 /// Translation state for one session (message ids and the plan carry across turns).
 #[derive(Debug, Default)]
 pub struct Translator {
-    pub(super) cwd: Option<String>,
+    /// The session's folder: titles show paths relative to it, locations absolute.
+    pub(super) paths: Paths,
+    /// Where the turn stands: running, or cancelled by the user (then what the server still
+    /// sends about it is not shown).
+    pub(super) turn: TurnState,
     pub(super) message_id: Option<String>,
     pub(super) thought_id: Option<String>,
     /// Announced tool calls not yet completed or failed.
@@ -33,6 +38,16 @@ pub struct Translator {
     pub(super) terminal_output: bool,
 }
 
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(super) enum TurnState {
+    #[default]
+    Running,
+    Cancelled,
+}
+
+/// What a card cancelled by the user ends with.
+pub const CANCELLED_BY_USER: &str = "Cancelled by the user.";
+
 #[derive(Debug, Default)]
 pub(super) struct OpenCall {
     pub(super) name: String,
@@ -54,29 +69,22 @@ impl Translator {
 
     /// Paths in titles are shown relative to `cwd`; relative paths in locations become absolute.
     pub fn with_cwd(cwd: Option<String>) -> Self {
-        Translator { cwd: cwd.map(|c| c.trim_end_matches('/').to_string()), ..Self::default() }
+        Translator { paths: Paths::new(cwd.as_deref()), ..Self::default() }
     }
 
-    pub(super) fn relative(&self, path: &str) -> String {
-        match &self.cwd {
-            Some(cwd) if !cwd.is_empty() && path == cwd => ".".to_string(),
-            Some(cwd) if !cwd.is_empty() => {
-                path.strip_prefix(cwd.as_str()).and_then(|rest| rest.strip_prefix('/')).unwrap_or(path).to_string()
-            }
-            _ => path.to_string(),
-        }
+    /// A new turn begins: the previous one's cancel no longer applies.
+    pub fn begin_turn(&mut self) {
+        self.turn = TurnState::Running;
     }
 
-    pub(super) fn absolute(&self, path: &str) -> String {
-        let is_abs = path.starts_with('/') || path.chars().nth(1) == Some(':');
-        match &self.cwd {
-            Some(cwd) if !is_abs && !cwd.is_empty() => format!("{cwd}/{path}"),
-            _ => path.to_string(),
-        }
-    }
-
-    pub(super) fn location(&self, path: &str, line: Option<u32>) -> acp::ToolCallLocation {
-        acp::ToolCallLocation::new(self.absolute(path)).line(line)
+    /// The user cancelled the turn: every open card ends `failed` with the reason, now, and
+    /// whatever the server still sends about this turn (text, thinking, tool calls finishing)
+    /// is not shown, so no card is flipped to `completed` behind the user's back. Checkpoints
+    /// still count (usage, plan, mode are the conversation's state).
+    pub fn cancel(&mut self) -> Vec<acp::SessionUpdate> {
+        self.turn = TurnState::Cancelled;
+        self.rotate();
+        self.sweep(CANCELLED_BY_USER)
     }
 
     /// Report context summarization as `compaction_update` / `compaction_summary_chunk`.
@@ -105,6 +113,9 @@ impl Translator {
     ) -> Vec<acp::SessionUpdate> {
         use pb::interaction_update::Message as U;
         let Some(message) = &update.message else { return Vec::new() };
+        if self.turn == TurnState::Cancelled {
+            return Vec::new();
+        }
         match message {
             // Sub-agent text belongs to the sub-agent's card, not to the main transcript.
             U::TextDelta(_) | U::ThinkingDelta(_) if parent.is_some() => Vec::new(),
