@@ -398,7 +398,9 @@ impl TurnLoop {
                                             Some(next)
                                         }
                                     },
-                                    // End, error or an incomplete frame: the next select sees it.
+                                    // The end, an error or an incomplete frame: the next read
+                                    // gives it (the receiver keeps how the stream ended), after
+                                    // `current` is dispatched.
                                     _ => None,
                                 };
                                 if self.dispatch(current, &sender).await {
