@@ -3,8 +3,8 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { setup, drain, within, AgentClient, startEmbeddedBackend, TRANSPORTS } from './helpers.mjs'
 
-async function failure(steps, options = {}, transport = 'sse') {
-  const { client, close } = await setup({ steps }, options, transport)
+async function failure(steps, options = {}, transport = 'sse', scenario = {}) {
+  const { client, close } = await setup({ ...scenario, steps }, options, transport)
   try {
     const turn = client.newSession().prompt('go')
     await drain(turn)
@@ -29,8 +29,11 @@ for (const transport of TRANSPORTS) {
     assert.equal(e.code, 'E_PROTOCOL')
     e = await failure([{ type: 'reservedFlag' }], {}, transport)
     assert.equal(e.code, 'E_PROTOCOL')
-    e = await failure([{ type: 'gzipBomb', decompressedBytes: 4_000_000 }], { maxFrameBytes: 1_000_000 }, transport)
+    e = await failure([{ type: 'gzipBomb', decompressedBytes: 4_000_000 }], { maxFrameBytes: 1_000_000 }, transport, { gzipResponses: true })
     assert.match(e.message, /decompressed payload exceeds/)
+    e = await failure([{ type: 'gzipBomb', decompressedBytes: 4_000 }], {}, transport)
+    assert.equal(e.code, 'E_PROTOCOL')
+    assert.match(e.message, /agreed on no compression/)
     e = await failure([{ type: 'drop' }], { resumeAttempts: 0 }, transport)
     assert.equal(e.code, 'E_NETWORK')
     e = await failure([{ type: 'stall', ms: 5000 }], { resumeAttempts: 0, stallTimeoutMs: 300 }, transport)

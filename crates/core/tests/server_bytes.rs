@@ -141,3 +141,39 @@ async fn an_error_in_the_same_read_as_the_frame_before_it_decides_the_turn() {
         }
     }
 }
+
+fn gzip_text_frame(text: &str) -> Vec<u8> {
+    let plain = text_frame(text);
+    connect::encode_frame(connect::FLAG_COMPRESSED, &connect::gzip(&plain[connect::HEADER_LEN..])).to_vec()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_compressed_frame_on_a_stream_that_agreed_on_no_compression_is_a_protocol_error() {
+    for kind in KINDS {
+        // The client offers gzip (`connect-accept-encoding`); without `gzipResponses` the backend
+        // names no `connect-content-encoding`, so a compressed frame is one nobody agreed to.
+        for (gzip_agreed, compression) in
+            [(false, Compression::None), (false, Compression::Gzip), (true, Compression::None)]
+        {
+            let steps = [raw(&text_frame("plain ")), raw(&gzip_text_frame("packed")), json!({ "type": "turnEnded" })];
+            let scenario = json!({ "gzipResponses": gzip_agreed, "steps": steps });
+            let (backend, client) = client(scenario, kind, compression).await;
+            let turn = client.new_session(SessionOptions::default()).unwrap().prompt(text("go")).unwrap();
+            let what = format!("{kind:?}, gzip agreed: {gzip_agreed}, client compression {compression:?}");
+            let delivered = texts(&turn).await;
+            match turn.result().await {
+                Ok(r) if gzip_agreed => {
+                    assert_eq!(delivered, "plain packed", "{what}");
+                    assert_eq!(r.stop_reason, acp::StopReason::EndTurn, "{what}");
+                }
+                Err(e) if !gzip_agreed => {
+                    assert_eq!(delivered, "plain ", "{what}");
+                    assert_eq!(e.code(), "E_PROTOCOL", "{what}: {e}");
+                    assert!(e.to_string().contains("agreed on no compression"), "{what}: {e}");
+                    assert_eq!(backend.records().len(), 1, "{what}: not resumed");
+                }
+                other => panic!("{what}: {other:?}"),
+            }
+        }
+    }
+}

@@ -307,6 +307,7 @@ async fn gzip_both_ways() {
         );
         match kind {
             TransportKind::Sse => {
+                assert!(!r.request_id_compressed, "the stream's 38-byte BidiRequestId stays uncompressed");
                 let first = r.appends.iter().find(|a| a.seqno == 0).unwrap();
                 assert_eq!(first.content_encoding.as_deref(), Some("gzip"));
                 let hb = r.appends.iter().find(|a| a.seqno == 1).unwrap();
@@ -526,7 +527,9 @@ async fn every_fault_is_a_typed_error_on_both_transports() {
         let e = expect_error(kind, text_then(json!({ "type": "oversize", "length": 2_000_000 }))).await;
         assert!(matches!(e, CoreError::Frame(FrameError::FrameTooLarge { len: 2_000_000, .. })), "{kind:?}: {e:?}");
 
-        let e = expect_error(kind, text_then(json!({ "type": "gzipBomb", "decompressedBytes": 8_000_000 }))).await;
+        let gzip_bomb = json!({ "gzipResponses": true, "steps": [{ "type": "text", "text": "partial" },
+            { "type": "gzipBomb", "decompressedBytes": 8_000_000 }] });
+        let e = expect_error(kind, gzip_bomb).await;
         assert!(matches!(e, CoreError::Frame(FrameError::DecompressedTooLarge { .. })), "{kind:?}: {e:?}");
 
         let e = expect_error(kind, text_then(json!({ "type": "reservedFlag" }))).await;

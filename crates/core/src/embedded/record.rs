@@ -15,6 +15,8 @@ pub struct RunRecord {
     pub turn_index: Option<usize>,
     /// Headers of the stream request (RunSSE or Run), names lower-case.
     pub headers: BTreeMap<String, String>,
+    /// RunSSE: whether the request's one envelope (its `BidiRequestId`) came compressed.
+    pub request_id_compressed: bool,
     /// BidiAppend calls in arrival order (SSE only).
     pub appends: Vec<AppendRecord>,
     /// Client messages in delivery order (seqno order for SSE), decoded to proto3 JSON.

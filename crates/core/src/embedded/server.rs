@@ -22,7 +22,7 @@ use super::client_message;
 use super::record::{header_map, AppendRecord, MessageRecord, RunRecord};
 use super::scenario::{Scenario, Step};
 use super::script::{self, BodyItem, Inbox, Queued, TurnContext};
-use crate::connect::{self, Code, ConnectError, Frame as EnvFrame, FrameDecoder, Limits};
+use crate::connect::{self, Code, ConnectError, Encoding, Frame as EnvFrame, FrameDecoder, Limits};
 use crate::error::CoreError;
 use crate::proto::aiserver::v1::BidiRequestId;
 use crate::protojson;
@@ -341,6 +341,7 @@ async fn handle_run_sse(state: Arc<State>, req: Request<Incoming>) -> Result<Res
     let (parts, body) = req.into_parts();
     let body = read_body(body, state.limits.max_frame + 5).await?;
     let mut decoder = FrameDecoder::new(state.limits);
+    decoder.set_encoding(Encoding::of_stream(&parts.headers));
     decoder.push(&body);
     let frame =
         decoder.next_frame().map_err(|e| ConnectError::new(Code::InvalidArgument, format!("RunSSE body: {e}")))?;
@@ -359,8 +360,10 @@ async fn handle_run_sse(state: Arc<State>, req: Request<Incoming>) -> Result<Res
     if id.request_id.is_empty() {
         return Err(ConnectError::new(Code::InvalidArgument, "BidiRequestId.request_id is empty"));
     }
+    let compressed = decoder.last_flags() & connect::FLAG_COMPRESSED != 0;
     let run = state.run(&id.request_id);
     let (_, steps) = state.start_turn(&run, "sse", &parts.headers);
+    state.with_record(&run, |r| r.request_id_compressed = compressed);
     Ok(state.stream_response(run, steps, accepts_gzip(&parts.headers)))
 }
 
@@ -484,8 +487,10 @@ async fn handle_run(state: Arc<State>, req: Request<Incoming>) -> Result<Respons
     let (_, steps) = state.start_turn(&run, "h2", &parts.headers);
     let response = state.stream_response(run.clone(), steps, accepts_gzip(&parts.headers));
     let reader_state = state.clone();
+    let encoding = Encoding::of_stream(&parts.headers);
     tokio::spawn(async move {
         let mut decoder = FrameDecoder::new(reader_state.limits);
+        decoder.set_encoding(encoding);
         while let Some(frame) = body.frame().await {
             let Ok(frame) = frame else { break };
             let Ok(data) = frame.into_data() else { continue };

@@ -14,7 +14,7 @@ use tokio::sync::watch;
 use super::auto::RunCheck;
 use super::clients::StreamSlot;
 use super::request::ResponseTask;
-use crate::connect::{Frame, FrameDecoder, Limits};
+use crate::connect::{Encoding, Frame, FrameDecoder, Limits};
 use crate::error::{error_chain, CoreError};
 use crate::proto::agent::v1::AgentServerMessage;
 
@@ -174,6 +174,7 @@ impl AgentReceiver {
                     };
                     match outcome {
                         Ok(Ok(response)) => {
+                            self.decoder.set_encoding(Encoding::of_stream(response.headers()));
                             self.response_headers = response.headers().clone();
                             self.state = ResponseState::Body(Box::pin(response.bytes_stream()));
                         }
