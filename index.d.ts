@@ -421,7 +421,10 @@ export interface LocalToolsOptions {
   roots: Array<string>
   /** Text returned by one read before it is truncated at a line boundary (default 1 MiB). */
   maxReadBytes?: number
-  /** Largest binary file read returns as bytes (default 32 MiB). */
+  /**
+   * Largest binary file read returns as bytes (default 16 MiB less 64 KiB: what fits in one
+   * message to the server; a larger answer is sent as the result's `error`, naming the sizes).
+   */
   maxBinaryBytes?: number
   /** Shell output kept in the final result per stream, tail first (default 1 MiB). */
   maxOutputBytes?: number

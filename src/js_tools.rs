@@ -22,7 +22,8 @@ pub struct LocalToolsOptions {
     pub roots: Vec<String>,
     /// Text returned by one read before it is truncated at a line boundary (default 1 MiB).
     pub max_read_bytes: Option<u32>,
-    /// Largest binary file read returns as bytes (default 32 MiB).
+    /// Largest binary file read returns as bytes (default 16 MiB less 64 KiB: what fits in one
+    /// message to the server; a larger answer is sent as the result's `error`, naming the sizes).
     pub max_binary_bytes: Option<u32>,
     /// Shell output kept in the final result per stream, tail first (default 1 MiB).
     pub max_output_bytes: Option<u32>,
