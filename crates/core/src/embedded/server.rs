@@ -1,6 +1,6 @@
 //! HTTP side of the embedded backend: routes, per-request-id runs, seqno reassembly, recording.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -44,6 +44,9 @@ struct State {
     turns_started: AtomicUsize,
     connections_accepted: AtomicUsize,
     limits: Limits,
+    /// Access tokens handed out by the API-key login, so that records can say a request carried
+    /// one without holding it.
+    issued_tokens: Mutex<HashSet<String>>,
 }
 
 /// Server-side state of one request id.
@@ -80,6 +83,7 @@ impl EmbeddedBackend {
             turns_started: AtomicUsize::new(0),
             connections_accepted: AtomicUsize::new(0),
             limits: Limits::default(),
+            issued_tokens: Mutex::default(),
         });
         let shutdown = CancellationToken::new();
         tokio::spawn(accept_loop(listener, state.clone(), shutdown.clone()));
@@ -179,9 +183,10 @@ fn error_response(err: &ConnectError) -> Response<Body> {
 /// Cursor's API-key login: `Authorization: Bearer <api key>` → `{ accessToken, refreshToken }`.
 const EXCHANGE_API_KEY_PATH: &str = "/auth/exchange_user_api_key";
 
-/// The embedded backend's stand-in: any non-empty key gets a token derived from it (so a test can
-/// tell which key was exchanged without the key itself ever being sent as a token).
-fn exchange_api_key(req: &Request<Incoming>) -> Response<Body> {
+/// The embedded backend's stand-in: any non-empty key gets a token derived from it (the same key,
+/// the same token). Records mark requests carrying a token issued here, so a test can tell the
+/// token was sent, not the key, while neither is ever recorded.
+fn exchange_api_key(state: &State, req: &Request<Incoming>) -> Response<Body> {
     use sha2::Digest;
     let key = req
         .headers()
@@ -192,8 +197,10 @@ fn exchange_api_key(req: &Request<Incoming>) -> Response<Body> {
     match key {
         Some(key) => {
             let digest = hex::encode(sha2::Sha256::digest(key.as_bytes()));
+            let access_token = format!("embedded-access-{}", &digest[..16]);
+            state.issued_tokens.lock().expect("issued tokens lock").insert(access_token.clone());
             let body = serde_json::json!({
-                "accessToken": format!("embedded-access-{}", &digest[..16]),
+                "accessToken": access_token,
                 "refreshToken": format!("embedded-refresh-{}", &digest[16..32]),
             });
             full(StatusCode::OK, "application/json", body.to_string())
@@ -210,7 +217,7 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Bo
         RUN_SSE_PATH => handle_run_sse(state, req).await,
         BIDI_APPEND_PATH => handle_append(state, req).await,
         RUN_PATH => handle_run(state, req).await,
-        EXCHANGE_API_KEY_PATH => Ok(exchange_api_key(&req)),
+        EXCHANGE_API_KEY_PATH => Ok(exchange_api_key(&state, &req)),
         other => Err(ConnectError::new(Code::Unimplemented, format!("no route {other}"))),
     };
     Ok(response.unwrap_or_else(|e| error_response(&e)))
@@ -232,6 +239,12 @@ impl State {
                 })
             })
             .clone()
+    }
+
+    /// A request's headers for its record, credentials redacted.
+    fn recorded_headers(&self, headers: &HeaderMap) -> BTreeMap<String, String> {
+        let issued = self.issued_tokens.lock().expect("issued tokens lock");
+        header_map(headers, |token| issued.contains(token))
     }
 
     fn with_record(&self, run: &Run, f: impl FnOnce(&mut RunRecord)) {
@@ -258,7 +271,7 @@ impl State {
         self.with_record(run, |r| {
             r.transport = transport.to_string();
             r.turn_index = Some(index);
-            r.headers = header_map(headers);
+            r.headers = self.recorded_headers(headers);
         });
         (index, steps)
     }
@@ -417,7 +430,7 @@ async fn handle_append(state: Arc<State>, req: Request<Incoming>) -> Result<Resp
             data: append.data_hex.clone().unwrap_or_default(),
             data_binary: !append.data_binary.is_empty(),
             content_encoding: content_encoding.clone(),
-            headers: header_map(&parts.headers),
+            headers: state.recorded_headers(&parts.headers),
         };
         state.with_record(&run, |r| r.appends.push(record));
     }
