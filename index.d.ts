@@ -227,7 +227,9 @@ export declare class LocalTools {
 /**
  * One turn: `for await (const update of turn)` yields ACP `SessionUpdate`s in order;
  * `await turn.result` gives `{ stopReason, usage }` once the turn is over (all its updates are
- * queued by then). Breaking out of the loop cancels the turn.
+ * queued by then). A turn that fails makes the iteration throw, after every update queued
+ * before the failure, the same coded error `result` rejects with (`code`, `connectCode`, …);
+ * a cancelled turn never throws. Breaking out of the loop cancels the turn.
  *
  * This type implements JavaScript's async iterable protocol.
  * It can be used with `for await...of` loops.

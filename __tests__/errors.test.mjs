@@ -63,6 +63,48 @@ for (const transport of TRANSPORTS) {
   })
 }
 
+for (const transport of TRANSPORTS) {
+  test(`${transport}: a failed turn makes for await throw its coded error, after every update before it`, async () => {
+    const steps = [
+      { type: 'text', text: 'par' },
+      { type: 'text', text: 'tial' },
+      { type: 'error', code: 'resource_exhausted', message: 'quota', cursorError: 'ERROR_RATE_LIMITED' },
+    ]
+    const { client, close } = await setup({ steps }, {}, transport)
+    try {
+      const turn = client.newSession().prompt('go')
+      const text = []
+      let thrown = null
+      try {
+        for await (const u of turn) text.push(u.content?.text ?? '')
+      } catch (e) {
+        thrown = e
+      }
+      assert.equal(text.join(''), 'partial', 'the updates before the error come first')
+      assert.ok(thrown instanceof Error, 'the iteration throws')
+      assert.deepEqual([thrown.code, thrown.connectCode, thrown.cursorError], ['E_SERVER', 'resource_exhausted', 'ERROR_RATE_LIMITED'])
+      await assert.rejects(turn.result, (e) => e.code === thrown.code && e.message === thrown.message)
+      // Like a generator that threw: a later read is the end, not the error again.
+      assert.deepEqual(await turn[Symbol.asyncIterator]().next(), { value: undefined, done: true })
+    } finally {
+      close()
+    }
+  })
+}
+
+test('a cancelled turn never throws from for await, even when the stream then fails', async () => {
+  const { client, close } = await setup({ steps: [{ type: 'text', text: 'hi' }, { type: 'sleep', ms: 100 }, { type: 'drop' }] }, { resumeAttempts: 0 })
+  try {
+    const turn = client.newSession().prompt('go')
+    for await (const u of turn) {
+      if (u.sessionUpdate === 'agent_message_chunk') turn.cancel()
+    }
+    assert.equal((await turn.result).stopReason, 'cancelled')
+  } finally {
+    close()
+  }
+})
+
 test('max tokens is a stop reason, not an error', async () => {
   const { client, close } = await setup({ steps: [{ type: 'error', code: 'resource_exhausted', cursorError: 'ERROR_MAX_TOKENS' }] })
   try {

@@ -55,7 +55,7 @@ impl Session {
         let turn =
             within_runtime_if_available(|| self.inner.prompt_with(blocks, token)).map_err(|e| coded(&env, &e))?;
         crate::memory::track(&turn);
-        Ok(PromptTurn { turn })
+        Ok(PromptTurn::new(turn))
     }
 
     /// Starts a turn with any `ConversationAction` in proto3 JSON, e.g.
@@ -67,7 +67,7 @@ impl Session {
         let turn =
             within_runtime_if_available(|| self.inner.action_with(&action, token)).map_err(|e| coded(&env, &e))?;
         crate::memory::track(&turn);
-        Ok(PromptTurn { turn })
+        Ok(PromptTurn::new(turn))
     }
 
     /// Asks the server to summarize (compact) the conversation: a turn of its own.
