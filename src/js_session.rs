@@ -8,6 +8,7 @@ use serde_json::{json, Value};
 
 use crate::js_error::{coded, promise};
 use crate::js_turn::PromptTurn;
+use crate::json::Json;
 use crate::saved;
 
 /// One conversation. One turn at a time: prompting while a turn runs throws `E_BUSY`.
@@ -150,7 +151,7 @@ impl Session {
 
     /// The updates that replay the stored conversation (for an ACP `session/load`).
     #[napi(ts_return_type = "Promise<SessionUpdate[]>")]
-    pub fn replay<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, Value>> {
+    pub fn replay<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, Json>> {
         let session = self.inner.clone();
         promise(
             env,
@@ -158,7 +159,7 @@ impl Session {
                 let updates = session.replay().await;
                 Ok(Value::Array(updates.iter().map(cursor_acp_core::translate::to_json).collect()))
             },
-            |_, v| Ok(v),
+            |_, v| Ok(Json(v)),
         )
     }
 

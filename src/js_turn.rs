@@ -10,6 +10,7 @@ use napi::{sys, Env};
 use serde_json::{json, Value};
 
 use crate::js_error::coded;
+use crate::json::Json;
 use crate::settle::deferred;
 
 /// One turn: `for await (const update of turn)` yields ACP `SessionUpdate`s in order;
@@ -40,7 +41,7 @@ pub enum IteratorStep {
 impl ToNapiValue for IteratorStep {
     unsafe fn to_napi_value(env: sys::napi_env, step: Self) -> Result<sys::napi_value> {
         match step {
-            IteratorStep::Update(update) => unsafe { Value::to_napi_value(env, update) },
+            IteratorStep::Update(update) => unsafe { Json::to_napi_value(env, Json(update)) },
             // On the JS thread: the coded error object is made here, and napi rejects the read's
             // promise with that very object (a future's own error would lose its properties).
             IteratorStep::Failed(e) => Err(coded(&Env::from_raw(env), &e)),
@@ -106,14 +107,14 @@ impl PromptTurn {
     /// Up to `max` updates at once (at least one unless the turn is over: then `[]`). Cheaper
     /// than `for await` for bursts.
     #[napi(ts_return_type = "Promise<SessionUpdate[]>")]
-    pub fn next_batch<'env>(&self, env: &'env Env, max: u32) -> Result<PromiseRaw<'env, Value>> {
+    pub fn next_batch<'env>(&self, env: &'env Env, max: u32) -> Result<PromiseRaw<'env, Json>> {
         // No task: the turn hands the batch over from whichever thread has it (this one, if
         // updates are queued already), converted there, and the promise settles in order.
         let (promise, resolver) = deferred(env)?;
         self.turn.read_batch(
             max.max(1) as usize,
             Box::new(move |batch| {
-                let batch = Value::Array(batch.into_iter().map(update_json).collect());
+                let batch = Json(Value::Array(batch.into_iter().map(update_json).collect()));
                 resolver.settle(move |_| Ok(batch));
             }),
         );

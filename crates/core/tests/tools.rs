@@ -237,6 +237,29 @@ async fn ls_stops_at_its_entry_cap_and_marks_what_was_not_listed() {
     assert!(f.run("ls", json!({ "path": "/" })).await["rejected"].is_object());
 }
 
+/// A tree deeper than protobuf decoders accept (100 nested messages) is listed to
+/// `LS_MAX_DEPTH` folders, the deepest marked as not processed: the answer always decodes,
+/// here (proto3 JSON goes through the descriptors), on the server and in its echo.
+#[tokio::test]
+async fn ls_of_a_deep_tree_stops_at_its_depth_cap_and_marks_what_was_not_listed() {
+    use cursor_acp_core::tools::LS_MAX_DEPTH;
+    let f = Fixture::new();
+    let deep: Vec<&str> = vec!["d"; 100];
+    f.file(&format!("{}/leaf.txt", deep.join("/")), "x");
+    f.file(&format!("{}/shallow.txt", deep[..3].join("/")), "x");
+    let r = f.run("ls", json!({ "path": "." })).await;
+    let mut node = &r["success"]["directoryTreeRoot"];
+    let mut depth = 0;
+    while let Some(child) = node["childrenDirs"].get(0) {
+        assert_eq!(node["childrenWereProcessed"], true, "level {depth} is listed");
+        node = child;
+        depth += 1;
+    }
+    assert_eq!(depth, LS_MAX_DEPTH, "{}", r.to_string().len());
+    assert_eq!(node["childrenWereProcessed"], json!(null), "the deepest listed folder is marked unprocessed: {node}");
+    assert!(node["childrenFiles"].is_null(), "nothing of it listed");
+}
+
 #[tokio::test]
 async fn ls_past_its_deadline_answers_timeout_with_the_partial_tree() {
     let f = Fixture::new();

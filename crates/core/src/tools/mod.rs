@@ -31,6 +31,7 @@ use terminals::TerminalsFolder;
 pub use background::Shells;
 pub use environment::{EnvPolicy, Inherit, OWN_CREDENTIALS, SECRET_LOOKING};
 pub use files::line_count;
+pub use ls::LS_MAX_DEPTH;
 pub use workspace::{PathRefused, Workspace, MAX_PATH_BYTES};
 
 /// The largest binary file a read returns by default: what fits in one message to the server
