@@ -5,7 +5,7 @@ use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use http::{HeaderMap, Method, Request, Response, StatusCode, Version};
@@ -51,11 +51,25 @@ struct State {
 
 /// Server-side state of one request id.
 struct Run {
-    record: usize,
+    id: String,
+    /// Its entry in `records`, when recording.
+    record: Option<usize>,
+    /// When an append or the stream request first named this id.
+    created: Instant,
     reorder: Mutex<Reorder>,
     inbox_tx: mpsc::UnboundedSender<Queued>,
     inbox_rx: Mutex<Option<mpsc::UnboundedReceiver<Queued>>>,
 }
+
+impl Run {
+    /// Whether its stream request has arrived (and taken the inbox).
+    fn started(&self) -> bool {
+        self.inbox_rx.lock().expect("inbox lock").is_none()
+    }
+}
+
+/// How long a run whose stream never arrives is kept (see [`State::run`]).
+const ORPHAN_RUN_TTL: Duration = Duration::from_secs(60);
 
 /// Appends may arrive out of order (16 in flight); messages are delivered by seqno.
 #[derive(Default)]
@@ -224,21 +238,43 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Bo
 }
 
 impl State {
+    /// The run of `request_id`, made on first contact (its stream request, or an append that
+    /// came first).
     fn run(&self, request_id: &str) -> Arc<Run> {
         let mut runs = self.runs.lock().expect("runs lock");
-        runs.entry(request_id.to_string())
-            .or_insert_with(|| {
-                let mut records = self.records.lock().expect("records lock");
-                records.push(RunRecord { request_id: request_id.to_string(), ..Default::default() });
-                let (tx, rx) = mpsc::unbounded_channel();
-                Arc::new(Run {
-                    record: records.len() - 1,
-                    reorder: Mutex::new(Reorder::default()),
-                    inbox_tx: tx,
-                    inbox_rx: Mutex::new(Some(rx)),
-                })
-            })
-            .clone()
+        if let Some(run) = runs.get(request_id) {
+            return run.clone();
+        }
+        if !self.scenario.records() {
+            // Runs whose stream never came (appends of an id the client gave up on, or that
+            // arrived after their stream was over) go after a while: a long-lived backend that
+            // does not record keeps only the runs in play.
+            runs.retain(|_, run| run.started() || run.created.elapsed() < ORPHAN_RUN_TTL);
+        }
+        let record = self.scenario.records().then(|| {
+            let mut records = self.records.lock().expect("records lock");
+            records.push(RunRecord { request_id: request_id.to_string(), ..Default::default() });
+            records.len() - 1
+        });
+        let (tx, rx) = mpsc::unbounded_channel();
+        let run = Arc::new(Run {
+            id: request_id.to_string(),
+            record,
+            created: Instant::now(),
+            reorder: Mutex::new(Reorder::default()),
+            inbox_tx: tx,
+            inbox_rx: Mutex::new(Some(rx)),
+        });
+        runs.insert(request_id.to_string(), run.clone());
+        run
+    }
+
+    /// The stream of `run` is over. Without recording nothing of it is kept (late appends make
+    /// an orphan run, gone in time); with recording its record must stay whole, so the run stays.
+    fn finish(&self, run: &Run) {
+        if !self.scenario.records() {
+            self.runs.lock().expect("runs lock").remove(&run.id);
+        }
     }
 
     /// A request's headers for its record, credentials redacted.
@@ -248,9 +284,9 @@ impl State {
     }
 
     fn with_record(&self, run: &Run, f: impl FnOnce(&mut RunRecord)) {
-        if self.scenario.records() {
+        if let Some(index) = run.record {
             let mut records = self.records.lock().expect("records lock");
-            f(&mut records[run.record]);
+            f(&mut records[index]);
         }
     }
 
@@ -293,6 +329,7 @@ impl State {
                 .to_string()
             });
             self.with_record(&run, |r| r.outcome = Some(format!("http {}", status.as_u16())));
+            self.finish(&run);
             return full(status, "application/json", body);
         }
         let gzip = self.scenario.gzip_responses && accepts_gzip;
@@ -308,6 +345,7 @@ impl State {
         tokio::spawn(async move {
             let outcome = script::run_turn(steps, ctx).await;
             state.with_record(&run, |r| r.outcome = Some(outcome));
+            state.finish(&run);
         });
         let body = StreamBody::new(futures::stream::poll_fn(move |cx| rx.poll_recv(cx)));
         let content_type =
