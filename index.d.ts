@@ -166,6 +166,8 @@ export interface RunRecord {
   transport: 'sse' | 'h2' | ''
   turnIndex: number | null
   headers: Record<string, string>
+  /** RunSSE: whether the request's one envelope (its `BidiRequestId`) came compressed. */
+  requestIdCompressed: boolean
   appends: { seqno: number; data: string; dataBinary: boolean; contentEncoding: string | null; headers: Record<string, string> }[]
   messages: { seqno: number | null; kind: string; compressed: boolean; message: agent.AgentClientMessage }[]
   outcome: string | null
@@ -275,7 +277,9 @@ export declare class LocalTools {
 /**
  * One turn: `for await (const update of turn)` yields ACP `SessionUpdate`s in order;
  * `await turn.result` gives `{ stopReason, usage }` once the turn is over (all its updates are
- * queued by then). Breaking out of the loop cancels the turn.
+ * queued by then). A turn that fails makes the iteration throw, after every update queued
+ * before the failure, the same coded error `result` rejects with (`code`, `connectCode`, …);
+ * a cancelled turn never throws. Breaking out of the loop cancels the turn.
  *
  * This type implements JavaScript's async iterable protocol.
  * It can be used with `for await...of` loops.
@@ -531,7 +535,10 @@ export interface LocalToolsOptions {
   roots: Array<string>
   /** Text returned by one read before it is truncated at a line boundary (default 1 MiB). */
   maxReadBytes?: number
-  /** Largest binary file read returns as bytes (default 32 MiB). */
+  /**
+   * Largest binary file read returns as bytes (default 16 MiB less 64 KiB: what fits in one
+   * message to the server; a larger answer is sent as the result's `error`, naming the sizes).
+   */
   maxBinaryBytes?: number
   /** Shell output kept in the final result per stream, tail first (default 1 MiB). */
   maxOutputBytes?: number

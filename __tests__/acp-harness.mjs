@@ -66,6 +66,8 @@ export function startAgent({ scenario, args = [], env = {}, handlers = {}, cache
   return {
     child,
     agent: connection.agent,
+    /** Where the embedded backend's records are written when the agent exits. */
+    recordFile,
     updates,
     permissionRequests,
     cacheDir,
@@ -81,8 +83,12 @@ export function startAgent({ scenario, args = [], env = {}, handlers = {}, cache
       const status = await exited
       clearTimeout(timer)
       let records = []
-      try { records = JSON.parse(fs.readFileSync(recordFile, 'utf8')) } catch {}
-      return { status, records }
+      let recordText = ''
+      try {
+        recordText = fs.readFileSync(recordFile, 'utf8')
+        records = JSON.parse(recordText)
+      } catch {}
+      return { status, records, recordText }
     },
   }
 }

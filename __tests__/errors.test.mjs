@@ -3,8 +3,8 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { setup, drain, within, AgentClient, startEmbeddedBackend, TRANSPORTS } from './helpers.mjs'
 
-async function failure(steps, options = {}, transport = 'sse') {
-  const { client, close } = await setup({ steps }, options, transport)
+async function failure(steps, options = {}, transport = 'sse', scenario = {}) {
+  const { client, close } = await setup({ ...scenario, steps }, options, transport)
   try {
     const turn = client.newSession().prompt('go')
     await drain(turn)
@@ -29,8 +29,11 @@ for (const transport of TRANSPORTS) {
     assert.equal(e.code, 'E_PROTOCOL')
     e = await failure([{ type: 'reservedFlag' }], {}, transport)
     assert.equal(e.code, 'E_PROTOCOL')
-    e = await failure([{ type: 'gzipBomb', decompressedBytes: 4_000_000 }], { maxFrameBytes: 1_000_000 }, transport)
+    e = await failure([{ type: 'gzipBomb', decompressedBytes: 4_000_000 }], { maxFrameBytes: 1_000_000 }, transport, { gzipResponses: true })
     assert.match(e.message, /decompressed payload exceeds/)
+    e = await failure([{ type: 'gzipBomb', decompressedBytes: 4_000 }], {}, transport)
+    assert.equal(e.code, 'E_PROTOCOL')
+    assert.match(e.message, /agreed on no compression/)
     e = await failure([{ type: 'drop' }], { resumeAttempts: 0 }, transport)
     assert.equal(e.code, 'E_NETWORK')
     e = await failure([{ type: 'stall', ms: 5000 }], { resumeAttempts: 0, stallTimeoutMs: 300 }, transport)
@@ -59,6 +62,48 @@ for (const transport of TRANSPORTS) {
     }
   })
 }
+
+for (const transport of TRANSPORTS) {
+  test(`${transport}: a failed turn makes for await throw its coded error, after every update before it`, async () => {
+    const steps = [
+      { type: 'text', text: 'par' },
+      { type: 'text', text: 'tial' },
+      { type: 'error', code: 'resource_exhausted', message: 'quota', cursorError: 'ERROR_RATE_LIMITED' },
+    ]
+    const { client, close } = await setup({ steps }, {}, transport)
+    try {
+      const turn = client.newSession().prompt('go')
+      const text = []
+      let thrown = null
+      try {
+        for await (const u of turn) text.push(u.content?.text ?? '')
+      } catch (e) {
+        thrown = e
+      }
+      assert.equal(text.join(''), 'partial', 'the updates before the error come first')
+      assert.ok(thrown instanceof Error, 'the iteration throws')
+      assert.deepEqual([thrown.code, thrown.connectCode, thrown.cursorError], ['E_SERVER', 'resource_exhausted', 'ERROR_RATE_LIMITED'])
+      await assert.rejects(turn.result, (e) => e.code === thrown.code && e.message === thrown.message)
+      // Like a generator that threw: a later read is the end, not the error again.
+      assert.deepEqual(await turn[Symbol.asyncIterator]().next(), { value: undefined, done: true })
+    } finally {
+      close()
+    }
+  })
+}
+
+test('a cancelled turn never throws from for await, even when the stream then fails', async () => {
+  const { client, close } = await setup({ steps: [{ type: 'text', text: 'hi' }, { type: 'sleep', ms: 100 }, { type: 'drop' }] }, { resumeAttempts: 0 })
+  try {
+    const turn = client.newSession().prompt('go')
+    for await (const u of turn) {
+      if (u.sessionUpdate === 'agent_message_chunk') turn.cancel()
+    }
+    assert.equal((await turn.result).stopReason, 'cancelled')
+  } finally {
+    close()
+  }
+})
 
 test('max tokens is a stop reason, not an error', async () => {
   const { client, close } = await setup({ steps: [{ type: 'error', code: 'resource_exhausted', cursorError: 'ERROR_MAX_TOKENS' }] })

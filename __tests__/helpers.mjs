@@ -25,18 +25,40 @@ export async function setup(scenario, clientOptions = {}, transport = 'sse') {
   return { backend, client, close: () => backend.close() }
 }
 
-/** Collects every update of a turn, failing the test if it does not settle within `ms`. */
+/**
+ * Collects every update of a turn, failing the test if it does not settle within `ms`. A failed
+ * turn must make the iteration throw the same coded error `result` rejects with.
+ */
 export async function drain(turn, ms = 10_000) {
   const updates = []
+  let thrown = null
   await within(ms, (async () => {
-    for await (const u of turn) {
-      assertAcpUpdate(u)
-      updates.push(u)
+    try {
+      for await (const u of turn) {
+        assertAcpUpdate(u)
+        updates.push(u)
+      }
+    } catch (e) {
+      thrown = e
     }
   })(), 'turn')
-  const result = await turn.result.catch(() => null)
-  if (result) assertAcpStopReason(result.stopReason)
+  const result = await turn.result.catch((rejected) => {
+    assertSameFailure(thrown, rejected)
+    return null
+  })
+  if (result) {
+    if (thrown) throw new Error(`the iteration threw although the turn ended ${result.stopReason}: ${thrown.message}`)
+    assertAcpStopReason(result.stopReason)
+  }
   return updates
+}
+
+/** The iteration's error is the turn's: the same message and codes as `result`'s rejection. */
+export function assertSameFailure(thrown, rejected) {
+  if (!(thrown instanceof Error)) throw new Error(`the turn failed (${rejected?.code}: ${rejected?.message}) but the iteration ended without throwing`)
+  for (const key of ['message', 'code', 'connectCode', 'cursorError', 'httpStatus']) {
+    if (thrown[key] !== rejected[key]) throw new Error(`the iteration threw ${key} ${thrown[key]}, result rejected with ${rejected[key]}`)
+  }
 }
 
 /** Resolves `promise` or rejects after `ms`, so a hang fails instead of stalling the suite. */

@@ -98,3 +98,27 @@ test('worker threads: turns run in workers and the main thread at once; a worker
   assert.equal(r.status, 0, r.stderr)
   assert.deepEqual(r.stdout.trim().split('\n'), ['end_turn/1 end_turn/1 end_turn 1', 'terminated 1', 'after end_turn 2'])
 })
+
+test('a worker that is terminated or exits mid-turn tears down quietly: no panic, nothing on stderr', () => {
+  // The worker is the only thread with the addon, so its end shuts the addon's runtime down with
+  // the turn still running: the turn's end then runs during that shutdown.
+  for (const end of ['terminate', 'exit']) {
+    const r = run(`const { Worker } = require('node:worker_threads');
+      const w = new Worker(\`
+        const { parentPort } = require('node:worker_threads');
+        const { AgentClient, startEmbeddedBackend } = require(${JSON.stringify(index)});
+        (async () => {
+          const b = await startEmbeddedBackend({ scenario: { steps: [{ type: 'text', text: 'hi' }, { type: 'sleep', ms: 5000 }, { type: 'turnEnded' }] } });
+          const turn = new AgentClient({ baseUrl: b.url }).newSession().prompt('x');
+          for await (const u of turn) {
+            if ('${end}' === 'exit') process.exit(0);
+            parentPort.postMessage('mid-turn');
+          }
+        })();\`, { eval: true });
+      w.on('message', () => w.terminate());
+      w.on('exit', (code) => console.log('worker ended', code));`)
+    assert.equal(r.status, 0, `${end}: ${r.stderr}`)
+    assert.equal(r.stdout.trim(), `worker ended ${end === 'exit' ? 0 : 1}`, end)
+    assert.equal(r.stderr, '', `${end}: stderr must stay empty`)
+  }
+})

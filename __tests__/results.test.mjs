@@ -106,7 +106,7 @@ test('a result whose getter throws, that refers to itself or nests too deep beco
   const circular = { path: '/f2' }
   circular.self = circular
   let deep = { path: '/f5' }
-  for (let i = 0; i < 200; i++) deep = { nested: deep }
+  for (let i = 0; i < 300; i++) deep = { nested: deep }
   const results = await readResults([
     (r) => ({ success: { path: r.args.path, get content() { throw new Error('boom') } } }),
     () => ({ success: circular }),
@@ -119,7 +119,7 @@ test('a result whose getter throws, that refers to itself or nests too deep beco
   assert.match(results.get(2).error.error, /a circular reference is not JSON \(at `success\.self`\)/)
   assert.match(results.get(3).error.error, /reading the result threw: \? \(at `success\.content`\)/)
   assert.equal(results.get(4).success.content, 'still fine')
-  assert.match(results.get(5).error.error, /nested more than 128 deep \(at `success(\.nested)+`\)/)
+  assert.match(results.get(5).error.error, /nested more than 256 deep \(at `success(\.nested)+`\)/)
   // The getter's exception was taken, not left pending for Node to report as uncaught.
   assert.deepEqual(warnings.map((w) => w.code).filter((c) => c === 'DEP0168'), [])
 })

@@ -52,6 +52,11 @@ test('the release workflow builds and tests every target in napi.targets', () =>
     else if (build.target.includes('-linux-')) assert.equal(build['zig-target'], build.target, 'musl with zig')
     if (build.target.endsWith('-apple-darwin')) assert.match(build['macos-deployment-target'], /^\d+\.\d+$/)
   }
+  // Every binary is built with the build machine's paths remapped, and checked for them.
+  assert.equal(pkg.scripts.build, 'node scripts/release-build.mjs')
+  const buildSteps = release.jobs.build.steps.map((s) => s.run ?? '').join('\n')
+  assert.match(buildSteps, /npm run build -- /)
+  assert.match(buildSteps, /node scripts\/check-build-paths\.mjs cursor-acp-native\.\*\.node/)
   const tested = [
     ...release.jobs['test-macos-windows'].strategy.matrix.target,
     ...release.jobs['test-linux'].strategy.matrix.target,

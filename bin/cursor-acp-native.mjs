@@ -17,6 +17,7 @@ import { setInvocation } from '../cli/initialize.mjs'
 import { createLogger, parseLevel } from '../cli/log.mjs'
 import { serveStdio } from '../cli/stdio.mjs'
 import { SessionStore, defaultCacheDir } from '../cli/store.mjs'
+import { writePrivateFile } from '../cli/private-files.mjs'
 import { VERSION } from '../cli/version.mjs'
 
 // Anything printed by accident must not corrupt the protocol stream.
@@ -232,7 +233,9 @@ if (stopping) connection.close()
 await connection.closed
 if (args.record && backend) {
   try {
-    fs.writeFileSync(args.record, JSON.stringify(backend.records()))
+    // What the agent sent: prompts, files, command output. Credentials are redacted by the
+    // backend's records, and the file is the user's alone.
+    writePrivateFile(args.record, JSON.stringify(backend.records()))
   } catch (e) {
     log.error(`cannot write ${args.record}: ${errorMessage(e)}`)
   }

@@ -1,9 +1,11 @@
 // @ts-check
 // Sessions saved under the user's cache directory: one JSON file per session (id, cwd, title,
-// updatedAt, mode, model and the addon's saved conversation), written atomically.
+// updatedAt, mode, model and the addon's saved conversation), written atomically, readable by
+// its owner only (files 0600 in 0700 folders, whatever the umask).
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
+import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, privateDir, tighten, writePrivateFile } from './private-files.mjs'
 
 /**
  * One saved session.
@@ -33,15 +35,39 @@ export function defaultCacheDir(env = process.env) {
 }
 
 const SAFE_ID = /^[A-Za-z0-9._-]{1,128}$/
+/** `<id>.json.<pid>.tmp`: a session being written by process `pid`. */
+const TEMPORARY = /^[A-Za-z0-9._-]{1,128}\.json\.(\d+)\.tmp$/
 
 export class SessionStore {
-  /** @param {string} dir */
+  /**
+   * Opens (or makes) the store. Its folders become 0700 and its session files 0600 (as older
+   * versions left them under the umask); temporaries of writers that were killed are removed.
+   * The cache folder itself is made 0700 when missing, and left as it is otherwise (it may be
+   * one the user chose for more than this).
+   * @param {string} dir
+   */
   constructor(dir) {
     this.dir = dir
     this.sessionsDir = path.join(dir, 'sessions')
     this.blobDir = path.join(dir, 'blobs')
-    fs.mkdirSync(this.sessionsDir, { recursive: true })
-    fs.mkdirSync(this.blobDir, { recursive: true })
+    fs.mkdirSync(dir, { recursive: true, mode: PRIVATE_DIR_MODE })
+    privateDir(this.sessionsDir)
+    privateDir(this.blobDir)
+    this.#tidy()
+  }
+
+  /** Tightens saved sessions and removes the temporaries of processes that are gone. */
+  #tidy() {
+    for (const name of fs.readdirSync(this.sessionsDir)) {
+      const file = path.join(this.sessionsDir, name)
+      const writer = TEMPORARY.exec(name)
+      try {
+        if (writer && !isRunning(Number(writer[1]))) fs.rmSync(file, { force: true })
+        else if (name.endsWith('.json')) tighten(file, PRIVATE_FILE_MODE)
+      } catch {
+        // Gone meanwhile (another agent tidied or saved it): nothing to do.
+      }
+    }
   }
 
   /**
@@ -73,7 +99,9 @@ export class SessionStore {
     const file = this.file(record.sessionId)
     if (!file) throw new Error(`not a session id: ${JSON.stringify(record.sessionId)}`)
     const tmp = `${file}.${process.pid}.tmp`
-    fs.writeFileSync(tmp, JSON.stringify(record))
+    // Left by a failed write of this process: it is ours to replace.
+    fs.rmSync(tmp, { force: true })
+    writePrivateFile(tmp, JSON.stringify(record), { exclusive: true })
     fs.renameSync(tmp, file)
   }
 
@@ -98,5 +126,19 @@ export class SessionStore {
       out.push(record)
     }
     return out.sort((a, b) => (b.updatedAt ?? '').localeCompare(a.updatedAt ?? ''))
+  }
+}
+
+/**
+ * Whether process `pid` exists (as anyone's: a process of another user still writes its own).
+ * @param {number} pid
+ */
+function isRunning(pid) {
+  if (pid === process.pid) return false // a temporary of an earlier process that had our pid
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (e) {
+    return /** @type {NodeJS.ErrnoException} */ (e).code === 'EPERM'
   }
 }

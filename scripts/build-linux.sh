@@ -114,8 +114,9 @@ build() {
   local pkg=$1 triple=${TRIPLE[$1]}
   step "build $pkg ($triple)"
   rm -rf "$SHIP_DIR/out/$pkg" && mkdir -p "$SHIP_DIR/out/$pkg"
-  (cd "$ROOT" && nice -n 19 npx napi build --platform --release -x --target "$triple" --output-dir "$SHIP_DIR/out/$pkg")
+  (cd "$ROOT" && nice -n 19 node scripts/release-build.mjs -x --target "$triple" --output-dir "$SHIP_DIR/out/$pkg")
   ls -l "$SHIP_DIR/out/$pkg"/*.node
+  node "$ROOT/scripts/check-build-paths.mjs" "$SHIP_DIR/out/$pkg"/*.node
 }
 
 # --- packages as users install them -----------------------------------------------------------

@@ -5,17 +5,17 @@ use std::sync::Arc;
 use cursor_acp_core::embedded::{self, Scenario};
 use napi::bindgen_prelude::*;
 use napi::Env;
-use serde_json::Value;
 
 use cursor_acp_core::CoreError;
 
 use crate::js_error::promise;
+use crate::json::Json;
 
 #[napi(object, object_to_js = false)]
 pub struct EmbeddedBackendOptions {
     /// What the backend plays: see `Scenario`.
     #[napi(ts_type = "Scenario")]
-    pub scenario: Value,
+    pub scenario: Json,
     /// Loopback port (default: any free port).
     pub port: Option<u32>,
     /// Sign-in, API-key exchange and token refresh with expiring tokens, and whether agent
@@ -44,8 +44,8 @@ impl EmbeddedBackend {
 
     /// What clients sent, one record per stream (request id), in first-contact order.
     #[napi(ts_return_type = "RunRecord[]")]
-    pub fn records(&self) -> Result<Value> {
-        serde_json::to_value(self.inner.records()).map_err(|e| Error::from_reason(e.to_string()))
+    pub fn records(&self) -> Result<Json> {
+        serde_json::to_value(self.inner.records()).map(Json).map_err(|e| Error::from_reason(e.to_string()))
     }
 
     /// Stops the server and cuts open connections.
@@ -68,7 +68,7 @@ pub fn start_embedded_backend<'env>(
     promise(
         env,
         async move {
-            let scenario = Scenario::from_json(&options.scenario)?;
+            let scenario = Scenario::from_json(&options.scenario.0)?;
             let port =
                 u16::try_from(port).map_err(|_| CoreError::InvalidInput(format!("port {port} is not 0-65535")))?;
             let auth = auth

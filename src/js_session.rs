@@ -8,6 +8,7 @@ use serde_json::{json, Value};
 
 use crate::js_error::{coded, promise};
 use crate::js_turn::PromptTurn;
+use crate::json::Json;
 use crate::saved;
 
 /// One conversation. One turn at a time: prompting while a turn runs throws `E_BUSY`.
@@ -55,7 +56,7 @@ impl Session {
         let turn =
             within_runtime_if_available(|| self.inner.prompt_with(blocks, token)).map_err(|e| coded(&env, &e))?;
         crate::memory::track(&turn);
-        Ok(PromptTurn { turn })
+        Ok(PromptTurn::new(turn))
     }
 
     /// Starts a turn with any `ConversationAction` in proto3 JSON, e.g.
@@ -67,7 +68,7 @@ impl Session {
         let turn =
             within_runtime_if_available(|| self.inner.action_with(&action, token)).map_err(|e| coded(&env, &e))?;
         crate::memory::track(&turn);
-        Ok(PromptTurn { turn })
+        Ok(PromptTurn::new(turn))
     }
 
     /// Asks the server to summarize (compact) the conversation: a turn of its own.
@@ -150,7 +151,7 @@ impl Session {
 
     /// The updates that replay the stored conversation (for an ACP `session/load`).
     #[napi(ts_return_type = "Promise<SessionUpdate[]>")]
-    pub fn replay<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, Value>> {
+    pub fn replay<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, Json>> {
         let session = self.inner.clone();
         promise(
             env,
@@ -158,7 +159,7 @@ impl Session {
                 let updates = session.replay().await;
                 Ok(Value::Array(updates.iter().map(cursor_acp_core::translate::to_json).collect()))
             },
-            |_, v| Ok(v),
+            |_, v| Ok(Json(v)),
         )
     }
 

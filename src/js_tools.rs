@@ -14,6 +14,7 @@ use serde_json::Value;
 
 use crate::js_error::{coded, promise};
 use crate::js_host::ExecContext;
+use crate::json::Json;
 
 /// Workspace roots and limits of the built-in tools.
 #[napi(object, object_to_js = false)]
@@ -22,7 +23,8 @@ pub struct LocalToolsOptions {
     pub roots: Vec<String>,
     /// Text returned by one read before it is truncated at a line boundary (default 1 MiB).
     pub max_read_bytes: Option<u32>,
-    /// Largest binary file read returns as bytes (default 32 MiB).
+    /// Largest binary file read returns as bytes (default 16 MiB less 64 KiB: what fits in one
+    /// message to the server; a larger answer is sent as the result's `error`, naming the sizes).
     pub max_binary_bytes: Option<u32>,
     /// Shell output kept in the final result per stream, tail first (default 1 MiB).
     pub max_output_bytes: Option<u32>,
@@ -165,7 +167,7 @@ impl LocalTools {
         env: &'env Env,
         request: Value,
         ctx: Option<&ExecContext>,
-    ) -> Result<PromiseRaw<'env, Option<Value>>> {
+    ) -> Result<PromiseRaw<'env, Option<Json>>> {
         let kind = request.get("kind").and_then(|k| k.as_str()).unwrap_or_default().to_string();
         let args = request.get("args").cloned().unwrap_or(Value::Object(Default::default()));
         let ctx = match ctx {
@@ -175,7 +177,7 @@ impl LocalTools {
             }
         };
         let tools = self.inner.clone();
-        promise(env, async move { tools.run_kind(&kind, &args, &ctx).await }, |_, v| Ok(v))
+        promise(env, async move { tools.run_kind(&kind, &args, &ctx).await }, |_, v| Ok(v.map(Json)))
     }
 
     /// Files matching a glob (`{ globPattern, targetDirectory? }`), most recently modified first,
@@ -185,9 +187,9 @@ impl LocalTools {
         &self,
         env: &'env Env,
         #[napi(ts_arg_type = "GlobToolArgs")] args: Value,
-    ) -> Result<PromiseRaw<'env, Value>> {
+    ) -> Result<PromiseRaw<'env, Json>> {
         let tools = self.inner.clone();
-        promise(env, async move { tools.glob(&args).await }, |_, v| Ok(v))
+        promise(env, async move { tools.glob(&args).await }, |_, v| Ok(Json(v)))
     }
 
     /// Kills every background shell started through these tools and removes their output

@@ -1,19 +1,52 @@
 //! `PromptTurn`: the async iterator of ACP updates of one turn, plus its result.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
 use cursor_acp_core::session::{Turn, TurnResult};
+use cursor_acp_core::CoreError;
 use napi::bindgen_prelude::*;
-use napi::Env;
+use napi::{sys, Env};
 use serde_json::{json, Value};
 
 use crate::js_error::coded;
+use crate::json::Json;
 use crate::settle::deferred;
 
 /// One turn: `for await (const update of turn)` yields ACP `SessionUpdate`s in order;
 /// `await turn.result` gives `{ stopReason, usage }` once the turn is over (all its updates are
-/// queued by then). Breaking out of the loop cancels the turn.
+/// queued by then). A turn that fails makes the iteration throw, after every update queued
+/// before the failure, the same coded error `result` rejects with (`code`, `connectCode`, …);
+/// a cancelled turn never throws. Breaking out of the loop cancels the turn.
 #[napi(async_iterator)]
 pub struct PromptTurn {
     pub(crate) turn: Turn,
+    /// Set once the iteration has thrown the turn's error: later reads are the end, as for a
+    /// JavaScript generator that threw.
+    failure_thrown: Arc<AtomicBool>,
+}
+
+impl PromptTurn {
+    pub(crate) fn new(turn: Turn) -> Self {
+        PromptTurn { turn, failure_thrown: Arc::default() }
+    }
+}
+
+/// What one read of the iterator settles with: an update, or the turn's failure.
+pub enum IteratorStep {
+    Update(Value),
+    Failed(CoreError),
+}
+
+impl ToNapiValue for IteratorStep {
+    unsafe fn to_napi_value(env: sys::napi_env, step: Self) -> Result<sys::napi_value> {
+        match step {
+            IteratorStep::Update(update) => unsafe { Json::to_napi_value(env, Json(update)) },
+            // On the JS thread: the coded error object is made here, and napi rejects the read's
+            // promise with that very object (a future's own error would lose its properties).
+            IteratorStep::Failed(e) => Err(coded(&Env::from_raw(env), &e)),
+        }
+    }
 }
 
 fn update_json(update: cursor_acp_core::acp::SessionUpdate) -> Value {
@@ -37,22 +70,32 @@ fn result_json(result: TurnResult) -> Value {
 }
 
 impl AsyncGenerator for PromptTurn {
-    type Yield = Value;
+    type Yield = IteratorStep;
     type Next = ();
     type Return = ();
 
     fn next(
         &mut self,
         _value: Option<()>,
-    ) -> impl std::future::Future<Output = Result<Option<Value>>> + Send + 'static {
+    ) -> impl std::future::Future<Output = Result<Option<IteratorStep>>> + Send + 'static {
         let turn = self.turn.clone();
-        async move { Ok(turn.next().await.map(update_json)) }
+        let failure_thrown = self.failure_thrown.clone();
+        async move {
+            if let Some(update) = turn.next().await {
+                return Ok(Some(IteratorStep::Update(update_json(update))));
+            }
+            // Every update is out; the result is stored right after (or already).
+            match turn.result().await {
+                Err(e) if !failure_thrown.swap(true, Ordering::SeqCst) => Ok(Some(IteratorStep::Failed(e))),
+                _ => Ok(None),
+            }
+        }
     }
 
     fn complete(
         &mut self,
         _value: Option<()>,
-    ) -> impl std::future::Future<Output = Result<Option<Value>>> + Send + 'static {
+    ) -> impl std::future::Future<Output = Result<Option<IteratorStep>>> + Send + 'static {
         // `break` / `return()`: the consumer is gone. Cancel and drop what nobody will read.
         self.turn.release();
         async { Ok(None) }
@@ -64,14 +107,14 @@ impl PromptTurn {
     /// Up to `max` updates at once (at least one unless the turn is over: then `[]`). Cheaper
     /// than `for await` for bursts.
     #[napi(ts_return_type = "Promise<SessionUpdate[]>")]
-    pub fn next_batch<'env>(&self, env: &'env Env, max: u32) -> Result<PromiseRaw<'env, Value>> {
+    pub fn next_batch<'env>(&self, env: &'env Env, max: u32) -> Result<PromiseRaw<'env, Json>> {
         // No task: the turn hands the batch over from whichever thread has it (this one, if
         // updates are queued already), converted there, and the promise settles in order.
         let (promise, resolver) = deferred(env)?;
         self.turn.read_batch(
             max.max(1) as usize,
             Box::new(move |batch| {
-                let batch = Value::Array(batch.into_iter().map(update_json).collect());
+                let batch = Json(Value::Array(batch.into_iter().map(update_json).collect()));
                 resolver.settle(move |_| Ok(batch));
             }),
         );

@@ -1,4 +1,13 @@
-//! Callback results → JSON for the core, read straight from the JavaScript value.
+//! JSON between the core and JavaScript, in both directions, converted without recursion
+//! limits that a legal value can reach.
+//!
+//! To JavaScript ([`Json`]): updates, tool results and records. napi-rs's own conversion
+//! recurses and refuses values nested more than 128 deep (`InvalidArg: Exceeded maximum JSON
+//! nesting depth`); an `ls` tree 63 folders deep is already that deep, and a server may send
+//! one in a tool call's result. [`Json`] walks the value with a stack of its own instead, so any
+//! depth converts, at the same N-API cost per value.
+//!
+//! From JavaScript ([`HostJson`]): callback results, read straight from the JavaScript value.
 //!
 //! The result is what `JSON.stringify` would make of the value, with three differences that
 //! suit proto3 JSON:
@@ -22,10 +31,13 @@ use std::ptr;
 use cursor_acp_hugepages as hugepages;
 use napi::bindgen_prelude::*;
 use napi::sys;
-use serde_json::{Map, Number, Value};
+use serde_json::{map, Map, Number, Value};
 
-/// How deeply values may nest, and how many a result may hold (napi-rs's limits).
-const MAX_DEPTH: usize = 128;
+/// How deeply a callback's result may nest, and how many values it may hold. The depth leaves
+/// room for any message the protocol can carry (protobuf decoders stop at 100 nested messages,
+/// at most two JSON levels each: the built-in `ls` tree, 64 folders deep at most, is 132) while
+/// bounding the recursion of this reader and of the core's proto3 JSON decoding.
+const MAX_DEPTH: usize = 256;
 const MAX_VALUES: usize = 1_000_000;
 
 /// A callback's result: JSON, and the byte arrays taken out of it.
@@ -301,5 +313,115 @@ fn number(n: f64) -> Value {
         Value::Number(Number::from(n as i64))
     } else {
         Number::from_f64(n).map_or(Value::Null, Value::Number)
+    }
+}
+
+/// A JSON value between JavaScript and the core. To JavaScript it is converted with a stack of
+/// its own (see the module docs): scalars as napi-rs converts them, arrays and objects at any
+/// depth. From JavaScript it is read as [`HostJson`] is (to [`MAX_DEPTH`] levels), without byte
+/// arrays: an embedded-backend scenario, say, whose server messages nest as deep as the
+/// protocol allows.
+pub struct Json(pub Value);
+
+impl TypeName for Json {
+    fn type_name() -> &'static str {
+        "JSON"
+    }
+
+    fn value_type() -> ValueType {
+        ValueType::Unknown
+    }
+}
+
+impl FromNapiValue for Json {
+    unsafe fn from_napi_value(env: sys::napi_env, value: sys::napi_value) -> Result<Self> {
+        let HostJson { json, bytes } = unsafe { HostJson::from_napi_value(env, value)? };
+        match bytes.first() {
+            None => Ok(Json(json)),
+            Some(at) => Err(Error::new(
+                Status::InvalidArg,
+                format!("a byte array is not JSON (at `{}`); use base64", at.path.join(".")),
+            )),
+        }
+    }
+}
+
+impl ToNapiValue for Json {
+    unsafe fn to_napi_value(env: sys::napi_env, value: Self) -> Result<sys::napi_value> {
+        unsafe { to_js(env, &value.0) }
+    }
+}
+
+/// An array or object being filled: the JavaScript value and what is left to put in it.
+enum Open<'a> {
+    Array { js: sys::napi_value, items: std::iter::Enumerate<std::slice::Iter<'a, Value>> },
+    Object { js: sys::napi_value, entries: map::Iter<'a> },
+}
+
+/// `value` as a JavaScript value. Each array or object is made empty, attached to its parent,
+/// and filled as the walk reaches it, so nothing waits for its children on the native stack.
+unsafe fn to_js(env: sys::napi_env, value: &Value) -> Result<sys::napi_value> {
+    let mut open: Vec<Open<'_>> = Vec::new();
+    let root = unsafe { start(env, value, &mut open)? };
+    while let Some(top) = open.last_mut() {
+        match top {
+            Open::Array { js, items } => {
+                let parent = *js;
+                let Some((index, item)) = items.next() else {
+                    open.pop();
+                    continue;
+                };
+                let child = unsafe { start(env, item, &mut open)? };
+                check(unsafe { sys::napi_set_element(env, parent, index as u32, child) })?;
+            }
+            Open::Object { js, entries } => {
+                let parent = *js;
+                let Some((key, item)) = entries.next() else {
+                    open.pop();
+                    continue;
+                };
+                let name = unsafe { <&str as ToNapiValue>::to_napi_value(env, key.as_str())? };
+                let child = unsafe { start(env, item, &mut open)? };
+                check(unsafe { sys::napi_set_property(env, parent, name, child) })?;
+            }
+        }
+    }
+    Ok(root)
+}
+
+/// The JavaScript value of `value`: a scalar, or an empty array or object, which is then queued
+/// in `open` to be filled.
+unsafe fn start<'a>(env: sys::napi_env, value: &'a Value, open: &mut Vec<Open<'a>>) -> Result<sys::napi_value> {
+    unsafe {
+        Ok(match value {
+            Value::Null => Null::to_napi_value(env, Null)?,
+            Value::Bool(b) => bool::to_napi_value(env, *b)?,
+            Value::Number(n) => <&Number as ToNapiValue>::to_napi_value(env, n)?,
+            Value::String(s) => <&str as ToNapiValue>::to_napi_value(env, s.as_str())?,
+            Value::Array(items) => {
+                let mut js = ptr::null_mut();
+                check(sys::napi_create_array_with_length(env, items.len(), &mut js))?;
+                if !items.is_empty() {
+                    open.push(Open::Array { js, items: items.iter().enumerate() });
+                }
+                js
+            }
+            Value::Object(entries) => {
+                let mut js = ptr::null_mut();
+                check(sys::napi_create_object(env, &mut js))?;
+                if !entries.is_empty() {
+                    open.push(Open::Object { js, entries: entries.iter() });
+                }
+                js
+            }
+        })
+    }
+}
+
+fn check(status: sys::napi_status) -> Result<()> {
+    if status == sys::Status::napi_ok {
+        Ok(())
+    } else {
+        Err(Error::new(Status::from(status), "converting a value to JavaScript failed"))
     }
 }

@@ -23,13 +23,29 @@ pub(crate) fn track(turn: &Turn) {
     // queued behind (and ahead of) the starts of a burst of turns.
     turn.on_end(Box::new(|| {
         if ACTIVE_TURNS.fetch_sub(1, Ordering::SeqCst) == 1 && !TRIMMING.swap(true, Ordering::SeqCst) {
-            // Detached: nothing waits for the trim.
-            drop(napi::bindgen_prelude::spawn_blocking(|| {
+            // The hook runs where the turn ends: normally on a runtime thread, but also while the
+            // runtime shuts down (the last worker thread or the process exiting mid-turn drops
+            // the turn's task). napi's `spawn_blocking` panics then, its runtime gone; a handle
+            // of the runtime still shutting down refuses the work quietly, and without one
+            // there is nothing left to trim for.
+            let trimming = Trimming;
+            let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+            // Detached: nothing waits for the trim. Work refused is dropped, and `trimming` with it.
+            drop(runtime.spawn_blocking(move || {
+                let _trimming = trimming;
                 release_free_memory();
-                TRIMMING.store(false, Ordering::SeqCst);
             }));
         }
     }));
+}
+
+/// A trim under way, until dropped: after it ran, or with the work a runtime refused.
+struct Trimming;
+
+impl Drop for Trimming {
+    fn drop(&mut self) {
+        TRIMMING.store(false, Ordering::SeqCst);
+    }
 }
 
 #[cfg(all(target_os = "linux", target_env = "gnu"))]

@@ -166,6 +166,8 @@ export interface RunRecord {
   transport: 'sse' | 'h2' | ''
   turnIndex: number | null
   headers: Record<string, string>
+  /** RunSSE: whether the request's one envelope (its `BidiRequestId`) came compressed. */
+  requestIdCompressed: boolean
   appends: { seqno: number; data: string; dataBinary: boolean; contentEncoding: string | null; headers: Record<string, string> }[]
   messages: { seqno: number | null; kind: string; compressed: boolean; message: agent.AgentClientMessage }[]
   outcome: string | null

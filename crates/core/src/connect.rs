@@ -68,6 +68,45 @@ pub enum FrameError {
     Truncated { buffered: usize, expected: usize },
     #[error("end-of-stream frame is not valid Connect JSON: {0}")]
     BadEndStream(String),
+    #[error("compressed frame (flags 0x{flags:02x}) on a stream that agreed on no compression")]
+    CompressedWithoutEncoding { flags: u8 },
+    #[error("compressed frame in an encoding this client does not support ({0:?})")]
+    UnsupportedEncoding(String),
+}
+
+/// How the compressed frames (flag 0x01) of a stream are encoded, as its headers agreed
+/// (`connect-content-encoding`, or gRPC's `grpc-encoding`). Connect's rule: a frame marked
+/// compressed on a stream that named no encoding is a protocol error, never guessed at.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Encoding {
+    /// No encoding agreed (or `identity`): no frame may be compressed.
+    #[default]
+    Identity,
+    Gzip,
+    /// An encoding named that this client does not decode; a compressed frame is an error.
+    Other(String),
+}
+
+impl Encoding {
+    /// The encoding a header value names; `None` (no header) is [`Encoding::Identity`].
+    pub fn from_header(value: Option<&str>) -> Encoding {
+        match value.map(str::trim) {
+            None | Some("") => Encoding::Identity,
+            Some(v) if v.eq_ignore_ascii_case("identity") => Encoding::Identity,
+            Some(v) if v.eq_ignore_ascii_case("gzip") => Encoding::Gzip,
+            Some(v) => Encoding::Other(v.to_string()),
+        }
+    }
+
+    /// The encoding of a stream's messages from its headers: `connect-content-encoding`, or
+    /// `grpc-encoding`.
+    pub fn of_stream(headers: &http::HeaderMap) -> Encoding {
+        let named = ["connect-content-encoding", "grpc-encoding"]
+            .iter()
+            .find_map(|name| headers.get(*name))
+            .map(|v| v.to_str().unwrap_or("(not text)"));
+        Encoding::from_header(named)
+    }
 }
 
 /// One decoded envelope.
@@ -428,6 +467,7 @@ pub fn gzip_parts<P: AsRef<[u8]>>(len: usize, parts: impl IntoIterator<Item = P>
 pub struct FrameDecoder {
     buf: BytesMut,
     limits: Limits,
+    encoding: Encoding,
     ended: bool,
     last_flags: u8,
 }
@@ -439,8 +479,14 @@ impl Default for FrameDecoder {
 }
 
 impl FrameDecoder {
+    /// A decoder for a stream that agreed on no compression (see [`set_encoding`](Self::set_encoding)).
     pub fn new(limits: Limits) -> Self {
-        FrameDecoder { buf: BytesMut::new(), limits, ended: false, last_flags: 0 }
+        FrameDecoder { buf: BytesMut::new(), limits, encoding: Encoding::Identity, ended: false, last_flags: 0 }
+    }
+
+    /// The encoding the stream's headers agreed on for compressed frames.
+    pub fn set_encoding(&mut self, encoding: Encoding) {
+        self.encoding = encoding;
     }
 
     /// Appends received bytes.
@@ -488,7 +534,11 @@ impl FrameDecoder {
         self.last_flags = flags;
         let raw = self.buf.split_to(len).freeze();
         let payload = if flags & FLAG_COMPRESSED != 0 {
-            Bytes::from(gunzip_capped(&raw, self.limits.max_decompressed)?)
+            match &self.encoding {
+                Encoding::Gzip => Bytes::from(gunzip_capped(&raw, self.limits.max_decompressed)?),
+                Encoding::Identity => return Err(FrameError::CompressedWithoutEncoding { flags }),
+                Encoding::Other(name) => return Err(FrameError::UnsupportedEncoding(name.clone())),
+            }
         } else {
             raw
         };

@@ -87,12 +87,37 @@ fn bidi_append_body_matches_hand_derived_bytes() {
     assert_eq!(binary.encode_to_vec(), [0x22, 0x02, 0x3a, 0x00]);
 }
 
+/// A decoder for a stream whose headers agreed on gzip.
+fn gzip_decoder(limits: Limits) -> FrameDecoder {
+    let mut decoder = FrameDecoder::new(limits);
+    decoder.set_encoding(Encoding::Gzip);
+    decoder
+}
+
 #[test]
 fn gzip_frames_decompress() {
     let payload = vec![b'x'; 10_000];
     let frame = encode_frame(FLAG_COMPRESSED, &gzip(&payload));
-    let frames = decode_all(&mut FrameDecoder::default(), &frame).unwrap();
+    let frames = decode_all(&mut gzip_decoder(Limits::default()), &frame).unwrap();
     assert_eq!(frames, vec![Frame::Message(Bytes::from(payload))]);
+}
+
+#[test]
+fn a_compressed_frame_needs_an_agreed_encoding() {
+    let message = encode_frame(FLAG_COMPRESSED, &gzip(b"\x3a\x00"));
+    let end = encode_frame(FLAG_END_STREAM | FLAG_COMPRESSED, &gzip(b"{}"));
+    for (frame, flags) in [(&message, FLAG_COMPRESSED), (&end, FLAG_END_STREAM | FLAG_COMPRESSED)] {
+        let err = decode_all(&mut FrameDecoder::default(), frame).unwrap_err();
+        assert_eq!(err, FrameError::CompressedWithoutEncoding { flags });
+        let mut brotli = FrameDecoder::default();
+        brotli.set_encoding(Encoding::from_header(Some("br")));
+        assert_eq!(decode_all(&mut brotli, frame).unwrap_err(), FrameError::UnsupportedEncoding("br".into()));
+    }
+    // Uncompressed frames need none, whatever was agreed.
+    assert_eq!(decode_all(&mut gzip_decoder(Limits::default()), &encode_frame(0, b"\x3a\x00")).unwrap().len(), 1);
+    assert_eq!(Encoding::from_header(None), Encoding::Identity);
+    assert_eq!(Encoding::from_header(Some("identity")), Encoding::Identity);
+    assert_eq!(Encoding::from_header(Some(" GZIP ")), Encoding::Gzip);
 }
 
 /// A message of `sizes` pieces, each filled with its own byte.
@@ -128,7 +153,7 @@ fn gzip_of_pieces_decompresses_to_the_joined_message() {
     let pieces = pieces_of(&[10, 70_000, 3, 100_000]);
     let compressed = gzip_pieces(&pieces);
     assert!(compressed.len() < 2_000, "runs of one byte compress");
-    let frames = decode_all(&mut FrameDecoder::default(), &encode_frame(FLAG_COMPRESSED, &compressed)).unwrap();
+    let frames = decode_all(&mut gzip_decoder(Limits::default()), &encode_frame(FLAG_COMPRESSED, &compressed)).unwrap();
     assert_eq!(frames, vec![Frame::Message(pieces.into_bytes())]);
 }
 
@@ -178,7 +203,10 @@ fn base64_nopad(b: &[u8]) -> String {
 #[test]
 fn compressed_end_stream_is_accepted() {
     let frame = encode_frame(FLAG_END_STREAM | FLAG_COMPRESSED, &gzip(b"{}"));
-    assert_eq!(decode_all(&mut FrameDecoder::default(), &frame).unwrap(), vec![Frame::End(EndStream::default())]);
+    assert_eq!(
+        decode_all(&mut gzip_decoder(Limits::default()), &frame).unwrap(),
+        vec![Frame::End(EndStream::default())]
+    );
 }
 
 #[test]
@@ -223,15 +251,15 @@ fn default_limit_is_16_mib() {
 fn gzip_bomb_is_capped() {
     let bomb = gzip(&vec![0u8; 5 * 1024 * 1024]);
     assert!(bomb.len() < 64 * 1024);
-    let mut dec = FrameDecoder::new(Limits { max_frame: 1 << 20, max_decompressed: 1 << 20 });
+    let mut dec = gzip_decoder(Limits { max_frame: 1 << 20, max_decompressed: 1 << 20 });
     let err = decode_all(&mut dec, &encode_frame(FLAG_COMPRESSED, &bomb)).unwrap_err();
     assert_eq!(err, FrameError::DecompressedTooLarge { max: 1 << 20 });
 }
 
 #[test]
 fn corrupt_gzip_is_a_typed_error() {
-    let err =
-        decode_all(&mut FrameDecoder::default(), &encode_frame(FLAG_COMPRESSED, b"definitely not gzip")).unwrap_err();
+    let err = decode_all(&mut gzip_decoder(Limits::default()), &encode_frame(FLAG_COMPRESSED, b"definitely not gzip"))
+        .unwrap_err();
     assert!(matches!(err, FrameError::BadGzip(_)), "{err:?}");
 }
 
@@ -291,7 +319,7 @@ proptest! {
         points.push(0);
         points.push(wire.len());
         points.sort_unstable();
-        let mut dec = FrameDecoder::default();
+        let mut dec = gzip_decoder(Limits::default());
         let mut got = Vec::new();
         for pair in points.windows(2) {
             got.extend(decode_all(&mut dec, &wire[pair[0]..pair[1]]).unwrap());
@@ -308,7 +336,7 @@ proptest! {
     #[test]
     fn arbitrary_bytes_never_panic(chunks in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..200), 0..20)) {
         let limits = Limits::uniform(4096);
-        let mut dec = FrameDecoder::new(limits);
+        let mut dec = gzip_decoder(limits);
         'outer: for chunk in &chunks {
             dec.push(chunk);
             loop {

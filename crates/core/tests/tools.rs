@@ -67,6 +67,41 @@ async fn binary_files_come_back_as_bytes() {
     assert!(r["invalidFile"]["reason"].as_str().unwrap().contains("binary"), "{r}");
 }
 
+/// The default binary limit leaves room for the longest path and the message around the bytes:
+/// a file the tools read by default can always be sent (one message is at most 16 MiB).
+#[tokio::test]
+async fn a_binary_file_within_the_default_limit_fits_in_one_message() {
+    use cursor_acp_core::proto::agent::v1 as pb;
+    use cursor_acp_core::tools::{ToolOptions, DEFAULT_MAX_BINARY_BYTES, MAX_PATH_BYTES};
+    use cursor_acp_core::transport::MAX_OUTBOUND_MESSAGE;
+    use prost::Message as _;
+    assert_eq!(ToolOptions::default().max_binary_bytes, DEFAULT_MAX_BINARY_BYTES);
+    let success = pb::ReadSuccess {
+        path: "p".repeat(MAX_PATH_BYTES),
+        total_lines: i32::MAX,
+        file_size: i64::MAX,
+        truncated: true,
+        range_applied: true,
+        output: Some(pb::read_success::Output::Data(vec![0xff; DEFAULT_MAX_BINARY_BYTES].into())),
+        ..Default::default()
+    };
+    let result = pb::ReadResult { result: Some(pb::read_result::Result::Success(success)) };
+    let exec = pb::ExecClientMessage {
+        id: u32::MAX,
+        exec_id: "e".repeat(1024),
+        message: Some(pb::exec_client_message::Message::ReadResult(result)),
+        ..Default::default()
+    };
+    let message =
+        pb::AgentClientMessage { message: Some(pb::agent_client_message::Message::ExecClientMessage(exec.into())) };
+    assert!(message.encoded_len() <= MAX_OUTBOUND_MESSAGE, "{} bytes", message.encoded_len());
+    // One byte over the limit is refused by the tool itself, before anything is read.
+    let f = Fixture::new();
+    f.file("big.bin", vec![0u8; DEFAULT_MAX_BINARY_BYTES + 1]);
+    let r = f.run("read", json!({ "path": "big.bin" })).await;
+    assert!(r["invalidFile"]["reason"].as_str().unwrap().contains("byte limit"), "{r}");
+}
+
 #[tokio::test]
 async fn read_failures_use_their_branches() {
     let f = Fixture::new();
@@ -200,6 +235,29 @@ async fn ls_stops_at_its_entry_cap_and_marks_what_was_not_listed() {
         .unwrap()
         .contains("not a directory"));
     assert!(f.run("ls", json!({ "path": "/" })).await["rejected"].is_object());
+}
+
+/// A tree deeper than protobuf decoders accept (100 nested messages) is listed to
+/// `LS_MAX_DEPTH` folders, the deepest marked as not processed: the answer always decodes,
+/// here (proto3 JSON goes through the descriptors), on the server and in its echo.
+#[tokio::test]
+async fn ls_of_a_deep_tree_stops_at_its_depth_cap_and_marks_what_was_not_listed() {
+    use cursor_acp_core::tools::LS_MAX_DEPTH;
+    let f = Fixture::new();
+    let deep: Vec<&str> = vec!["d"; 100];
+    f.file(&format!("{}/leaf.txt", deep.join("/")), "x");
+    f.file(&format!("{}/shallow.txt", deep[..3].join("/")), "x");
+    let r = f.run("ls", json!({ "path": "." })).await;
+    let mut node = &r["success"]["directoryTreeRoot"];
+    let mut depth = 0;
+    while let Some(child) = node["childrenDirs"].get(0) {
+        assert_eq!(node["childrenWereProcessed"], true, "level {depth} is listed");
+        node = child;
+        depth += 1;
+    }
+    assert_eq!(depth, LS_MAX_DEPTH, "{}", r.to_string().len());
+    assert_eq!(node["childrenWereProcessed"], json!(null), "the deepest listed folder is marked unprocessed: {node}");
+    assert!(node["childrenFiles"].is_null(), "nothing of it listed");
 }
 
 #[tokio::test]

@@ -26,6 +26,22 @@ fn transport(b: &EmbeddedBackend, kind: TransportKind, tweak: impl FnOnce(&mut T
     Transport::new(config).expect("transport")
 }
 
+/// An access token from the backend's API-key login (plain HTTP/1.1 on a socket).
+async fn issued_token(b: &EmbeddedBackend, key: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut socket = tokio::net::TcpStream::connect(b.addr()).await.unwrap();
+    let request = format!(
+        "POST /auth/exchange_user_api_key HTTP/1.1\r\nhost: x\r\nauthorization: Bearer {key}\r\n\
+         content-length: 0\r\nconnection: close\r\n\r\n"
+    );
+    socket.write_all(request.as_bytes()).await.unwrap();
+    let mut response = String::new();
+    socket.read_to_string(&mut response).await.unwrap();
+    let body = response.split("\r\n\r\n").nth(1).expect("a body");
+    let json: serde_json::Value = serde_json::from_str(body).expect("JSON");
+    json["accessToken"].as_str().expect("a token").to_string()
+}
+
 /// A transport of `kind` with default settings, for a server other than the embedded backend.
 fn transport_at(base_url: &str, kind: TransportKind) -> Transport {
     Transport::new(TransportConfig { base_url: base_url.to_string(), kind, ..Default::default() }).expect("transport")
@@ -181,7 +197,8 @@ fn full_turn() -> serde_json::Value {
 async fn scripted_turn_end_to_end_on_both_transports() {
     for kind in KINDS {
         let b = backend(full_turn()).await;
-        let t = transport(&b, kind, |c| c.credentials = Credentials::Token(Secret::new("tok-abc")));
+        let token = issued_token(&b, "key-abc").await;
+        let t = transport(&b, kind, |c| c.credentials = Credentials::Token(Secret::new(token.clone())));
         let seen = drive(&t, run_request("hi")).await.unwrap_or_else(|e| panic!("{kind:?}: {e}"));
         assert_eq!(seen.text, "Hello, world", "{kind:?}");
         assert_eq!(seen.thinking, "let me look");
@@ -217,7 +234,9 @@ async fn scripted_turn_end_to_end_on_both_transports() {
         assert_eq!(r.messages[4].message["kvClientMessage"]["id"], 3);
         // The headers of docs/protocol.md, "Headers".
         let h = &r.headers;
-        assert_eq!(h["authorization"], "Bearer tok-abc");
+        // The exact token was sent (the backend knows it issued it), and is never recorded.
+        assert_eq!(h["authorization"], "Bearer <redacted: issued by this backend>");
+        assert!(!serde_json::to_string(&b.records()).unwrap().contains(&token), "no token in any record");
         assert_eq!(h["x-request-id"], r.request_id);
         assert_eq!(h["x-cursor-client-version"], DEFAULT_CLIENT_VERSION);
         assert_eq!(h["x-cursor-client-type"], "cli");
@@ -243,7 +262,7 @@ async fn scripted_turn_end_to_end_on_both_transports() {
                     assert_eq!(a.headers["accept-encoding"], "gzip");
                     assert_eq!(a.headers["x-cursor-streaming"], "true");
                     assert_eq!(a.headers["x-request-id"], r.request_id);
-                    assert_eq!(a.headers["authorization"], "Bearer tok-abc");
+                    assert_eq!(a.headers["authorization"], "Bearer <redacted: issued by this backend>");
                 }
                 assert_eq!(r.messages.iter().map(|m| m.seqno.unwrap()).collect::<Vec<_>>(), (0..6).collect::<Vec<_>>());
             }
@@ -310,6 +329,7 @@ async fn gzip_both_ways() {
         );
         match kind {
             TransportKind::Sse => {
+                assert!(!r.request_id_compressed, "the stream's 38-byte BidiRequestId stays uncompressed");
                 let first = r.appends.iter().find(|a| a.seqno == 0).unwrap();
                 assert_eq!(first.content_encoding.as_deref(), Some("gzip"));
                 let hb = r.appends.iter().find(|a| a.seqno == 1).unwrap();
@@ -529,7 +549,9 @@ async fn every_fault_is_a_typed_error_on_both_transports() {
         let e = expect_error(kind, text_then(json!({ "type": "oversize", "length": 2_000_000 }))).await;
         assert!(matches!(e, CoreError::Frame(FrameError::FrameTooLarge { len: 2_000_000, .. })), "{kind:?}: {e:?}");
 
-        let e = expect_error(kind, text_then(json!({ "type": "gzipBomb", "decompressedBytes": 8_000_000 }))).await;
+        let gzip_bomb = json!({ "gzipResponses": true, "steps": [{ "type": "text", "text": "partial" },
+            { "type": "gzipBomb", "decompressedBytes": 8_000_000 }] });
+        let e = expect_error(kind, gzip_bomb).await;
         assert!(matches!(e, CoreError::Frame(FrameError::DecompressedTooLarge { .. })), "{kind:?}: {e:?}");
 
         let e = expect_error(kind, text_then(json!({ "type": "reservedFlag" }))).await;

@@ -400,6 +400,43 @@ async fn unhandled_throwing_and_hanging_callbacks_are_answered() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_result_too_large_to_send_is_answered_with_its_error_branch_naming_the_sizes() {
+    let over = MAX_OUTBOUND_MESSAGE + 1;
+    let host = TestHost::with_exec(move |req, _ctx| {
+        Box::pin(async move {
+            let big = "x".repeat(over);
+            Ok(Some(match req.kind.as_str() {
+                "read" => json!({ "success": { "path": req.args["path"], "content": big } }),
+                _ => json!({ "success": { "command": req.args["command"], "exitCode": 0, "stdout": big } }),
+            }))
+        })
+    });
+    for kind in KINDS {
+        let scenario = json!({ "steps": [
+            { "type": "exec", "id": 1, "args": { "readArgs": { "path": "/w/huge.txt" } } },
+            { "type": "exec", "id": 2, "args": { "shellStreamArgs": { "command": "cat huge", "workingDirectory": "/w" } } },
+            { "type": "turnEnded" }
+        ]});
+        let (backend, client) = setup(scenario, kind, host.clone(), fast_timing()).await;
+        let turn = client.new_session(SessionOptions::default()).unwrap().prompt(text("x")).unwrap();
+        collect(&turn).await;
+        assert_eq!(turn.result().await.unwrap().stop_reason, acp::StopReason::EndTurn);
+        let r = &backend.records()[0];
+        let read = exec_replies(r, 1);
+        let error = read[0]["execClientMessage"]["readResult"]["error"]["error"].as_str().unwrap_or_else(|| {
+            panic!("{kind:?}: the server saw {read:?}");
+        });
+        assert!(error.contains(&format!("over the {MAX_OUTBOUND_MESSAGE}-byte limit")), "{kind:?}: {error}");
+        assert!(error.contains(" bytes"), "{kind:?}: the size is named: {error}");
+        assert!(read[1]["execClientControlMessage"]["streamClose"].is_object());
+        let shell = exec_replies(r, 2);
+        let result = shell.iter().find(|m| m["execClientMessage"]["shellResult"].is_object()).expect("a shell result");
+        let stderr = result["execClientMessage"]["shellResult"]["failure"]["stderr"].as_str().unwrap();
+        assert!(stderr.contains("-byte limit"), "{kind:?}: {stderr}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn newer_exec_branches_reach_the_host_and_are_answered_in_the_branch_named_after_them() {
     // pi_read_args is ExecServerMessage 45 but is answered by ExecClientMessage 46
     // (pi_read_result): 45 there is hook_additional_contexts. A branch the host leaves

@@ -219,6 +219,12 @@ impl Auth {
         Ok(payload["sub"].as_str().unwrap_or_default().to_string())
     }
 
+    /// Whether this backend signed `token` (of any kind, expired or not): records mark such a
+    /// token as sent without holding it.
+    pub(super) fn issued_here(&self, token: &str) -> bool {
+        token.rsplit_once('.').is_some_and(|(signed_part, signature)| self.sign(signed_part) == signature)
+    }
+
     fn pair(&self, subject: &str) -> (String, String) {
         (self.issue(subject, Kind::Access), self.issue(subject, Kind::Refresh))
     }

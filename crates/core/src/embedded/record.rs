@@ -15,6 +15,8 @@ pub struct RunRecord {
     pub turn_index: Option<usize>,
     /// Headers of the stream request (RunSSE or Run), names lower-case.
     pub headers: BTreeMap<String, String>,
+    /// RunSSE: whether the request's one envelope (its `BidiRequestId`) came compressed.
+    pub request_id_compressed: bool,
     /// BidiAppend calls in arrival order (SSE only).
     pub appends: Vec<AppendRecord>,
     /// Client messages in delivery order (seqno order for SSE), decoded to proto3 JSON.
@@ -49,6 +51,73 @@ pub struct MessageRecord {
     pub message: serde_json::Value,
 }
 
-pub(crate) fn header_map(headers: &http::HeaderMap) -> BTreeMap<String, String> {
-    headers.iter().map(|(k, v)| (k.as_str().to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned())).collect()
+/// A request's headers as recorded: names lower-case, credentials redacted (see
+/// [`recorded_value`]). `issued_here` tells a bearer token this backend handed out at its API-key
+/// login from any other, without the record holding either.
+pub(crate) fn header_map(headers: &http::HeaderMap, issued_here: impl Fn(&str) -> bool) -> BTreeMap<String, String> {
+    headers.iter().map(|(k, v)| (k.as_str().to_string(), recorded_value(k.as_str(), v, &issued_here))).collect()
+}
+
+/// What a record keeps of one header value. Records end up in files (`--record`) and test logs,
+/// so no credential is kept, not even a hash of one (a short credential could be guessed back from
+/// it): `authorization`-like headers keep their scheme (`Bearer <redacted>`), other credential
+/// headers (cookies, API keys, tokens, secrets, passwords) only `<redacted>`.
+pub(crate) fn recorded_value(name: &str, value: &http::HeaderValue, issued_here: impl Fn(&str) -> bool) -> String {
+    const CREDENTIAL_NAMES: [&str; 7] = ["auth", "cookie", "key", "token", "secret", "passw", "credential"];
+    let name = name.to_ascii_lowercase();
+    if !CREDENTIAL_NAMES.iter().any(|c| name.contains(c)) {
+        return String::from_utf8_lossy(value.as_bytes()).into_owned();
+    }
+    let text = String::from_utf8_lossy(value.as_bytes());
+    match name.ends_with("authorization").then(|| text.split_once(' ')).flatten() {
+        Some((scheme, credential)) if issued_here(credential.trim()) => {
+            format!("{scheme} <redacted: issued by this backend>")
+        }
+        Some((scheme, _)) => format!("{scheme} <redacted>"),
+        None => "<redacted>".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn recorded(pairs: &[(&'static str, &'static str)]) -> BTreeMap<String, String> {
+        let mut headers = http::HeaderMap::new();
+        for &(name, value) in pairs {
+            headers.append(name, http::HeaderValue::from_static(value));
+        }
+        header_map(&headers, |token| token == "issued-1")
+    }
+
+    #[test]
+    fn credentials_never_reach_a_record_and_authorization_keeps_its_scheme() {
+        let r = recorded(&[
+            ("authorization", "Bearer tok-abc"),
+            ("proxy-authorization", "Basic dXNlcjpwYXNz"),
+            ("cookie", "session=s3cret"),
+            ("x-api-key", "key_123"),
+            ("x-goog-api-key", "AIza-secret"),
+            ("x-refresh-token", "r-456"),
+            ("x-client-secret", "cs-789"),
+            ("authorization-extra", "Bearer"),
+            ("x-cursor-client-version", "cli-2026.08.11-e8db854"),
+            ("x-request-id", "req-1"),
+        ]);
+        assert_eq!(r["authorization"], "Bearer <redacted>");
+        assert_eq!(r["proxy-authorization"], "Basic <redacted>");
+        for name in
+            ["cookie", "x-api-key", "x-goog-api-key", "x-refresh-token", "x-client-secret", "authorization-extra"]
+        {
+            assert_eq!(r[name], "<redacted>", "{name}");
+        }
+        assert_eq!(r["x-cursor-client-version"], "cli-2026.08.11-e8db854", "other headers as sent");
+        assert_eq!(r["x-request-id"], "req-1");
+        let all = serde_json::to_string(&r).unwrap();
+        for secret in ["tok-abc", "dXNlcjpwYXNz", "s3cret", "key_123", "AIza", "r-456", "cs-789"] {
+            assert!(!all.contains(secret), "{secret} in {all}");
+        }
+        let issued = recorded(&[("authorization", "Bearer issued-1")]);
+        assert_eq!(issued["authorization"], "Bearer <redacted: issued by this backend>");
+    }
 }

@@ -174,7 +174,8 @@ pub enum Step {
     Garbage,
     /// Fault: a frame header announcing `length` bytes (larger than the client's limit).
     Oversize { length: u32 },
-    /// Fault: a gzip frame that inflates to `decompressedBytes`.
+    /// Fault: a gzip frame that inflates to `decompressedBytes` (with `gzipResponses`, so that
+    /// the stream agreed on gzip; without it, a compressed frame nobody agreed to).
     #[serde(rename_all = "camelCase")]
     GzipBomb { decompressed_bytes: u64 },
     /// Fault: a frame with reserved flag bits (default 0x04).

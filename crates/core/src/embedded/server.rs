@@ -5,7 +5,7 @@ use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use http::{HeaderMap, Method, Request, Response, StatusCode, Version};
@@ -26,7 +26,7 @@ use super::record::{header_map, AppendRecord, MessageRecord, RunRecord};
 use super::run_checks::RunChecks;
 use super::scenario::{Scenario, Step};
 use super::script::{self, BodyItem, TurnContext};
-use crate::connect::{self, Code, ConnectError, Frame as EnvFrame, FrameDecoder, Limits};
+use crate::connect::{self, Code, ConnectError, Encoding, Frame as EnvFrame, FrameDecoder, Limits};
 use crate::error::CoreError;
 use crate::models::GET_USABLE_MODELS_PATH;
 use crate::proto::aiserver::v1::BidiRequestId;
@@ -71,7 +71,11 @@ struct State {
 
 /// Server-side state of one request id.
 struct Run {
-    record: usize,
+    id: String,
+    /// Its entry in `records`, when recording.
+    record: Option<usize>,
+    /// When an append or the stream request first named this id.
+    created: Instant,
     /// The `authorization` the stream was admitted with: its appends may carry it after it
     /// expires (a stream, once open, lives on).
     stream_authorization: Mutex<Option<String>>,
@@ -79,6 +83,16 @@ struct Run {
     inbox_tx: mpsc::UnboundedSender<Queued>,
     inbox_rx: Mutex<Option<mpsc::UnboundedReceiver<Queued>>>,
 }
+
+impl Run {
+    /// Whether its stream request has arrived (and taken the inbox).
+    fn started(&self) -> bool {
+        self.inbox_rx.lock().expect("inbox lock").is_none()
+    }
+}
+
+/// How long a run whose stream never arrives is kept (see [`State::run`]).
+const ORPHAN_RUN_TTL: Duration = Duration::from_secs(60);
 
 /// Appends may arrive out of order (16 in flight); messages are delivered by seqno.
 #[derive(Default)]
@@ -259,28 +273,55 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Bo
 }
 
 impl State {
+    /// The run of `request_id`, made on first contact (its stream request, or an append that
+    /// came first).
     fn run(&self, request_id: &str) -> Arc<Run> {
         let mut runs = self.runs.lock().expect("runs lock");
-        runs.entry(request_id.to_string())
-            .or_insert_with(|| {
-                let mut records = self.records.lock().expect("records lock");
-                records.push(RunRecord { request_id: request_id.to_string(), ..Default::default() });
-                let (tx, rx) = mpsc::unbounded_channel();
-                Arc::new(Run {
-                    record: records.len() - 1,
-                    stream_authorization: Mutex::new(None),
-                    reorder: Mutex::new(Reorder::default()),
-                    inbox_tx: tx,
-                    inbox_rx: Mutex::new(Some(rx)),
-                })
-            })
-            .clone()
+        if let Some(run) = runs.get(request_id) {
+            return run.clone();
+        }
+        if !self.scenario.records() {
+            // Runs whose stream never came (appends of an id the client gave up on, or that
+            // arrived after their stream was over) go after a while: a long-lived backend that
+            // does not record keeps only the runs in play.
+            runs.retain(|_, run| run.started() || run.created.elapsed() < ORPHAN_RUN_TTL);
+        }
+        let record = self.scenario.records().then(|| {
+            let mut records = self.records.lock().expect("records lock");
+            records.push(RunRecord { request_id: request_id.to_string(), ..Default::default() });
+            records.len() - 1
+        });
+        let (tx, rx) = mpsc::unbounded_channel();
+        let run = Arc::new(Run {
+            id: request_id.to_string(),
+            record,
+            created: Instant::now(),
+            stream_authorization: Mutex::new(None),
+            reorder: Mutex::new(Reorder::default()),
+            inbox_tx: tx,
+            inbox_rx: Mutex::new(Some(rx)),
+        });
+        runs.insert(request_id.to_string(), run.clone());
+        run
+    }
+
+    /// The stream of `run` is over. Without recording nothing of it is kept (late appends make
+    /// an orphan run, gone in time); with recording its record must stay whole, so the run stays.
+    fn finish(&self, run: &Run) {
+        if !self.scenario.records() {
+            self.runs.lock().expect("runs lock").remove(&run.id);
+        }
+    }
+
+    /// A request's headers for its record, credentials redacted.
+    fn recorded_headers(&self, headers: &HeaderMap) -> BTreeMap<String, String> {
+        header_map(headers, |token| self.auth.issued_here(token))
     }
 
     fn with_record(&self, run: &Run, f: impl FnOnce(&mut RunRecord)) {
-        if self.scenario.records() {
+        if let Some(index) = run.record {
             let mut records = self.records.lock().expect("records lock");
-            f(&mut records[run.record]);
+            f(&mut records[index]);
         }
     }
 
@@ -306,7 +347,7 @@ impl State {
             let err = refusal.error();
             self.with_record(run, |r| {
                 r.transport = transport.to_string();
-                r.headers = header_map(headers);
+                r.headers = self.recorded_headers(headers);
                 r.outcome = Some(format!("refused: {}", err.message));
             });
             return Err(err);
@@ -333,7 +374,7 @@ impl State {
         self.with_record(run, |r| {
             r.transport = transport.to_string();
             r.turn_index = Some(index);
-            r.headers = header_map(headers);
+            r.headers = self.recorded_headers(headers);
         });
         (index, steps)
     }
@@ -355,6 +396,7 @@ impl State {
                 .to_string()
             });
             self.with_record(&run, |r| r.outcome = Some(format!("http {}", status.as_u16())));
+            self.finish(&run);
             let mut response = full(status, "application/json", body);
             if let Some(value) = retry_after.as_deref().and_then(|v| http::HeaderValue::from_str(v).ok()) {
                 response.headers_mut().insert(http::header::RETRY_AFTER, value);
@@ -375,6 +417,7 @@ impl State {
         tokio::spawn(async move {
             let outcome = script::run_turn(steps, ctx).await;
             state.with_record(&run, |r| r.outcome = Some(outcome));
+            state.finish(&run);
         });
         let body = StreamBody::new(futures::stream::poll_fn(move |cx| rx.poll_recv(cx)));
         let content_type =
@@ -421,6 +464,7 @@ async fn handle_run_sse(state: Arc<State>, req: Request<Incoming>) -> Result<Res
     let (parts, body) = req.into_parts();
     let body = read_body(body, state.limits.max_frame + 5).await?;
     let mut decoder = FrameDecoder::new(state.limits);
+    decoder.set_encoding(Encoding::of_stream(&parts.headers));
     decoder.push(&body);
     let frame =
         decoder.next_frame().map_err(|e| ConnectError::new(Code::InvalidArgument, format!("RunSSE body: {e}")))?;
@@ -439,9 +483,11 @@ async fn handle_run_sse(state: Arc<State>, req: Request<Incoming>) -> Result<Res
     if id.request_id.is_empty() {
         return Err(ConnectError::new(Code::InvalidArgument, "BidiRequestId.request_id is empty"));
     }
+    let compressed = decoder.last_flags() & connect::FLAG_COMPRESSED != 0;
     let run = state.run(&id.request_id);
     state.admit(&run, "sse", &parts.headers)?;
     let (_, steps) = state.start_turn(&run, "sse", &parts.headers);
+    state.with_record(&run, |r| r.request_id_compressed = compressed);
     Ok(state.stream_response(run, steps, accepts_gzip(&parts.headers)))
 }
 
@@ -496,7 +542,7 @@ async fn handle_append(state: Arc<State>, req: Request<Incoming>) -> Result<Resp
             data: append.data_hex.clone().unwrap_or_default(),
             data_binary: !append.data_binary.is_empty(),
             content_encoding: content_encoding.clone(),
-            headers: header_map(&parts.headers),
+            headers: state.recorded_headers(&parts.headers),
         };
         state.with_record(&run, |r| r.appends.push(record));
     }
@@ -567,8 +613,10 @@ async fn handle_run(state: Arc<State>, req: Request<Incoming>) -> Result<Respons
     let (_, steps) = state.start_turn(&run, "h2", &parts.headers);
     let response = state.stream_response(run.clone(), steps, accepts_gzip(&parts.headers));
     let reader_state = state.clone();
+    let encoding = Encoding::of_stream(&parts.headers);
     tokio::spawn(async move {
         let mut decoder = FrameDecoder::new(reader_state.limits);
+        decoder.set_encoding(encoding);
         while let Some(frame) = body.frame().await {
             let Ok(frame) = frame else { break };
             let Ok(data) = frame.into_data() else { continue };

@@ -15,7 +15,7 @@ use crate::error::CoreError;
 use crate::field::agent::v1 as f;
 use crate::host::{ExecContext, ExecRequest, ShellOutput};
 use crate::proto::agent::v1 as pb;
-use crate::transport::AgentSender;
+use crate::transport::{AgentSender, MAX_OUTBOUND_MESSAGE};
 use crate::wire;
 
 fn shell_event(id: u32, exec_id: &str, event: pb::shell_stream::Event) -> Bytes {
@@ -45,6 +45,13 @@ impl ExecReply {
     fn from_host(request: &ExecRequest, outcome: Result<Option<serde_json::Value>, CoreError>) -> Self {
         match outcome {
             Ok(Some(json)) => match bridge::exec_result(request, json) {
+                // Too large to send: the server would see only `stream_close`, and the model
+                // would take the missing answer for an empty one. It gets the reason instead.
+                Ok(result) if result.len() > MAX_OUTBOUND_MESSAGE => ExecReply::Failed(format!(
+                    "the {} result is {} bytes, over the {MAX_OUTBOUND_MESSAGE}-byte limit of one message",
+                    request.kind,
+                    result.len()
+                )),
                 Ok(result) => ExecReply::Result(result),
                 Err(e) => ExecReply::Failed(format!("the exec callback returned an invalid {}: {e}", request.kind)),
             },

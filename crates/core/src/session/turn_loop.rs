@@ -432,7 +432,9 @@ impl TurnLoop {
                             loop {
                                 let next = match receiver.next_buffered_after(&mut current, merge_delta) {
                                     Some(Ok(Some(next))) => Some(next),
-                                    // End, error or an incomplete frame: the next select sees it.
+                                    // The end, an error or an incomplete frame: the next read
+                                    // gives it (the receiver keeps how the stream ended), after
+                                    // `current` is dispatched.
                                     _ => None,
                                 };
                                 if self.dispatch(current, &sender).await {

@@ -13,6 +13,13 @@ use crate::proto::agent::v1 as pb;
 use super::workspace::Failure;
 use super::{ToolOptions, Workspace};
 
+/// Folders listed below the path asked for; deeper ones are answered as not processed
+/// (`childrenWereProcessed: false`), as for the entry cap. Each level is one more nested message,
+/// and protobuf decoders (prost's among them, and so the core's own proto3 JSON) refuse messages
+/// nested more than 100 deep: the answer and the server's echo of it in a tool call (about ten
+/// messages around the tree) must stay under that.
+pub const LS_MAX_DEPTH: usize = 64;
+
 pub fn ls(ws: &Workspace, opts: &ToolOptions, args: &pb::LsArgs) -> pb::LsResult {
     use pb::ls_result::Result as R;
     let located = match ws.locate(&args.path) {
@@ -46,6 +53,7 @@ pub fn ls(ws: &Workspace, opts: &ToolOptions, args: &pb::LsArgs) -> pb::LsResult
     let walk_root = root.clone();
     let ws = ws.clone();
     let walker = WalkBuilder::new(&root)
+        .max_depth(Some(LS_MAX_DEPTH))
         .hidden(false)
         .require_git(false)
         .sort_by_file_name(|a, b| a.cmp(b))
@@ -76,7 +84,7 @@ pub fn ls(ws: &Workspace, opts: &ToolOptions, args: &pb::LsArgs) -> pb::LsResult
         }
         seen += 1;
         let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
-        tree.add(entry.path(), is_dir);
+        tree.add(entry.path(), is_dir, entry.depth() < LS_MAX_DEPTH);
     }
     let node = tree.build();
     let result = if timed_out {
@@ -115,12 +123,13 @@ impl Tree {
         Self { root, dirs }
     }
 
-    fn add(&mut self, path: &Path, is_dir: bool) {
+    /// Adds an entry; a folder's own entries follow when `listed` (it is not at the depth cap).
+    fn add(&mut self, path: &Path, is_dir: bool, listed: bool) {
         let Some(parent) = path.parent() else { return };
         let Some(dir) = self.dirs.get_mut(parent) else { return };
         if is_dir {
             dir.dirs.push(path.to_path_buf());
-            self.dirs.insert(path.to_path_buf(), Dir { processed: true, ..Default::default() });
+            self.dirs.insert(path.to_path_buf(), Dir { processed: listed, ..Default::default() });
         } else {
             dir.files.push(path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default());
         }

@@ -31,7 +31,12 @@ use terminals::TerminalsFolder;
 pub use background::Shells;
 pub use environment::{EnvPolicy, Inherit, OWN_CREDENTIALS, SECRET_LOOKING};
 pub use files::line_count;
+pub use ls::LS_MAX_DEPTH;
 pub use workspace::{PathRefused, Workspace, MAX_PATH_BYTES};
+
+/// The largest binary file a read returns by default: what fits in one message to the server
+/// (16 MiB) with its path and the fields around it. A larger answer could not be sent at all.
+pub const DEFAULT_MAX_BINARY_BYTES: usize = crate::transport::MAX_OUTBOUND_MESSAGE - 64 * 1024;
 
 /// Limits and environment of the tools.
 #[derive(Debug, Clone)]
@@ -39,7 +44,9 @@ pub struct ToolOptions {
     /// Text returned by one read (and kept as a deleted file's previous content); longer reads
     /// stop at a line boundary with `truncated: true`.
     pub max_read_bytes: usize,
-    /// Largest binary file returned as bytes by read.
+    /// Largest binary file returned as bytes by read ([`DEFAULT_MAX_BINARY_BYTES`]). Above
+    /// that default a read's answer may not fit in one message: it is then answered with its
+    /// error branch, naming the sizes.
     pub max_binary_bytes: usize,
     /// Shell output kept for the final result, per stream (the tail is kept).
     pub max_output_bytes: usize,
@@ -73,7 +80,7 @@ impl Default for ToolOptions {
     fn default() -> Self {
         Self {
             max_read_bytes: 1024 * 1024,
-            max_binary_bytes: 32 * 1024 * 1024,
+            max_binary_bytes: DEFAULT_MAX_BINARY_BYTES,
             max_output_bytes: 1024 * 1024,
             grep_max_lines: 20_000,
             grep_max_line_chars: 500,

@@ -229,7 +229,8 @@ impl Transport {
         fail_rx: watch::Receiver<Option<CoreError>>,
     ) -> AgentStream {
         let gzip = self.inner.config.compression == Compression::Gzip;
-        let body = connect::encode_message(&BidiRequestId { request_id: request_id.to_string() }, gzip, 0);
+        let body =
+            connect::encode_message(&BidiRequestId { request_id: request_id.to_string() }, gzip, MIN_COMPRESS_BYTES);
         let stream_request =
             post(self.inner.run_sse_url.clone(), ids.apply(&self.inner.headers.sse_stream), reqwest::Body::from(body));
         let response = spawn_request(client, stream_request, auth.clone());

@@ -14,7 +14,7 @@ use tokio::sync::watch;
 use super::auto::RunCheck;
 use super::clients::StreamSlot;
 use super::request::ResponseTask;
-use crate::connect::{Frame, FrameDecoder, Limits};
+use crate::connect::{Encoding, Frame, FrameDecoder, Limits};
 use crate::error::{error_chain, CoreError};
 use crate::proto::agent::v1::AgentServerMessage;
 
@@ -48,7 +48,11 @@ type BodyStream = Pin<Box<dyn Stream<Item = Result<Bytes, reqwest::Error>> + Sen
 enum ResponseState {
     Pending(ResponseTask),
     Body(BodyStream),
-    Done,
+    /// The end-of-stream frame said the stream ended cleanly.
+    Ended,
+    /// The stream failed; every later read gives the same error, so one found while the turn
+    /// loop works through a burst of buffered frames is not lost.
+    Failed(CoreError),
 }
 
 /// Inbound half: server messages in order, then `Ok(None)` after a clean end-of-stream frame.
@@ -108,16 +112,26 @@ impl AgentReceiver {
     }
 
     fn fail(&mut self, err: CoreError) -> Result<Option<ServerFrame>, CoreError> {
-        self.state = ResponseState::Done;
+        self.state = ResponseState::Failed(err.clone());
         Err(err)
+    }
+
+    /// How the stream ended, once it has: `Ok(None)` for a clean end, else its error.
+    fn finished(&self) -> Option<Result<Option<ServerFrame>, CoreError>> {
+        match &self.state {
+            ResponseState::Ended => Some(Ok(None)),
+            ResponseState::Failed(err) => Some(Err(err.clone())),
+            ResponseState::Pending(_) | ResponseState::Body(_) => None,
+        }
     }
 
     /// The next message already received and buffered, without waiting for the network:
     /// `None` when a whole frame is not buffered yet. Lets the turn loop work through a burst
-    /// of frames from one read in a tight loop.
+    /// of frames from one read in a tight loop. Once the stream has ended or failed, that
+    /// outcome (again and again, as [`next`](Self::next) gives it).
     pub fn next_buffered(&mut self) -> Option<Result<Option<ServerFrame>, CoreError>> {
-        if matches!(self.state, ResponseState::Done) {
-            return None;
+        if let Some(outcome) = self.finished() {
+            return Some(outcome);
         }
         match self.decoder.next_frame() {
             Ok(Some(Frame::Message(raw))) => {
@@ -143,8 +157,8 @@ impl AgentReceiver {
         mut extend: impl FnMut(&mut ServerFrame, &AgentServerMessage) -> bool,
     ) -> Option<Result<Option<ServerFrame>, CoreError>> {
         loop {
-            if matches!(self.state, ResponseState::Done) {
-                return None;
+            if let Some(outcome) = self.finished() {
+                return Some(outcome);
             }
             match self.decoder.next_frame() {
                 Ok(Some(Frame::Message(raw))) => {
@@ -181,7 +195,7 @@ impl AgentReceiver {
                         self.fail(err)
                     }
                     None => {
-                        self.state = ResponseState::Done;
+                        self.state = ResponseState::Ended;
                         Ok(None)
                     }
                 })
@@ -192,12 +206,10 @@ impl AgentReceiver {
 
     /// The next server message; `Ok(None)` after a clean end (`{}` end-of-stream frame).
     /// A Connect error end, a framing violation, a failed append or a connection that closes
-    /// without the end-of-stream frame is an `Err`, and the receiver is finished after it.
+    /// without the end-of-stream frame is an `Err`. The receiver is finished after either, and
+    /// every later call gives the same outcome again.
     pub async fn next(&mut self) -> Result<Option<ServerFrame>, CoreError> {
         loop {
-            if matches!(self.state, ResponseState::Done) {
-                return Ok(None);
-            }
             if let Some(outcome) = self.next_buffered() {
                 return outcome;
             }
@@ -221,6 +233,7 @@ impl AgentReceiver {
                     };
                     match outcome {
                         Ok(Ok(response)) => {
+                            self.decoder.set_encoding(Encoding::of_stream(response.headers()));
                             self.response_headers = response.headers().clone();
                             self.state = ResponseState::Body(Box::pin(response.bytes_stream()));
                         }
@@ -246,7 +259,9 @@ impl AgentReceiver {
                         }
                     }
                 }
-                ResponseState::Done => return Ok(None),
+                ResponseState::Ended | ResponseState::Failed(_) => {
+                    return self.finished().expect("the stream is finished")
+                }
             }
         }
     }

@@ -1,0 +1,83 @@
+// What the stdio agent stores is its user's alone: saved sessions and `--record` output are 0600
+// in 0700 folders whatever the umask (those of older versions tightened when the store opens),
+// records hold no credential, and the temporaries of a killed writer are removed at start.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { spawnSync } from 'node:child_process'
+import fs from 'node:fs'
+import path from 'node:path'
+import { SessionStore } from '../cli/store.mjs'
+import { startAgent, tempDir } from './acp-harness.mjs'
+import { within } from './helpers.mjs'
+
+const posix = process.platform !== 'win32'
+const mode = (p) => fs.statSync(p).mode & 0o777
+
+// The default of most systems, under which files are created 0644 and folders 0755.
+process.umask(0o022)
+
+test('saved sessions are 0600 in 0700 folders, and older ones are tightened on open', { skip: !posix && 'POSIX modes' }, () => {
+  const dir = path.join(tempDir('acp-cache-'), 'cache')
+  const store = new SessionStore(dir)
+  assert.equal(mode(dir), 0o700)
+  assert.equal(mode(store.sessionsDir), 0o700)
+  assert.equal(mode(store.blobDir), 0o700)
+  store.put({ sessionId: 's-1', cwd: '/w' })
+  assert.equal(mode(store.file('s-1')), 0o600)
+  assert.deepEqual(fs.readdirSync(store.sessionsDir), ['s-1.json'], 'no temporary left')
+
+  // As an older version left them under this umask.
+  fs.chmodSync(store.sessionsDir, 0o755)
+  fs.chmodSync(store.blobDir, 0o755)
+  fs.writeFileSync(path.join(store.sessionsDir, 's-2.json'), JSON.stringify({ sessionId: 's-2', cwd: '/w' }), { mode: 0o644 })
+  fs.chmodSync(store.file('s-1'), 0o644)
+  const reopened = new SessionStore(dir)
+  assert.equal(mode(reopened.sessionsDir), 0o700)
+  assert.equal(mode(reopened.blobDir), 0o700)
+  assert.equal(mode(reopened.file('s-1')), 0o600)
+  assert.equal(mode(reopened.file('s-2')), 0o600)
+  // A save over an existing file keeps it private too.
+  fs.chmodSync(reopened.file('s-2'), 0o644)
+  reopened.put({ sessionId: 's-2', cwd: '/w', title: 'again' })
+  assert.equal(mode(reopened.file('s-2')), 0o600)
+  assert.equal(reopened.get('s-2').title, 'again')
+})
+
+test('temporaries of a writer that is gone are removed on start; those of a live one are kept', () => {
+  const dir = tempDir('acp-cache-')
+  const store = new SessionStore(dir)
+  // A process that has exited: its pid names no process now (pids are not reused this fast).
+  const dead = spawnSync(process.execPath, ['-e', '0']).pid
+  const stale = path.join(store.sessionsDir, `s-1.json.${dead}.tmp`)
+  const live = path.join(store.sessionsDir, `s-2.json.${process.ppid}.tmp`)
+  const notOurs = path.join(store.sessionsDir, 'notes.tmp')
+  for (const file of [stale, live, notOurs]) fs.writeFileSync(file, 'x'.repeat(1024))
+  new SessionStore(dir)
+  assert.ok(!fs.existsSync(stale), 'the killed writer\'s temporary is removed')
+  assert.ok(fs.existsSync(live), 'a running writer\'s temporary is left alone')
+  assert.ok(fs.existsSync(notOurs), 'files the store did not write are left alone')
+})
+
+test('--record: the file is 0600 and holds no credential', async () => {
+  const token = 'tok-very-secret-4242'
+  const agent = startAgent({
+    scenario: { steps: [{ type: 'text', text: 'hi' }, { type: 'turnEnded' }] },
+    env: { CURSOR_ACCESS_TOKEN: token },
+  })
+  const { recordFile } = agent
+  // An older run's record, world-readable: overwritten, and private from its first byte.
+  fs.writeFileSync(recordFile, '[]', { mode: 0o644 })
+  try {
+    await agent.agent.request('initialize', { protocolVersion: 1, clientCapabilities: {} })
+    const { sessionId } = await agent.agent.request('session/new', { cwd: tempDir(), mcpServers: [] })
+    await within(20_000, agent.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'hi' }] }))
+    await agent.stop()
+    const text = fs.readFileSync(recordFile, 'utf8')
+    const records = JSON.parse(text)
+    assert.equal(records[0].headers.authorization, 'Bearer <redacted>', 'sent, and redacted at the source')
+    assert.ok(!text.includes(token), 'no token anywhere in the record')
+    if (posix) assert.equal(mode(recordFile), 0o600)
+  } finally {
+    await agent.stop()
+  }
+})

@@ -1,0 +1,45 @@
+// @ts-check
+// Files only their owner may read: saved sessions hold conversations, and `--record` what was
+// sent to the server. Folders 0700 and files 0600 whatever the umask, existing ones tightened.
+// (On Windows these modes mean little; files there inherit the folder's ACL, the user's profile.)
+import fs from 'node:fs'
+
+export const PRIVATE_DIR_MODE = 0o700
+export const PRIVATE_FILE_MODE = 0o600
+
+/**
+ * Makes `dir` (and missing parents, 0700) and tightens it to 0700 if it already existed.
+ * @param {string} dir
+ */
+export function privateDir(dir) {
+  fs.mkdirSync(dir, { recursive: true, mode: PRIVATE_DIR_MODE })
+  tighten(dir, PRIVATE_DIR_MODE)
+}
+
+/**
+ * Writes `text` to `file`, 0600 from its first byte: a new file is created with that mode (the
+ * umask can only take bits away), an existing one is tightened before anything is written.
+ * @param {string} file
+ * @param {string} text
+ * @param {{ exclusive?: boolean }} [options]  exclusive: fail if `file` exists
+ */
+export function writePrivateFile(file, text, { exclusive = false } = {}) {
+  const fd = fs.openSync(file, exclusive ? 'wx' : 'w', PRIVATE_FILE_MODE)
+  try {
+    if (process.platform !== 'win32') fs.fchmodSync(fd, PRIVATE_FILE_MODE)
+    fs.writeFileSync(fd, text)
+  } finally {
+    fs.closeSync(fd)
+  }
+}
+
+/**
+ * Takes group and other permissions off `target` (a file or folder) when it has any.
+ * @param {string} target
+ * @param {number} mode
+ */
+export function tighten(target, mode) {
+  if (process.platform === 'win32') return
+  const current = fs.statSync(target).mode & 0o777
+  if (current & 0o077) fs.chmodSync(target, mode)
+}
