@@ -175,10 +175,27 @@ export declare class EmbeddedBackend {
 
 /** The `ctx` argument of the exec callback. */
 export declare class ExecContext {
-  /** Streams standard output of a shell exec (`shell`, `shellStream`) to the server. */
+  /**
+   * Streams standard output of a shell exec to the server (`shellStream`: as `stdout`
+   * events; the first chunk also counts as `started()`).
+   */
   stdout(data: string): void
   /** Streams standard error of a shell exec to the server. */
   stderr(data: string): void
+  /**
+   * Says the command's process has started: a `shellStream` exec sends its `start` event
+   * now. Call it once the process runs (after the user allowed it and it spawned), or let the
+   * first `stdout()`/`stderr()` say it. A command that never starts (rejected, denied,
+   * failed to spawn) must not call it: it is then answered with `rejected`,
+   * `permission_denied` or nothing, and never with `start` and `exit`. The built-in tools
+   * (`LocalTools.run(request, ctx)`) call it themselves.
+   */
+  started(): void
+  /**
+   * Adds a hook's additional context to this exec's answer. Sent only when the request
+   * says `acceptHookAdditionalContexts` (the server takes them); otherwise dropped.
+   */
+  hookContext(hookEventName: string, content: string): void
   /** Whether the server aborted this exec or the turn was cancelled. */
   get aborted(): boolean
   /** Aborts when the server sends `abort` for this exec or the turn is cancelled. */

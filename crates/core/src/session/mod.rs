@@ -14,18 +14,22 @@
 //! - `turn_loop`: the task that runs a turn, attempt after attempt (`deltas`: runs of text
 //!   deltas merged before they are translated);
 //! - `messages`: the client messages a session builds (run request, prewarm, cancel…);
-//! - `exec`, `kv`, `interaction`, `request_context`: the answers to the server's requests.
+//! - `exec`, `kv`, `interaction`, `request_context`: the answers to the server's requests
+//!   (`shell_stream`: a streaming shell's events; [`exec_defaults`]: the typed answers given
+//!   when the host has none).
 
 mod client;
 mod config;
 mod deltas;
 mod exec;
+pub mod exec_defaults;
 mod inner;
 mod interaction;
 mod kv;
 mod messages;
 mod readers;
 mod request_context;
+mod shell_stream;
 mod turn;
 mod turn_loop;
 
