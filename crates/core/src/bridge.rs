@@ -335,24 +335,57 @@ pub fn exec_error_result(request: &ExecRequest, message: &str, extras: &ReplyExt
     Some(exec_client_message(request.id, &request.exec_id, field, &result, extras))
 }
 
-/// Encodes the host's JSON response to `query`.
+/// Encodes the host's JSON response to `query`. A response that chooses none of its type's
+/// answers (`{}` for a web search approval) is refused: the server must get an explicit one.
 pub fn interaction_response(query: &InteractionRequest, response: serde_json::Value) -> Result<Bytes, String> {
     let desc = field_type("agent.v1.InteractionResponse", query.field)?;
-    let bytes = prost::Message::encode_to_vec(&from_json(desc, response)?);
-    Ok(interaction_response_bytes(query.id, query.field, &bytes))
+    let message = from_json(desc, response)?;
+    if !chooses_an_answer(&message) {
+        return Err(format!("{} sets none of its branches", message.descriptor().full_name()));
+    }
+    Ok(interaction_response_bytes(query.id, query.field, &prost::Message::encode_to_vec(&message)))
+}
+
+/// Whether `msg` picks an answer: a branch of each of its oneofs, or, for a wrapper whose only
+/// content is a `result` message (`AskQuestionInteractionResponse`), a branch of that.
+fn chooses_an_answer(msg: &DynamicMessage) -> bool {
+    let desc = msg.descriptor();
+    let mut oneofs = desc.oneofs().filter(|o| !o.is_synthetic()).peekable();
+    if oneofs.peek().is_some() {
+        return oneofs.all(|o| o.fields().any(|f| msg.has_field(&f)));
+    }
+    match desc.get_field_by_name("result").filter(|f| matches!(f.kind(), Kind::Message(_))) {
+        Some(result) => match msg.get_field(&result).as_message() {
+            Some(inner) if msg.has_field(&result) => chooses_an_answer(inner),
+            _ => false,
+        },
+        None => true,
+    }
+}
+
+/// `InteractionResponse{id, <field>: response}` bytes.
+fn interaction_response_bytes(id: u32, field: u32, response: &[u8]) -> Bytes {
+    let mut out = BytesMut::with_capacity(response.len() + 16);
+    encode_key(f::interaction_response::ID, WireType::Varint, &mut out);
+    encode_varint(id as u64, &mut out);
+    put_length_delimited(&mut out, field, response);
+    out.freeze()
 }
 
 /// Fills `msg` with a refusal: `rejected{reason}` when the type has it, else recurse into a
-/// `result` wrapper, else `error{error}`, else `failure{}`; never an empty answer when the
-/// schema offers an explicit one.
+/// `result` wrapper, else `error`/`failure`/`failed` with the reason in its text field; never
+/// an empty answer when the schema offers an explicit one.
 fn refuse(msg: &mut DynamicMessage, reason: &str) -> bool {
     let desc = msg.descriptor();
-    for (branch, text_field) in [("rejected", "reason"), ("error", "error"), ("failure", "")] {
+    for branch in ["rejected", "error", "failure", "failed"] {
         if let Some(field) = desc.get_field_by_name(branch) {
             if let Kind::Message(inner_desc) = field.kind() {
                 let mut inner = DynamicMessage::new(inner_desc.clone());
-                if let Some(f) = inner_desc.get_field_by_name(text_field).filter(|f| matches!(f.kind(), Kind::String)) {
-                    inner.set_field(&f, Value::String(reason.to_string()));
+                let text = ["reason", "error", "error_message", "message"]
+                    .iter()
+                    .find_map(|name| inner_desc.get_field_by_name(name).filter(|f| matches!(f.kind(), Kind::String)));
+                if let Some(text) = text {
+                    inner.set_field(&text, Value::String(reason.to_string()));
                 }
                 msg.set_field(&field, Value::Message(inner));
                 return true;
@@ -669,9 +702,32 @@ mod tests {
                 "{} → {text}",
                 req.kind
             );
+            assert!(text.contains("\"no\""), "the reason is given: {} → {text}", req.kind);
         }
         let raw = pb::InteractionQuery { id: 1, query: Some(Q::AskQuestionInteractionQuery(Default::default())) }
             .encode_to_vec();
         assert_eq!(decode_interaction(&raw).unwrap().1.unwrap().kind, "askQuestion");
+    }
+
+    #[test]
+    fn an_answer_that_chooses_nothing_is_refused() {
+        use pb::interaction_query::Query as Q;
+        let query = |q: Q| {
+            decode_interaction(&pb::InteractionQuery { id: 2, query: Some(q) }.encode_to_vec()).unwrap().1.unwrap()
+        };
+        let search = query(Q::WebSearchRequestQuery(Default::default()));
+        let err = interaction_response(&search, serde_json::json!({})).unwrap_err();
+        assert!(err.contains("WebSearchRequestResponse sets none"), "{err}");
+        assert!(interaction_response(&search, serde_json::json!({ "approved": {} })).is_ok());
+        let ask = query(Q::AskQuestionInteractionQuery(Default::default()));
+        assert!(interaction_response(&ask, serde_json::json!({ "result": {} })).is_err());
+        assert!(interaction_response(&ask, serde_json::json!({})).is_err());
+        assert!(interaction_response(&ask, serde_json::json!({ "result": { "rejected": { "reason": "no" } } })).is_ok());
+        let scm = query(Q::ConnectScmRequestQuery(Default::default()));
+        let resp = pb::InteractionResponse::decode(
+            interaction_response(&scm, serde_json::json!({ "failed": { "error": "x" } })).unwrap(),
+        )
+        .unwrap();
+        assert!(matches!(resp.result, Some(pb::interaction_response::Result::ConnectScmRequestResponse(_))));
     }
 }
