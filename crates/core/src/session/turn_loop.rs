@@ -118,6 +118,8 @@ struct TurnLoop {
     phase: Phase,
     handlers: JoinSet<()>,
     exec_tokens: Arc<Mutex<HashMap<u32, CancellationToken>>>,
+    /// `AgentRunRequest.run_id`: made for the turn, kept across its resume attempts.
+    run_id: String,
 }
 
 impl TurnLoop {
@@ -136,6 +138,7 @@ impl TurnLoop {
             phase: Phase::Running,
             handlers: JoinSet::new(),
             exec_tokens: Arc::default(),
+            run_id: uuid::Uuid::new_v4().to_string(),
         }
     }
 
@@ -191,6 +194,7 @@ impl TurnLoop {
         tracing::info!(
             conversation_id = %self.session.conversation_id,
             request_id = %original_request_id,
+            run_id = %self.run_id,
             transport = ?self.session.transport.active_kind(),
             "turn started"
         );
@@ -266,40 +270,20 @@ impl TurnLoop {
 
     async fn run_request(&self, first: Option<&FirstAction>) -> Result<Bytes, CoreError> {
         let request_context = request_context::for_session(&self.session).await?;
-        let conversation_id = &self.session.conversation_id;
         let (checkpoint, model) = {
             let s = self.session.lock();
             (s.checkpoint.clone(), s.model.clone())
         };
-        let action = match first {
-            Some(FirstAction::User(message)) => {
-                pb::conversation_action::Action::UserMessageAction(pb::UserMessageAction {
-                    user_message: Some((**message).clone()),
-                    request_context: Some(request_context),
-                    ..Default::default()
-                })
-            }
-            Some(FirstAction::Raw(action)) => {
-                return Ok(messages::run_request(
-                    (**action).clone(),
-                    checkpoint.as_deref(),
-                    model.as_deref(),
-                    conversation_id,
-                ));
-            }
-            Some(FirstAction::Resume) | None => pb::conversation_action::Action::ResumeAction(pb::ResumeAction {
-                request_context: Some(request_context),
-            }),
-        };
-        let action = pb::ConversationAction { action: Some(action), ..Default::default() };
-        Ok(messages::run_request(action, checkpoint.as_deref(), model.as_deref(), conversation_id))
+        let action = messages::action(first, request_context);
+        let conversation_id = &self.session.conversation_id;
+        Ok(messages::run_request(action, checkpoint.as_deref(), model.as_deref(), conversation_id, &self.run_id))
     }
 
     async fn attempt(&mut self, request_id: &str, original: &str, first: Option<&FirstAction>) -> AttemptEnd {
         let stream = self.session.transport.open(request_id, Some(original));
         let sender = stream.sender.clone();
         let mut receiver = stream.receiver;
-        let end = self.attempt_on(request_id, &sender, &mut receiver, first).await;
+        let end = self.attempt_on(&sender, &mut receiver, first).await;
         if matches!(end, AttemptEnd::Cancelled) {
             // Let the cancel reach the server and the stream end politely, in the background:
             // the turn resolves now, and a reset would discard frames still queued.
@@ -329,17 +313,14 @@ impl TurnLoop {
 
     async fn attempt_on(
         &mut self,
-        request_id: &str,
         sender: &AgentSender,
         receiver: &mut AgentReceiver,
         first: Option<&FirstAction>,
     ) -> AttemptEnd {
         let sender = sender.clone();
-        {
-            let mut state = self.session.lock();
-            state.active_sender = Some(sender.clone());
-            state.active_request_id = Some(request_id.to_string());
-        }
+        // Until this stream's run request is out, nothing may be sent into the turn: an action
+        // arriving before it (seqno 0 on RunSSE) would reach a run that does not exist yet.
+        self.session.lock().active_sender = None;
         let run_request = match self.run_request(first).await {
             Ok(r) => r,
             Err(e) => return AttemptEnd::Failed(e),
@@ -352,6 +333,11 @@ impl TurnLoop {
                 Ok(Err(from_response)) => from_response,
                 _ => e,
             });
+        }
+        {
+            let mut state = self.session.lock();
+            state.active_sender = Some(sender.clone());
+            state.active_run_id = Some(self.run_id.clone());
         }
         if self.shared.cancel.is_cancelled() && matches!(self.phase, Phase::Running) {
             self.start_cancel(&sender);
@@ -618,6 +604,7 @@ mod tests {
             notices: false,
             terminal_output: false,
             conversation_id: "c-1".into(),
+            injected: Default::default(),
             state: Default::default(),
         });
         let (tx, rx) = mpsc::channel(4);

@@ -10,12 +10,14 @@
 //! One [`Translator`] (translator.rs: its state and the dispatch of each update) is extended
 //! by family: text.rs (text, thinking, notices), cards.rs (a tool call's title, kind,
 //! locations and outcome), tool_calls.rs (announce, complete, sweep), shell.rs (live output,
-//! terminals), plan.rs (todos, checkpoint usage and mode), compaction.rs, replay.rs; content.rs
-//! holds the small helpers they share.
+//! terminals), plan.rs (todos, checkpoint usage and mode), compaction.rs, replay.rs,
+//! newer_updates.rs (injected messages' fate, response comparisons); content.rs holds the small
+//! helpers they share.
 
 mod cards;
 mod compaction;
 mod content;
+mod newer_updates;
 mod plan;
 mod replay;
 mod shell;
@@ -26,6 +28,7 @@ mod translator;
 use agent_client_protocol_schema::v1 as acp;
 use serde_json::Value;
 
+pub use newer_updates::InjectedMessages;
 pub use plan::mode_id;
 pub use translator::Translator;
 
