@@ -7,6 +7,7 @@ use prost_reflect::{DynamicMessage, ReflectMessage, SerializeOptions};
 use serde_json::Value;
 
 use super::content::{camel_to_snake, fenced, humanize, num_arg, str_arg, text_content};
+use super::newer_cards;
 use super::translator::Translator;
 use crate::proto::agent::v1 as pb;
 use crate::protojson::pool;
@@ -21,8 +22,11 @@ pub(super) struct ToolView {
 
 pub(super) fn tool_view(call: &pb::ToolCall) -> Option<ToolView> {
     let desc = pool().get_message_by_name("agent.v1.ToolCall")?;
-    let msg = DynamicMessage::decode(desc, call.encode_to_vec().as_slice()).ok()?;
-    let (field, value) = msg.fields().next()?;
+    let msg = DynamicMessage::decode(desc.clone(), call.encode_to_vec().as_slice()).ok()?;
+    // The tool is the member of the `tool` oneof; the call's other fields (its id, times, hook
+    // contexts) are not it.
+    let field = desc.oneofs().find(|o| o.name() == "tool")?.fields().find(|f| msg.has_field(f))?;
+    let value = msg.get_field(&field);
     let name = field.name().strip_suffix("_tool_call").unwrap_or(field.name()).to_string();
     let wrapper = value.as_message()?;
     let options = SerializeOptions::new().skip_default_fields(true);
@@ -47,7 +51,7 @@ pub(super) fn tool_kind(name: &str) -> acp::ToolKind {
         "web_search" | "web_fetch" | "fetch" => acp::ToolKind::Fetch,
         "switch_mode" => acp::ToolKind::SwitchMode,
         "create_plan" | "reflect" | "task" | "read_todos" => acp::ToolKind::Think,
-        _ => acp::ToolKind::Other,
+        newer => newer_cards::newer_kind(newer).unwrap_or(acp::ToolKind::Other),
     }
 }
 
@@ -109,7 +113,7 @@ impl Translator {
             "read_todos" => Some("Read TODOs".into()),
             "apply_agent_diff" => Some("Apply diff".into()),
             "truncated" => Some("Truncated tool call".into()),
-            _ => None,
+            _ => self.newer_title(view),
         };
         title.unwrap_or_else(|| humanize(&view.name))
     }
@@ -126,7 +130,7 @@ impl Translator {
                 .and_then(|p| p.as_array())
                 .map(|ps| ps.iter().filter_map(|p| p.as_str()).map(|p| self.location(p, None)).collect())
                 .unwrap_or_default(),
-            _ => Vec::new(),
+            _ => self.newer_locations(view),
         }
     }
 
@@ -135,7 +139,7 @@ impl Translator {
         match view.name.as_str() {
             "task" => str_arg(&view.args, "prompt").map(|p| vec![text_content(p)]).unwrap_or_default(),
             "create_plan" => str_arg(&view.args, "plan").map(|p| vec![text_content(p)]).unwrap_or_default(),
-            _ => Vec::new(),
+            _ => self.newer_starting_content(view),
         }
     }
 
@@ -151,6 +155,9 @@ impl Translator {
             None => return (true, Vec::new()),
         };
         let a = &view.args;
+        if newer_cards::describes(&view.name) {
+            return self.newer_outcome(view, branch, body);
+        }
         match (view.name.as_str(), branch) {
             ("shell", "success" | "failure" | "timeout") => {
                 let exit = body.get("exitCode").and_then(|c| c.as_i64()).unwrap_or(0);

@@ -9,7 +9,7 @@
 //!
 //! One [`Translator`] (translator.rs: its state and the dispatch of each update) is extended
 //! by family: text.rs (text, thinking, notices), cards.rs (a tool call's title, kind,
-//! locations and outcome), tool_calls.rs (announce, complete, sweep), shell.rs (live output,
+//! locations and outcome; newer_cards.rs for the tool types the 2026 schema adds), tool_calls.rs (announce, complete, sweep), shell.rs (live output,
 //! terminals), plan.rs (todos, checkpoint usage and mode), compaction.rs, replay.rs,
 //! newer_updates.rs (injected messages' fate, response comparisons); content.rs holds the small
 //! helpers they share.
@@ -17,6 +17,7 @@
 mod cards;
 mod compaction;
 mod content;
+mod newer_cards;
 mod newer_updates;
 mod plan;
 mod replay;
