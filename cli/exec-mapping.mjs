@@ -7,6 +7,7 @@
 // `mcp` by the session's MCP servers, behind a prompt. Every path stays inside the workspace.
 import path from 'node:path'
 
+import { NewerExecs } from './exec-newer.mjs'
 import { ruleKey } from './permissions.mjs'
 import { readTextOrNull } from './text-files.mjs'
 
@@ -43,9 +44,11 @@ export class ExecMapping {
    * @param {LocalTools} o.tools
    * @param {McpServers} o.mcp
    * @param {PermissionFlow} o.permissions
+   * @param {() => string} [o.mode]  the session's mode now (for the allowlist prechecks)
+   * @param {import('./store.mjs').SessionStore} [o.store]  saved sessions (for conversation search)
    * @param {import('./log.mjs').Logger} o.log
    */
-  constructor({ sessionId, cwd, client, capabilities, tools, mcp, permissions, log }) {
+  constructor({ sessionId, cwd, client, capabilities, tools, mcp, permissions, mode = () => 'agent', store, log }) {
     this.sessionId = sessionId
     this.cwd = cwd
     this.client = client
@@ -54,6 +57,8 @@ export class ExecMapping {
     this.mcp = mcp
     this.permissions = permissions
     this.log = log
+    /** The 2026 schema's exec kinds (exec-newer.mjs). */
+    this.newer = new NewerExecs({ sessionId, tools, mcp, permissions, mode, store, rel: (abs) => this.rel(abs), resolve: (p) => this.resolve(p) })
   }
 
   /**
@@ -92,9 +97,12 @@ export class ExecMapping {
         return this.callMcp(req, ctx)
       case 'diagnostics':
         return { error: { path: req.args?.path ?? '', error: 'diagnostics are not available through this agent' } }
-      default:
+      default: {
+        const newer = this.newer.run(req, ctx)
+        if (newer) return newer
         this.log.info(`exec ${req.kind} is not supported`)
         return null
+      }
     }
   }
 

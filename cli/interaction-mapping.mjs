@@ -3,8 +3,8 @@
 // and mode switches are permission prompts; a plan asks "Implement this plan?" (and switches to
 // agent mode when it is accepted); questions become `elicitation/create` forms when the client
 // offers them, a permission prompt of the answers for a single-choice question otherwise, and
-// else a clear rejection plus a message asking the user to answer in the next prompt. Anything
-// else gets the addon's explicit rejection.
+// else a clear rejection plus a message asking the user to answer in the next prompt. Image
+// generation is a permission prompt. Anything else gets the addon's explicit rejection.
 import { CANCELLED_BY_USER, REJECTED_BY_USER, textContent } from './permissions.mjs'
 import { isMode } from './session-config.mjs'
 
@@ -80,8 +80,16 @@ export class InteractionMapping {
         return this.createPlan(q.query ?? {}, q.id)
       case 'askQuestion':
         return this.askQuestion(q.query ?? {}, q.id)
+      case 'generateImage': {
+        // The server makes the image; the user decides whether it may.
+        const args = q.query?.args ?? {}
+        const card = { title: `Generate image: ${args.description ?? ''}`, kind: /** @type {const} */ ('other'), rawInput: args }
+        const answer = await this.approval(q.query?.toolCallId, q.id, 'generate_image', card)
+        return 'approved' in answer ? { approved: { description: args.description ?? '' } } : answer
+      }
       default:
-        // Setup VM, PR management, …: the addon's explicit rejection.
+        // Setup VM, PR management, MCP auth, SCM connection, environments: this agent cannot
+        // do them, so the addon's explicit rejection says so.
         return null
     }
   }

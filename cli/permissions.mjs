@@ -81,6 +81,14 @@ export class PermissionFlow {
   }
 
   /**
+   * Whether an "Always allow" rule covers `key` (see `ruleKey`), without asking.
+   * @param {string} key
+   */
+  allows(key) {
+    return this.rules.has(key)
+  }
+
+  /**
    * The card a request is about: the server's tool call, once the client has it, or one this
    * flow announces (Cursor sometimes sends an exec without its tool call).
    * @param {string | undefined} toolCallId
