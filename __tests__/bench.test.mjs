@@ -1,6 +1,7 @@
-// Smoke run of `bench/` with tiny sizes: the baseline is generated from proto/, both clients run
-// every scenario against the embedded backend in its own process, their updates agree, and the
-// report carries every figure the targets are judged on. Speed is not asserted here.
+// Smoke run of `bench/` with tiny sizes: the baselines' code is generated from proto/, all three
+// clients (the addon, the hand-written baseline, the Connect client) run every scenario against
+// the embedded backend in its own process, their updates agree, the stdio agent's start-up is
+// timed, and the report carries every figure the targets are judged on. Speed is not asserted here.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
@@ -11,7 +12,7 @@ import { tempDir } from './tmp.mjs'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 
-test('bench smoke run: every scenario measured for both clients, and they produce the same updates', () => {
+test('bench smoke run: every scenario measured for all three clients, and they produce the same updates', () => {
   const gen = spawnSync('npm', ['run', '--silent', 'bench:gen'], { cwd: root, encoding: 'utf8' })
   assert.equal(gen.status, 0, gen.stderr)
   const out = path.join(tempDir('bench-smoke-'), 'results.json')
@@ -21,15 +22,17 @@ test('bench smoke run: every scenario measured for both clients, and they produc
   assert.equal(results.results.check.pass, true)
   assert.ok(results.results.check.addon.updates.length >= 5, 'the check scenario produced updates')
   for (const name of ['stream', 'large-up', 'large-down', 'many', 'cancel-ack', 'cancel-silent', 'first']) {
-    for (const impl of ['addon', 'baseline']) {
+    for (const impl of ['addon', 'baseline', 'connect']) {
       const { transport, ...figures } = results.results[name]?.[impl] ?? {}
       assert.ok(Object.keys(figures).length && Object.values(figures).every(Number.isFinite), `${name} ${impl}: ${JSON.stringify(figures)}`)
-      // Like for like: the addon's default transport settles on h2 here, and the baseline uses h2.
+      // Like for like: the addon's default transport settles on h2 here, and the baselines use h2.
       assert.equal(transport, 'h2', `${name} ${impl}`)
     }
   }
-  assert.match(run.stdout, /Both clients on h2: the addon on its default transport/)
+  assert.match(run.stdout, /All three clients on h2: the addon on its default transport/)
   assert.equal(results.results.many.addon.completed, results.size.many.sessions)
+  assert.equal(results.results.many10k.completed, results.size.many10k.sessions, 'many-10k: every turn completed')
+  assert.ok(results.results.many10k.perIdleSessionKiB > 0)
   assert.ok(results.results.decodeCeiling.framesPerSec > 0)
   // The bounds the targets are read against, measured in the same run.
   const floor = results.results.floor
@@ -43,6 +46,12 @@ test('bench smoke run: every scenario measured for both clients, and they produc
   assert.equal(upSse.transport, 'sse')
   assert.match(run.stdout, /\| large-up \| on transport 'sse': MB\/s \/ peak RSS above idle MiB \|/)
   assert.match(run.stdout, /\| many \| HTTP\/1.1 floor under 'sse': first byte p99 ms/)
-  assert.equal(results.targets.length, 13)
+  // Start-up: the agent answered initialize and session/new; node -e 0 beside it.
+  const startup = results.results.startup
+  for (const key of ['nodeMs', 'initializeMs', 'sessionNewMs', 'initializeRatio', 'sessionNewRatio']) assert.ok(startup[key] > 0, `startup ${key}: ${startup[key]}`)
+  assert.match(run.stdout, /\| cursor-acp-native: spawn → initialize answered \|/)
+  // The first round's 13, the three ratios against the baseline again against Connect, three
+  // for many-10k and three for the start-up.
+  assert.equal(results.targets.length, 22)
   assert.match(run.stdout, /\| stream \| wall ms \|/)
 })

@@ -1,8 +1,9 @@
-// The stdio agent's start-up: the first `initialize` is answered before the ACP SDK is loaded
-// (cli/stdio.mjs). These tests drive the real agent process with raw JSON lines and check that
-// what a client sees is what the SDK alone would answer: one answer per request, the same
-// result, requests sent after that answer served in order, and everything that is not an
-// acceptable `initialize` left to the SDK's own errors.
+// The stdio agent's start-up: the first `initialize`, and a `session/new` right after it, are
+// answered before the ACP SDK is loaded (cli/stdio.mjs). These tests drive the real agent
+// process with raw JSON lines and check that what a client sees is what the SDK alone would
+// answer: one answer per request, the same result, requests sent after those answers served in
+// order, and everything that is not an acceptable `initialize` (or `session/new`) left to the
+// SDK's own errors.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
@@ -201,4 +202,122 @@ test('SIGTERM before any request ends the agent', async () => {
   const [code, signal] = await new Promise((resolve) => agent.child.on('exit', (c, s) => resolve([c, s])))
   clearTimeout(timer)
   assert.deepEqual([code, signal], [0, null], 'it exits by itself, not by the SIGKILL 5 s later')
+})
+
+test('a session/new sent on the initialize answer: one answer, a real session, its commands after it', async () => {
+  // The SDK's own answer to a session/new: sent after a bad line, so that nothing is answered early.
+  const viaSdk = rawAgent()
+  viaSdk.write('not json\n')
+  viaSdk.send({ id: 1, ...INITIALIZE })
+  await viaSdk.answer(1)
+  viaSdk.send({ id: 2, ...NEW_SESSION })
+  const sdkAnswer = await viaSdk.answer(2)
+  assert.equal(await viaSdk.stop(), 0)
+
+  const agent = rawAgent()
+  agent.send({ id: 1, ...INITIALIZE })
+  await agent.answer(1)
+  agent.send({ id: 2, ...NEW_SESSION })
+  // Sent at once behind it: held back until the SDK has answered session/new too.
+  agent.send({ id: 3, method: 'session/list', params: {} })
+  const created = await agent.answer(2)
+  const { sessionId } = created.result
+  assert.match(sessionId, /^[0-9a-f-]{36}$/)
+  assert.deepEqual({ ...created.result, sessionId: 'x' }, { ...sdkAnswer.result, sessionId: 'x' })
+  const listed = await agent.answer(3)
+  assert.deepEqual(listed.result.sessions.map((s) => s.sessionId), [sessionId], 'saved, and known to the SDK\'s handlers')
+  agent.send({ id: 4, method: 'session/close', params: { sessionId } })
+  assert.deepEqual((await agent.answer(4)).result, {})
+  assert.equal(await agent.stop(), 0)
+  const messages = agent.messages()
+  assert.deepEqual(messages.filter((m) => !('method' in m)).map((m) => m.id), [1, 2, 3, 4], 'one answer per request, in order')
+  const commands = messages.findIndex((m) => m.params?.update?.sessionUpdate === 'available_commands_update')
+  assert.ok(commands > messages.findIndex((m) => m.id === 2), 'the commands follow the answer')
+  assert.equal(messages[commands].params.sessionId, sessionId)
+  assert.doesNotMatch(agent.stderr(), /answered early/)
+})
+
+test('a session/new the agent does not answer early gets the SDK\'s own answer', async () => {
+  const cases = [
+    // Params the SDK checks: a relative cwd, no mcpServers, a directory that is not a string.
+    [{ cwd: 'relative', mcpServers: [] }, -32602],
+    [{ cwd: process.cwd() }, -32602],
+    [{ cwd: process.cwd(), mcpServers: [], additionalDirectories: [7] }, -32602],
+  ]
+  for (const [params, code] of cases) {
+    const agent = rawAgent()
+    agent.send({ id: 1, ...INITIALIZE })
+    await agent.answer(1)
+    agent.send({ id: 2, method: 'session/new', params })
+    const answer = await agent.answer(2)
+    assert.equal(answer.error?.code, code, `${JSON.stringify(params)} → ${JSON.stringify(answer)}`)
+    assert.equal(await agent.stop(), 0)
+    assert.equal(agent.messages().filter((m) => m.id === 2).length, 1)
+  }
+  // The same id as initialize's: left to the SDK, which answers both.
+  const same = rawAgent()
+  same.send({ id: 1, ...INITIALIZE })
+  await same.answer(1)
+  same.send({ id: 1, ...NEW_SESSION })
+  await new Promise((resolve) => setTimeout(resolve, 500))
+  assert.equal(await same.stop(), 0)
+  assert.equal(same.messages().filter((m) => m.id === 1).length, 2)
+  assert.ok(same.messages().some((m) => m.id === 1 && m.result?.sessionId))
+})
+
+test('session/new is answered early before the SDK is loaded; the SDK\'s answer to it is not written again', async () => {
+  // The agent's app is held back: only the early path can answer session/new meanwhile.
+  const handled = []
+  const app = agentApp({ name: 'slow-load' })
+    .onRequest('initialize', async ({ params }) => {
+      handled.push('initialize')
+      return initializeResponse(params)
+    })
+    .onRequest('session/new', async () => {
+      handled.push('session/new')
+      return { sessionId: 'early-1' }
+    })
+    .onRequest('session/list', async () => {
+      handled.push('session/list')
+      return { sessions: [] }
+    })
+  /** @type {() => void} */
+  let release = () => {}
+  const loaded = new Promise((resolve) => { release = () => resolve(app) })
+  const input = new PassThrough()
+  const output = new PassThrough()
+  let out = ''
+  output.on('data', (c) => { out += c })
+  const lines = () => out.split('\n').filter(Boolean).map((l) => JSON.parse(l))
+  const until = async (predicate) => {
+    const deadline = Date.now() + 5000
+    while (!predicate()) {
+      if (Date.now() > deadline) throw new Error(`not reached; output: ${out}`)
+      await new Promise((resolve) => setTimeout(resolve, 10))
+    }
+  }
+  const earlyCalls = []
+  const connecting = serveStdio({
+    input,
+    output,
+    loadAgent: () => loaded,
+    newSessionEarly: async (initialize, params) => {
+      earlyCalls.push({ initialize, params })
+      return { sessionId: 'early-1' }
+    },
+    log: createLogger('error'),
+  })
+  input.write(`${JSON.stringify({ jsonrpc: '2.0', id: 1, ...INITIALIZE })}\n`)
+  await until(() => lines().some((m) => m.id === 1))
+  input.write(`${JSON.stringify({ jsonrpc: '2.0', id: 2, ...NEW_SESSION })}\n${JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'session/list', params: {} })}\n`)
+  await until(() => lines().some((m) => m.id === 2))
+  assert.deepEqual(lines().find((m) => m.id === 2), { jsonrpc: '2.0', id: 2, result: { sessionId: 'early-1' } })
+  assert.deepEqual(earlyCalls, [{ initialize: INITIALIZE.params, params: NEW_SESSION.params }])
+  assert.deepEqual(handled, [], 'answered before the app was loaded')
+  release()
+  const connection = await connecting
+  await until(() => lines().some((m) => m.id === 3))
+  assert.deepEqual(handled, ['initialize', 'session/new', 'session/list'], 'the SDK read both requests, in order, before the next')
+  assert.deepEqual(lines().map((m) => m.id), [1, 2, 3])
+  connection.close()
 })

@@ -1,6 +1,8 @@
-// `npm run bench`: the addon against the pure-JavaScript baseline on the embedded backend (in a
-// process of its own), scenario by scenario, each measurement in a fresh worker process.
-// Prints a table, writes bench/results.json (or --out), and checks the issue's targets.
+// `npm run bench`: the addon against two pure-JavaScript baselines (a hand-written client and
+// the Connect client for Node) on the embedded backend (in a process of its own), scenario by
+// scenario, each measurement in a fresh worker process; and the stdio agent's start-up against
+// `node -e 0` and two other ACP agents (bench/startup.mjs).
+// Prints the tables, writes bench/results.json (or --out), and checks the issues' targets.
 // `--smoke` runs tiny sizes (part of `npm test`: it proves the harness works, not the speed).
 import { spawn, spawnSync } from 'node:child_process'
 import fs from 'node:fs'
@@ -20,19 +22,27 @@ const FULL = {
   stream: { count: 200_000, text: 'tok ' },
   large: { bytes: 12 * 1024 * 1024 },
   many: { sessions: 1000, deltas: 100 },
+  many10k: { sessions: 10_000, deltas: 100 },
   cancel: { cancels: 200, boundMs: 500 },
   first: { prompts: 50 },
+  startup: { runs: 15 },
 }
 const SMOKE = {
   runs: 1,
   stream: { count: 2_000, text: 'tok ' },
   large: { bytes: 256 * 1024 },
   many: { sessions: 20, deltas: 100 },
+  many10k: { sessions: 200, deltas: 100 },
   cancel: { cancels: 5, boundMs: 200 },
   first: { prompts: 5 },
+  startup: { runs: 1 },
 }
 const size = opts.smoke ? SMOKE : FULL
-const IMPLS = ['addon', 'baseline']
+// The addon and the two baselines: `baseline`, hand-written on node:http2 / node:http
+// (bench/baseline/client.mjs), and `connect`, the Connect client for Node
+// (bench/baseline/connect-client.mjs); both share the turn above the transport (turn.mjs).
+const IMPLS = ['addon', 'baseline', 'connect']
+const BASELINES = ['baseline', 'connect']
 
 const scenarios = {
   check: () => ({ steps: [
@@ -63,12 +73,14 @@ const scenarios = {
   'cancel-ack': () => ({ record: false, steps: [{ type: 'text', text: 'streaming' }, { type: 'awaitClient', kind: 'conversationAction' }, { type: 'turnEnded' }] }),
   'cancel-silent': () => ({ record: false, steps: [{ type: 'text', text: 'streaming' }, { type: 'sleep', ms: 3_600_000 }] }),
   first: () => ({ record: false, steps: [{ type: 'text', text: 'hi' }, { type: 'turnEnded' }] }),
+  // The same turn as many's, for ten times the sessions (addon only).
+  'many-10k': () => scenarios.many(),
   // Not the embedded backend: the transport floor's server (bench/server.mjs).
   floor: () => ({ floorServer: true }),
 }
 
 const sizeFor = {
-  check: {}, stream: size.stream, 'large-up': size.large, 'large-down': size.large, many: size.many, floor: size.many,
+  check: {}, stream: size.stream, 'large-up': size.large, 'large-down': size.large, many: size.many, 'many-10k': size.many10k, floor: size.many,
   'cancel-ack': size.cancel, 'cancel-silent': size.cancel, first: size.first,
 }
 
@@ -139,12 +151,12 @@ const log = (s) => process.stderr.write(`${s}\n`)
 
 log(`bench (${opts.smoke ? 'smoke' : 'full'}): scenarios run in worker processes against the embedded backend in its own process`)
 
-// Both clients run every scenario on the same transport: the addon on its default ('auto'),
-// which settles on h2 against the embedded backend, the baseline on h2 (the RunSSE rows below
+// All clients run every scenario on the same transport: the addon on its default ('auto'),
+// which settles on h2 against the embedded backend, the baselines on h2 (the RunSSE rows below
 // are the addon's alone). A run where they differ is not a comparison; it fails.
 const transports = new Set()
-const sameTransport = (name, { addon, baseline }) => {
-  const used = [addon.transport, baseline.transport]
+const sameTransport = (name, result) => {
+  const used = IMPLS.map((impl) => result[impl].transport)
   used.forEach((t) => transports.add(t))
   if (new Set(used).size !== 1 || used[0].includes('+')) {
     log(`${name}: the clients ran on different transports (${used.join(' vs ')})`)
@@ -152,14 +164,14 @@ const sameTransport = (name, { addon, baseline }) => {
   }
 }
 
-// Correctness first: both clients must produce the same updates.
+// Correctness first: every client must produce the same updates.
 const checkRuns = await measure('check', 1)
-const [a, b] = [checkRuns.addon[0], checkRuns.baseline[0]]
-const checkPass = JSON.stringify(a) === JSON.stringify(b)
-results.check = { pass: checkPass, addon: a, baseline: b }
+const checked = Object.fromEntries(IMPLS.map((impl) => [impl, checkRuns[impl][0]]))
+const checkPass = BASELINES.every((impl) => JSON.stringify(checked.addon) === JSON.stringify(checked[impl]))
+results.check = { pass: checkPass, ...checked }
 sameTransport('check', results.check)
 if (!checkPass) {
-  log(`check FAILED: the clients disagree\naddon:    ${JSON.stringify(a)}\nbaseline: ${JSON.stringify(b)}`)
+  log(`check FAILED: the clients disagree\n${IMPLS.map((impl) => `${impl}: ${JSON.stringify(checked[impl])}`).join('\n')}`)
   process.exitCode = 1
 }
 
@@ -168,11 +180,19 @@ for (const name of ['stream', 'large-up', 'large-down', 'many', 'cancel-ack', 'c
   log(`  ${name}…`)
   const runs = ['cancel-ack', 'cancel-silent', 'first'].includes(name) ? 1 : size.runs
   const raw = await measure(name, runs)
-  results[name] = { addon: summarize(raw.addon), baseline: summarize(raw.baseline), runs }
+  results[name] = { ...Object.fromEntries(IMPLS.map((impl) => [impl, summarize(raw[impl])])), runs }
   sameTransport(name, results[name])
-  if (name === 'stream') samples.stream = { addon: raw.addon.map((r) => r.wallMs), baseline: raw.baseline.map((r) => r.wallMs), addonBusy: raw.addon.map((r) => r.busyMs), baselineBusy: raw.baseline.map((r) => r.busyMs) }
-  if (name.startsWith('cancel')) samples[name] = { addon: raw.addon[0].samples, baseline: raw.baseline[0].samples }
-  if (name === 'first') samples.first = { addon: raw.addon[0].samples, baseline: raw.baseline[0].samples }
+  if (name === 'stream') {
+    samples.stream = Object.fromEntries(IMPLS.flatMap((impl) => [[impl, raw[impl].map((r) => r.wallMs)], [`${impl}Busy`, raw[impl].map((r) => r.busyMs)]]))
+  }
+  if (name.startsWith('cancel') || name === 'first') samples[name] = Object.fromEntries(IMPLS.map((impl) => [impl, raw[impl][0].samples]))
+}
+
+// Ten times many's sessions in one process (addon only), right after it: its wall is read
+// against many's of this run.
+if (want('many-10k')) {
+  log('  many-10k…')
+  results.many10k = summarize((await measure('many-10k', size.runs, { impls: ['addon'] })).addon)
 }
 
 // Addon-only context, measured right after: `many` on `transport: 'sse'` (RunSSE + BidiAppend
@@ -186,19 +206,34 @@ if (want('many')) results.floor = summarize((await measure('floor', size.runs, {
 // on the Run stream: a regression in either path shows in its own row.
 if (want('large-up')) results.largeUpSse = summarize((await measure('large-up', size.runs, { impls: ['addon'], extra: { transport: 'sse' } })).addon)
 
+// Start-up of the stdio agent (bench/startup.mjs), with the peers where a network namespace can
+// keep them off the network; without one they are left out and their targets say so.
+if (want('startup')) {
+  log('  startup…')
+  const startupRun = (peers) => spawnSync(process.execPath, [path.join(here, 'startup.mjs'), '--json', '--runs', String(size.startup.runs), ...(peers ? ['--peers'] : [])], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] })
+  let run = startupRun(true)
+  if (run.status === 3) run = startupRun(false)
+  if (run.status !== 0) throw new Error(`bench/startup.mjs failed (exit ${run.status})`)
+  results.startup = JSON.parse(run.stdout)
+}
+
 // The decode ceiling (the core codec alone) is measured by each addon stream worker right after
 // its turn; the share below is the median of the runs' own shares.
 if (results.stream) results.decodeCeiling = { framesPerSec: results.stream.addon.ceilingFramesPerSec }
 
-// ---------- targets (issue #5), as ratios measured in this run ----------
+// ---------- targets (issues #5 and #31), as ratios measured in this run ----------
+// The first round's 13 (the ceiling share raised from 0.5 to 0.85), each ratio against the
+// baseline held against the Connect client too, then many-10k's and the start-up's.
 const targets = []
 const target = (name, value, limit, pass, unit = '') => targets.push({ name, value, limit, pass, unit })
 const r = results
 if (r.stream) {
-  target('stream: JS-thread busy, addon / baseline', r.stream.addon.busyMs / r.stream.baseline.busyMs, '≤ 0.2', r.stream.addon.busyMs / r.stream.baseline.busyMs <= 0.2, '×')
-  target('stream: wall, addon / baseline', r.stream.addon.wallMs / r.stream.baseline.wallMs, '≤ 0.5', r.stream.addon.wallMs / r.stream.baseline.wallMs <= 0.5, '×')
+  for (const base of BASELINES) {
+    target(`stream: JS-thread busy, addon / ${base}`, r.stream.addon.busyMs / r.stream[base].busyMs, '≤ 0.2', r.stream.addon.busyMs / r.stream[base].busyMs <= 0.2, '×')
+    target(`stream: wall, addon / ${base}`, r.stream.addon.wallMs / r.stream[base].wallMs, '≤ 0.5', r.stream.addon.wallMs / r.stream[base].wallMs <= 0.5, '×')
+  }
   const share = r.stream.addon.ceilingShare
-  target('stream: end-to-end frames/s / decode ceiling', share, '≥ 0.5', share >= 0.5, '×')
+  target('stream: end-to-end frames/s / decode ceiling', share, '≥ 0.85', share >= 0.85, '×')
 }
 for (const dir of ['large-up', 'large-down']) {
   if (!r[dir]) continue
@@ -212,55 +247,93 @@ if (r.many) {
 }
 if (r['cancel-silent']) target('cancel (silent server): addon p99', r['cancel-silent'].addon.p99Ms, `≤ ${size.cancel.boundMs + 50}`, r['cancel-silent'].addon.p99Ms <= size.cancel.boundMs + 50, 'ms')
 if (r['cancel-ack']) target('cancel (acknowledging server): addon p99', r['cancel-ack'].addon.p99Ms, '≤ 20', r['cancel-ack'].addon.p99Ms <= 20, 'ms')
-if (r.first) target('first update: addon p50 / baseline p50', r.first.addon.p50Ms / r.first.baseline.p50Ms, '≤ 1', r.first.addon.p50Ms <= r.first.baseline.p50Ms, '×')
+if (r.first) {
+  for (const base of BASELINES) target(`first update: addon p50 / ${base} p50`, r.first.addon.p50Ms / r.first[base].p50Ms, '≤ 1', r.first.addon.p50Ms <= r.first[base].p50Ms, '×')
+}
+if (r.many10k) {
+  target('many-10k: addon sessions completed', r.many10k.completed, `= ${size.many10k.sessions}`, r.many10k.completed === size.many10k.sessions)
+  if (r.many) target('many-10k: total wall / many\'s (1,000 sessions)', r.many10k.wallMs / r.many.addon.wallMs, '≤ 10', r.many10k.wallMs / r.many.addon.wallMs <= 10, '×')
+  target('many-10k: addon RSS per idle session', r.many10k.perIdleSessionKiB, '≤ 32', r.many10k.perIdleSessionKiB <= 32, 'KiB')
+}
+if (r.startup) {
+  const s = r.startup
+  target('startup: initialize answered / node -e 0', s.initializeRatio, '≤ 1.5', s.initializeRatio <= 1.5, '×')
+  const claude = s.peers['claude-agent-acp']
+  if (claude) target('startup: initialize answered / claude-agent-acp\'s', s.initializeMs / claude, '≤ 0.5', s.initializeMs / claude <= 0.5, '×')
+  else target('startup: initialize answered / claude-agent-acp\'s', 'not measured (no network namespace)', '≤ 0.5', false)
+  target('startup: session/new answered after initialize / node -e 0', s.sessionNewRatio, '≤ 0.5', s.sessionNewRatio <= 0.5, '×')
+}
 
 // ---------- report ----------
 const fmt = (v) => (typeof v !== 'number' ? String(v) : Math.abs(v) >= 100 ? v.toFixed(0) : Math.abs(v) >= 1 ? v.toFixed(2) : v.toFixed(3))
 const rows = []
-const row = (scenario, metric, a, b) => rows.push([scenario, metric, fmt(a), fmt(b), b ? `${fmt(a / b)}×` : ''])
+/** A row of figures: the addon's, then each baseline's (absent: an addon-only row), then the ratios. */
+const row = (scenario, metric, a, ...bases) => rows.push([scenario, metric, fmt(a), ...BASELINES.map((_, i) => (bases[i] === undefined ? '—' : fmt(bases[i]))), ...BASELINES.map((_, i) => (bases[i] ? `${fmt(a / bases[i])}×` : ''))])
+const addonOnly = (scenario, metric, text) => rows.push([scenario, metric, text, ...BASELINES.map(() => '—'), ...BASELINES.map(() => '')])
+const each = (name, key) => [r[name].addon[key], ...BASELINES.map((base) => r[name][base][key])]
 if (r.stream) {
-  row('stream', 'wall ms', r.stream.addon.wallMs, r.stream.baseline.wallMs)
-  row('stream', 'JS-thread busy ms', r.stream.addon.busyMs, r.stream.baseline.busyMs)
-  row('stream', 'updates delivered', r.stream.addon.updates, r.stream.baseline.updates)
-  row('stream', 'frames/s (decode ceiling ' + fmt(r.decodeCeiling.framesPerSec) + ')', r.stream.addon.framesPerSec, r.stream.baseline.framesPerSec)
+  row('stream', 'wall ms', ...each('stream', 'wallMs'))
+  row('stream', 'JS-thread busy ms', ...each('stream', 'busyMs'))
+  row('stream', 'updates delivered', ...each('stream', 'updates'))
+  row('stream', 'frames/s (decode ceiling ' + fmt(r.decodeCeiling.framesPerSec) + ')', ...each('stream', 'framesPerSec'))
 }
 for (const dir of ['large-up', 'large-down']) {
   if (!r[dir]) continue
-  row(dir, 'MB/s', r[dir].addon.mbPerSec, r[dir].baseline.mbPerSec)
-  row(dir, 'peak RSS above idle MiB', r[dir].addon.peakRssAboveIdleMiB, r[dir].baseline.peakRssAboveIdleMiB)
+  row(dir, 'MB/s', ...each(dir, 'mbPerSec'))
+  row(dir, 'peak RSS above idle MiB', ...each(dir, 'peakRssAboveIdleMiB'))
   const budgetMs = (r[dir].addon.payloadMiB / 300) * 1000
   if (dir === 'large-up') {
-    rows.push([dir, "on transport 'sse': MB/s / peak RSS above idle MiB", `${fmt(r.largeUpSse.mbPerSec)} / ${fmt(r.largeUpSse.peakRssAboveIdleMiB)}`, '—', ''])
-    row(dir, `V8 alone: fresh string read ms (of the ${fmt(budgetMs)} ms that 300 MB/s allows)`, r[dir].addon.stringReadMs, r[dir].baseline.stringReadMs)
+    addonOnly(dir, "on transport 'sse': MB/s / peak RSS above idle MiB", `${fmt(r.largeUpSse.mbPerSec)} / ${fmt(r.largeUpSse.peakRssAboveIdleMiB)}`)
+    row(dir, `V8 alone: fresh string read ms (of the ${fmt(budgetMs)} ms that 300 MB/s allows)`, ...each(dir, 'stringReadMs'))
   }
 }
 if (r.many) {
-  row('many', 'completed', r.many.addon.completed, r.many.baseline.completed)
-  row('many', 'total wall ms', r.many.addon.wallMs, r.many.baseline.wallMs)
-  row('many', 'first update p50 ms', r.many.addon.firstP50Ms, r.many.baseline.firstP50Ms)
-  row('many', 'first update p99 ms', r.many.addon.firstP99Ms, r.many.baseline.firstP99Ms)
-  rows.push(['many', "on transport 'sse': total wall ms / first update p99 ms", `${fmt(r.manySse.wallMs)} / ${fmt(r.manySse.firstP99Ms)}`, '—', ''])
-  rows.push(['many', "HTTP/1.1 floor under 'sse': first byte p99 ms (reqwest alone, do-nothing server)", fmt(r.floor.firstP99Ms), '—', ''])
-  row('many', 'RSS per idle session KiB', r.many.addon.perIdleSessionKiB, r.many.baseline.perIdleSessionKiB)
+  row('many', 'completed', ...each('many', 'completed'))
+  row('many', 'total wall ms', ...each('many', 'wallMs'))
+  row('many', 'first update p50 ms', ...each('many', 'firstP50Ms'))
+  row('many', 'first update p99 ms', ...each('many', 'firstP99Ms'))
+  addonOnly('many', "on transport 'sse': total wall ms / first update p99 ms", `${fmt(r.manySse.wallMs)} / ${fmt(r.manySse.firstP99Ms)}`)
+  addonOnly('many', "HTTP/1.1 floor under 'sse': first byte p99 ms (reqwest alone, do-nothing server)", fmt(r.floor.firstP99Ms))
+  row('many', 'RSS per idle session KiB', ...each('many', 'perIdleSessionKiB'))
+}
+if (r.many10k) {
+  addonOnly('many-10k', 'completed', fmt(r.many10k.completed))
+  addonOnly('many-10k', 'total wall ms', fmt(r.many10k.wallMs))
+  addonOnly('many-10k', 'first update p50 / p99 ms', `${fmt(r.many10k.firstP50Ms)} / ${fmt(r.many10k.firstP99Ms)}`)
+  addonOnly('many-10k', 'RSS per idle session KiB', fmt(r.many10k.perIdleSessionKiB))
 }
 for (const name of ['cancel-ack', 'cancel-silent', 'first']) {
   if (!r[name]) continue
-  row(name, 'p50 ms', r[name].addon.p50Ms, r[name].baseline.p50Ms)
-  row(name, 'p99 ms', r[name].addon.p99Ms, r[name].baseline.p99Ms)
+  row(name, 'p50 ms', ...each(name, 'p50Ms'))
+  row(name, 'p99 ms', ...each(name, 'p99Ms'))
 }
-const table = [['scenario', 'metric', 'addon', 'baseline', 'addon / baseline'], ...rows]
+const table = [['scenario', 'metric', 'addon', 'baseline', 'connect', 'addon / baseline', 'addon / connect'], ...rows]
 const markdown = [
   `| ${table[0].join(' | ')} |`,
   `|${table[0].map(() => '---').join('|')}|`,
   ...rows.map((cells) => `| ${cells.join(' | ')} |`),
 ].join('\n')
+let startupMd = ''
+if (r.startup) {
+  const s = r.startup
+  const line = (what, ms) => `| ${what} | ${fmt(ms)} | ${fmt(ms / s.nodeMs)}× |`
+  startupMd = [
+    `| start-up, median of ${s.runs} | ms | / node -e 0 |`,
+    '|---|---|---|',
+    line('node -e 0: spawn → exit', s.nodeMs),
+    line('cursor-acp-native: spawn → initialize answered', s.initializeMs),
+    line('cursor-acp-native: session/new sent on that answer → answered', s.sessionNewMs),
+    ...Object.entries(s.peers).map(([name, ms]) => line(`${name}: spawn → initialize answered`, ms)),
+    ...(Object.keys(s.peers).length ? [] : ['| claude-agent-acp, codex-acp | not measured: no network namespace to keep them off the network | |']),
+  ].join('\n')
+}
 const targetsMd = [
   '| target | measured | limit | met |',
   '|---|---|---|---|',
   ...targets.map((t) => `| ${t.name} | ${fmt(t.value)} ${t.unit} | ${t.limit} | ${t.pass ? 'yes' : '**no**'} |`),
 ].join('\n')
-const transportLine = `Both clients on ${[...transports].join(' and ')}: the addon on its default transport ('auto'), the baseline on the same.`
-process.stdout.write(`\n${transportLine}\n\n${markdown}\n\n${targetsMd}\n\ncheck (same updates from both clients): ${checkPass ? 'pass' : 'FAIL'}\n`)
+const transportLine = `All three clients on ${[...transports].join(' and ')}: the addon on its default transport ('auto'), the baselines on the same.`
+process.stdout.write(`\n${transportLine}\n\n${markdown}\n\n${startupMd}\n\n${targetsMd}\n\ncheck (same updates from all three clients): ${checkPass ? 'pass' : 'FAIL'}\n`)
 
 const cpus = os.cpus()
 const machine = {
@@ -271,7 +344,7 @@ const machine = {
   node: process.version,
 }
 const outFile = opts.out ?? path.join(here, 'results.json')
-fs.writeFileSync(outFile, `${JSON.stringify({ date: new Date().toISOString(), mode: opts.smoke ? 'smoke' : 'full', machine, size, results, targets, samples, markdown, targetsMd }, null, 2)}\n`)
+fs.writeFileSync(outFile, `${JSON.stringify({ date: new Date().toISOString(), mode: opts.smoke ? 'smoke' : 'full', machine, size, results, targets, samples, markdown, startupMd, targetsMd }, null, 2)}\n`)
 log(`wrote ${outFile}`)
 fs.rmSync(tmp, { recursive: true, force: true })
 if (!opts.smoke && !opts.out) {
@@ -285,9 +358,11 @@ if (!opts.smoke && !opts.out) {
     '',
     markdown,
     '',
+    startupMd,
+    '',
     targetsMd,
     '',
-    `Check (both clients produce the same updates on the check scenario): ${checkPass ? 'pass' : 'FAIL'}.`,
+    `Check (all three clients produce the same updates on the check scenario): ${checkPass ? 'pass' : 'FAIL'}.`,
     '<!-- results:end -->',
   ].join('\n')
   fs.writeFileSync(readme, text.replace(/<!-- results:start -->[\s\S]*<!-- results:end -->/, section))

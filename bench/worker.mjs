@@ -1,6 +1,6 @@
 // One measurement in a fresh process (so peak RSS and event-loop figures belong to it alone):
 // `node --expose-gc bench/worker.mjs '<spec json>'` prints one JSON result line.
-// spec: { impl: 'addon' | 'baseline', scenario, url, size }
+// spec: { impl: 'addon' | 'baseline' | 'connect', scenario, url, size }
 import { createRequire } from 'node:module'
 import { performance } from 'node:perf_hooks'
 
@@ -8,7 +8,7 @@ const require = createRequire(import.meta.url)
 const spec = JSON.parse(process.argv[2])
 const mib = 1024 * 1024
 
-// ---------- the two implementations behind one shape ----------
+// ---------- the three implementations behind one shape ----------
 
 // The implementation a measurement made, for the transport its turns used.
 let made
@@ -47,10 +47,13 @@ async function implementation(impl, url, { content = 'bench file\n', cancelTimeo
       },
     }
   }
-  const { BaselineClient } = await import('./baseline/client.mjs')
+  // Both baselines: the hand-written one (baseline) and the Connect client (connect).
+  const BaselineClient = impl === 'connect'
+    ? (await import('./baseline/connect-client.mjs')).ConnectBaselineClient
+    : (await import('./baseline/client.mjs')).BaselineClient
   const exec = { content: () => content }
-  // The addon's default, 'auto', settles on h2 against the embedded backend: the baseline goes
-  // the same way, and run.mjs checks that both did.
+  // The addon's default, 'auto', settles on h2 against the embedded backend: the baselines go
+  // the same way, and run.mjs checks that all did.
   const baselineTransport = transport === 'sse' ? 'sse' : 'h2'
   return made = {
     exec,
@@ -245,7 +248,7 @@ async function check() {
   return { stopReason: r.stopReason, updates: out }
 }
 
-const run = { stream, 'large-up': largeUp, 'large-down': largeDown, many, floor, 'cancel-ack': cancel, 'cancel-silent': cancel, first, check }[spec.scenario]
+const run = { stream, 'large-up': largeUp, 'large-down': largeDown, many, 'many-10k': many, floor, 'cancel-ack': cancel, 'cancel-silent': cancel, first, check }[spec.scenario]
 try {
   const result = await run()
   if (made) result.transport = made.transport()

@@ -4,10 +4,10 @@
 // backend (or a local gateway, or the embedded backend with --embedded). stdout carries only
 // ACP JSON lines; everything else goes to stderr.
 //
-// Start-up is kept short: editors start an agent per thread and wait for `initialize`. What is
-// loaded here is small; the ACP SDK and the agent come right after the first `initialize` is
-// answered (see cli/stdio.mjs), the addon with the first session, the MCP client SDK with the
-// first MCP server.
+// Start-up is kept short: editors start an agent per thread and wait for `initialize`, then
+// `session/new`. What is loaded here is small; the agent and the addon come with the first
+// session, the ACP SDK right after it (or after the first `initialize`, see cli/stdio.mjs), the
+// MCP client SDK with the first MCP server.
 import fs from 'node:fs'
 import { parseArgs } from 'node:util'
 
@@ -160,10 +160,14 @@ const shutdown = () => {
 process.on('SIGTERM', shutdown)
 process.on('SIGINT', shutdown)
 
+/** @type {Promise<import('../cli/agent.mjs').Agent> | undefined} */
+let agent
+const loadAgent = () => (agent ??= import('../cli/agent.mjs').then(({ createAgent }) => createAgent(config)))
 connection = await serveStdio({
   input: process.stdin,
   output: process.stdout,
-  loadAgent: async () => (await import('../cli/agent.mjs')).createAgent(config),
+  loadAgent: async () => (await loadAgent()).app(),
+  newSessionEarly: async (initialize, params) => (await loadAgent()).newSessionEarly(initialize, params),
   log,
 })
 log.info(`cursor-acp-native ${VERSION} ready (${baseUrl}, sessions in ${store.dir})`)

@@ -1,21 +1,36 @@
 // @ts-check
 // The ACP agent: `initialize`, `authenticate`, the session lifecycle (new, load, resume, list,
 // close, delete), modes and config options, and prompt and cancel handed to the session — on
-// @agentclientprotocol/sdk's agent app, with every session backed by the addon.
+// @agentclientprotocol/sdk's agent app, with every session backed by the addon. Importing it
+// loads no SDK: the first `session/new` can be answered before the SDK is loaded (see
+// `newSessionEarly` and cli/stdio.mjs).
 import { randomUUID } from 'node:crypto'
 import path from 'node:path'
-import { agent, RequestError } from '@agentclientprotocol/sdk'
 
 import { Credentials, isCursorHost } from './auth.mjs'
 import { initializeResponse } from './initialize.mjs'
 import { toRequestError } from './request-errors.mjs'
+import { RequestError, loadSdk } from './sdk.mjs'
 import { AgentSession } from './session.mjs'
 
 /** @typedef {import('@agentclientprotocol/sdk').AgentApp} AgentApp */
 /** @typedef {import('@agentclientprotocol/sdk').AgentContext} AgentContext */
 /** @typedef {import('@agentclientprotocol/sdk').ClientCapabilities} ClientCapabilities */
+/** @typedef {import('@agentclientprotocol/sdk').InitializeRequest} InitializeRequest */
 /** @typedef {import('@agentclientprotocol/sdk').McpServer} McpServerConfig */
+/** @typedef {import('@agentclientprotocol/sdk').NewSessionResponse} NewSessionResponse */
 /** @typedef {import('./store.mjs').SessionRecord} SessionRecord */
+
+/**
+ * The agent, in two parts: the SDK's app, built once the SDK is loaded, and the one request
+ * served before that.
+ * @typedef {object} Agent
+ * @property {() => Promise<AgentApp>} app  loads the SDK and builds the app (once)
+ * @property {(initialize: InitializeRequest, params: unknown) => Promise<NewSessionResponse | null>} newSessionEarly
+ *   the first `session/new` (right after `initialize`, whose params it takes), answered before
+ *   the SDK is loaded: the session is made, and the SDK's own handler answers the same when the
+ *   SDK reads that request; null (nothing made) for anything it leaves to the SDK
+ */
 
 /**
  * How the agent was started.
@@ -41,8 +56,25 @@ function absolute(cwd, what = 'cwd') {
 }
 
 /**
+ * The params of a `session/new` whose early answer is the one the SDK's handler would give: a
+ * plain object with an absolute `cwd`, absolute `additionalDirectories` if any, and no MCP
+ * servers (connecting them loads the MCP client SDK; their configs are the SDK's to check).
+ * @param {unknown} params
+ * @returns {{ cwd: string, additionalDirectories: string[] } | null}
+ */
+function plainNewSession(params) {
+  if (typeof params !== 'object' || params === null || Array.isArray(params)) return null
+  const { cwd, additionalDirectories, mcpServers } = /** @type {Record<string, unknown>} */ (params)
+  if (typeof cwd !== 'string' || !path.isAbsolute(cwd)) return null
+  if (!Array.isArray(mcpServers) || mcpServers.length > 0) return null
+  const dirs = additionalDirectories ?? []
+  if (!Array.isArray(dirs) || !dirs.every((d) => typeof d === 'string' && path.isAbsolute(d))) return null
+  return { cwd, additionalDirectories: dirs }
+}
+
+/**
  * @param {AgentConfig} config
- * @returns {AgentApp}
+ * @returns {Agent}
  */
 export function createAgent(config) {
   const { store, log } = config
@@ -105,117 +137,160 @@ export function createAgent(config) {
   const afterResponse = (session) =>
     setImmediate(() => session.sendCommands().catch((e) => log.debug('available_commands_update failed:', e)))
 
-  return agent({ name: 'cursor-acp-native' })
-    .onConnect((connection) => {
-      client = connection.client
-      // The editor went away: stop every turn and every background shell.
-      connection.closed.finally(() => {
-        for (const session of sessions.values()) session.close()
-        sessions.clear()
-      })
-    })
-    .onRequest('initialize', async ({ params }) => {
-      capabilities = params.clientCapabilities ?? {}
-      log.info(`client ${params.clientInfo?.name ?? 'unknown'} ${params.clientInfo?.version ?? ''} (protocol ${params.protocolVersion})`)
-      return initializeResponse(params)
-    })
-    .onRequest('authenticate', async ({ params }) => {
-      await credentials.authenticate(params.methodId)
-      return {}
-    })
-    .onRequest('session/new', async ({ params }) => {
-      const cwd = absolute(params.cwd)
-      for (const dir of params.additionalDirectories ?? []) absolute(dir, 'additionalDirectories')
-      const session = await open({ sessionId: randomUUID(), cwd, additionalDirectories: params.additionalDirectories, mcpServers: params.mcpServers })
+  /**
+   * Made by `newSessionEarly`, answered, and waiting for the SDK's handler to reach the same
+   * request: the first `session/new` it dispatches (stdio.mjs holds everything after it back).
+   * @type {{ session: AgentSession, answer: NewSessionResponse } | null}
+   */
+  let early = null
+
+  /** @type {Agent['newSessionEarly']} */
+  const newSessionEarly = async (initialize, params) => {
+    const plain = plainNewSession(params)
+    if (!plain || early || !credentials.tokenAtHand()) return null
+    // As the SDK's initialize handler will set them when it reads that request.
+    capabilities = initialize.clientCapabilities ?? {}
+    /** @type {AgentSession | undefined} */
+    let session
+    try {
+      session = await open({ sessionId: randomUUID(), ...plain, mcpServers: [] })
       session.persist()
-      afterResponse(session)
-      return { sessionId: session.sessionId, ...state(session) }
-    })
-    .onRequest('session/load', async ({ params }) => {
-      const record = stored(params.sessionId)
-      const cwd = absolute(params.cwd)
-      sessions.get(params.sessionId)?.close()
-      const session = await open({
-        sessionId: params.sessionId,
-        cwd,
-        additionalDirectories: params.additionalDirectories ?? record.additionalDirectories,
-        mcpServers: params.mcpServers,
-        record,
+      early = { session, answer: { sessionId: session.sessionId, ...state(session) } }
+      return early.answer
+    } catch (e) {
+      log.debug('session/new left to the SDK:', e)
+      if (session) {
+        session.close()
+        sessions.delete(session.sessionId)
+      }
+      return null
+    }
+  }
+
+  /** @type {Promise<AgentApp> | undefined} */
+  let app
+  return { app: () => (app ??= loadSdk().then(({ agent }) => build(agent))), newSessionEarly }
+
+  /** @param {Awaited<ReturnType<typeof loadSdk>>['agent']} agent */
+  function build(agent) {
+    return agent({ name: 'cursor-acp-native' })
+      .onConnect((connection) => {
+        client = connection.client
+        // The editor went away: stop every turn and every background shell.
+        connection.closed.finally(() => {
+          for (const session of sessions.values()) session.close()
+          sessions.clear()
+        })
       })
-      // The whole history goes out before the response: load replays, then answers.
-      try {
-        await session.replay()
-      } catch (e) {
-        throw toRequestError(e)
-      }
-      afterResponse(session)
-      return state(session)
-    })
-    .onRequest('session/resume', async ({ params }) => {
-      const existing = sessions.get(params.sessionId)
-      if (existing) {
-        afterResponse(existing)
-        return state(existing)
-      }
-      const record = stored(params.sessionId)
-      const session = await open({
-        sessionId: params.sessionId,
-        cwd: absolute(params.cwd),
-        additionalDirectories: params.additionalDirectories ?? record.additionalDirectories,
-        mcpServers: params.mcpServers,
-        record,
+      .onRequest('initialize', async ({ params }) => {
+        capabilities = params.clientCapabilities ?? {}
+        log.info(`client ${params.clientInfo?.name ?? 'unknown'} ${params.clientInfo?.version ?? ''} (protocol ${params.protocolVersion})`)
+        return initializeResponse(params)
       })
-      afterResponse(session)
-      return state(session)
-    })
-    .onRequest('session/list', async ({ params }) => {
-      const all = store.list(params.cwd ?? undefined)
-      let offset = 0
-      if (params.cursor) {
-        offset = Number.parseInt(Buffer.from(params.cursor, 'base64url').toString('utf8'), 10)
-        if (!Number.isInteger(offset) || offset < 0) throw RequestError.invalidParams({ cursor: params.cursor }, 'invalid cursor')
-      }
-      const page = all.slice(offset, offset + PAGE_SIZE)
-      const next = offset + PAGE_SIZE < all.length ? Buffer.from(String(offset + PAGE_SIZE)).toString('base64url') : null
-      return {
-        sessions: page.map((r) => ({
-          sessionId: r.sessionId,
-          cwd: r.cwd,
-          title: r.title ?? null,
-          updatedAt: r.updatedAt ?? null,
-          ...(r.additionalDirectories?.length ? { additionalDirectories: r.additionalDirectories } : {}),
-        })),
-        nextCursor: next,
-      }
-    })
-    .onRequest('session/close', async ({ params }) => {
-      live(params.sessionId).close()
-      sessions.delete(params.sessionId)
-      return {}
-    })
-    .onRequest('session/delete', async ({ params }) => {
-      sessions.get(params.sessionId)?.close()
-      sessions.delete(params.sessionId)
-      if (!store.get(params.sessionId)) throw RequestError.sessionNotFound(params.sessionId)
-      store.delete(params.sessionId)
-      return {}
-    })
-    .onRequest('session/set_mode', async ({ params }) => {
-      const session = live(params.sessionId)
-      session.setMode(params.modeId)
-      await session.announceModeChange()
-      return {}
-    })
-    .onRequest('session/set_config_option', async ({ params }) => {
-      const session = live(params.sessionId)
-      const before = session.mode
-      session.setConfigOption(params.configId, params.value)
-      if (session.mode !== before) await session.update({ sessionUpdate: 'current_mode_update', currentModeId: session.mode })
-      return { configOptions: session.configOptions() }
-    })
-    .onRequest('session/prompt', async ({ params, signal }) => live(params.sessionId).prompt(params.prompt, signal))
-    .onNotification('session/cancel', ({ params }) => {
-      // A notification: an unknown session is ignored, never an error.
-      sessions.get(params.sessionId)?.cancel()
-    })
+      .onRequest('authenticate', async ({ params }) => {
+        await credentials.authenticate(params.methodId)
+        return {}
+      })
+      .onRequest('session/new', async ({ params }) => {
+        if (early) {
+          const { session, answer } = early
+          early = null
+          afterResponse(session)
+          return answer
+        }
+        const cwd = absolute(params.cwd)
+        for (const dir of params.additionalDirectories ?? []) absolute(dir, 'additionalDirectories')
+        const session = await open({ sessionId: randomUUID(), cwd, additionalDirectories: params.additionalDirectories, mcpServers: params.mcpServers })
+        session.persist()
+        afterResponse(session)
+        return { sessionId: session.sessionId, ...state(session) }
+      })
+      .onRequest('session/load', async ({ params }) => {
+        const record = stored(params.sessionId)
+        const cwd = absolute(params.cwd)
+        sessions.get(params.sessionId)?.close()
+        const session = await open({
+          sessionId: params.sessionId,
+          cwd,
+          additionalDirectories: params.additionalDirectories ?? record.additionalDirectories,
+          mcpServers: params.mcpServers,
+          record,
+        })
+        // The whole history goes out before the response: load replays, then answers.
+        try {
+          await session.replay()
+        } catch (e) {
+          throw toRequestError(e)
+        }
+        afterResponse(session)
+        return state(session)
+      })
+      .onRequest('session/resume', async ({ params }) => {
+        const existing = sessions.get(params.sessionId)
+        if (existing) {
+          afterResponse(existing)
+          return state(existing)
+        }
+        const record = stored(params.sessionId)
+        const session = await open({
+          sessionId: params.sessionId,
+          cwd: absolute(params.cwd),
+          additionalDirectories: params.additionalDirectories ?? record.additionalDirectories,
+          mcpServers: params.mcpServers,
+          record,
+        })
+        afterResponse(session)
+        return state(session)
+      })
+      .onRequest('session/list', async ({ params }) => {
+        const all = store.list(params.cwd ?? undefined)
+        let offset = 0
+        if (params.cursor) {
+          offset = Number.parseInt(Buffer.from(params.cursor, 'base64url').toString('utf8'), 10)
+          if (!Number.isInteger(offset) || offset < 0) throw RequestError.invalidParams({ cursor: params.cursor }, 'invalid cursor')
+        }
+        const page = all.slice(offset, offset + PAGE_SIZE)
+        const next = offset + PAGE_SIZE < all.length ? Buffer.from(String(offset + PAGE_SIZE)).toString('base64url') : null
+        return {
+          sessions: page.map((r) => ({
+            sessionId: r.sessionId,
+            cwd: r.cwd,
+            title: r.title ?? null,
+            updatedAt: r.updatedAt ?? null,
+            ...(r.additionalDirectories?.length ? { additionalDirectories: r.additionalDirectories } : {}),
+          })),
+          nextCursor: next,
+        }
+      })
+      .onRequest('session/close', async ({ params }) => {
+        live(params.sessionId).close()
+        sessions.delete(params.sessionId)
+        return {}
+      })
+      .onRequest('session/delete', async ({ params }) => {
+        sessions.get(params.sessionId)?.close()
+        sessions.delete(params.sessionId)
+        if (!store.get(params.sessionId)) throw RequestError.sessionNotFound(params.sessionId)
+        store.delete(params.sessionId)
+        return {}
+      })
+      .onRequest('session/set_mode', async ({ params }) => {
+        const session = live(params.sessionId)
+        session.setMode(params.modeId)
+        await session.announceModeChange()
+        return {}
+      })
+      .onRequest('session/set_config_option', async ({ params }) => {
+        const session = live(params.sessionId)
+        const before = session.mode
+        session.setConfigOption(params.configId, params.value)
+        if (session.mode !== before) await session.update({ sessionUpdate: 'current_mode_update', currentModeId: session.mode })
+        return { configOptions: session.configOptions() }
+      })
+      .onRequest('session/prompt', async ({ params, signal }) => live(params.sessionId).prompt(params.prompt, signal))
+      .onNotification('session/cancel', ({ params }) => {
+        // A notification: an unknown session is ignored, never an error.
+        sessions.get(params.sessionId)?.cancel()
+      })
+  }
 }

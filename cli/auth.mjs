@@ -1,9 +1,8 @@
 // @ts-check
 // Credentials for the backend: CURSOR_ACCESS_TOKEN as is, or CURSOR_API_KEY exchanged once for an
 // access token, or none for a local gateway. Secrets never reach logs or error messages.
-import { RequestError } from '@agentclientprotocol/sdk'
-
 import { AUTH_METHOD_IDS } from './initialize.mjs'
+import { RequestError } from './sdk.mjs'
 
 const EXCHANGE_TIMEOUT_MS = 30_000
 
@@ -46,6 +45,13 @@ export class Credentials {
     if (this.env.CURSOR_API_KEY) return this.exchange()
     if (this.needsAuth) throw RequestError.authRequired(undefined, 'Set CURSOR_ACCESS_TOKEN or CURSOR_API_KEY for the agent')
     return null
+  }
+
+  /** Whether `token()` answers without a request and without an error. */
+  tokenAtHand() {
+    if (this.env.CURSOR_ACCESS_TOKEN) return true
+    if (this.env.CURSOR_API_KEY) return this.exchanged !== null
+    return !this.needsAuth
   }
 
   /**

@@ -2,11 +2,11 @@
 // The addon's coded errors as JSON-RPC errors: `E_AUTH` becomes auth_required (-32000, which
 // makes editors offer the auth methods), `E_INVALID` invalid params (-32602), anything else an
 // internal error (-32603); the code, message and Cursor's error details ride along in `data`.
-import { RequestError } from '@agentclientprotocol/sdk'
+import { RequestError } from './sdk.mjs'
 
 /**
  * @param {unknown} e
- * @returns {RequestError}
+ * @returns {import('@agentclientprotocol/sdk').RequestError}
  */
 export function toRequestError(e) {
   if (e instanceof RequestError) return e

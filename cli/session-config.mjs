@@ -1,7 +1,7 @@
 // @ts-check
 // What a session offers the editor: its modes (agent / plan / ask), the model picker, both as
 // ACP config options, and its slash commands.
-import { RequestError } from '@agentclientprotocol/sdk'
+import { RequestError } from './sdk.mjs'
 
 /** @typedef {import('@agentclientprotocol/sdk').SessionModeState} SessionModeState */
 /** @typedef {import('@agentclientprotocol/sdk').SessionConfigOption} SessionConfigOption */

@@ -6,7 +6,6 @@
 // exec-mapping.mjs, interaction-mapping.mjs and request-context.mjs, behind the permission flow
 // of permissions.mjs.
 import path from 'node:path'
-import { RequestError } from '@agentclientprotocol/sdk'
 
 import { loadAddon } from './addon.mjs'
 import { ExecMapping } from './exec-mapping.mjs'
@@ -15,6 +14,7 @@ import { McpServers } from './mcp.mjs'
 import { PermissionFlow } from './permissions.mjs'
 import { requestContext } from './request-context.mjs'
 import { toRequestError } from './request-errors.mjs'
+import { RequestError } from './sdk.mjs'
 import { COMMANDS, checkMode, configOptions, modeState } from './session-config.mjs'
 import { UpdateRelay } from './update-relay.mjs'
 

@@ -11,17 +11,36 @@
 // request is not written a second time, and what the client sent after the early answer
 // reaches it only once it has answered, as if the client had waited for that answer. Anything
 // else first — another method, bad JSON, a batch, invalid params — is left to the SDK alone.
+//
+// The same goes for a `session/new` that comes right after that `initialize` (within
+// `SESSION_NEW_WAIT_MS` of its answer, as an editor opening a thread sends it): before the SDK
+// is loaded, the agent makes the session and it is answered (`newSessionEarly`); the SDK then
+// reads that request too, its handler answers with the same session, and that answer is not
+// written a second time either. Anything the agent does not answer early (MCP servers to
+// connect, credentials still to fetch, params it leaves to the SDK to check) goes to the SDK.
 import { Readable, Writable } from 'node:stream'
 
 import { initializeResponse } from './initialize.mjs'
+import { loadSdk } from './sdk.mjs'
 
 /** @typedef {import('@agentclientprotocol/sdk').AgentApp} AgentApp */
 /** @typedef {import('@agentclientprotocol/sdk').AgentConnection} AgentConnection */
 /** @typedef {import('@agentclientprotocol/sdk').AnyMessage} AnyMessage */
 /** @typedef {import('@agentclientprotocol/sdk').Stream} Stream */
 /**
- * An `initialize` answered before the SDK was loaded.
+ * A request answered before the SDK was loaded.
  * @typedef {{ id: string | number, result: string }} EarlyAnswer  the request's id, the JSON of the result sent
+ */
+/**
+ * An early answer, and the SDK's answer to the same request still to come: the input after
+ * that request (from byte `end`) reaches the SDK once `seen` resolves.
+ * @typedef {EarlyAnswer & { end: number, seen: Promise<void>, see: () => void }} Pending
+ */
+/** @typedef {import('@agentclientprotocol/sdk').InitializeRequest} InitializeRequest */
+/**
+ * @typedef {(initialize: InitializeRequest, params: unknown) => Promise<object | null>} NewSessionEarly
+ *   makes the session of a `session/new` sent right after `initialize` and returns the result to
+ *   answer with, or null to leave the request to the SDK
  */
 
 /**
@@ -31,91 +50,148 @@ import { initializeResponse } from './initialize.mjs'
 const FIRST_LINE_LIMIT_BYTES = 64 * 1024
 
 /**
- * Serves the agent on `input` and `output`: answers an `initialize` that comes first at once,
- * then loads the agent and connects it.
+ * How long after the early `initialize` answer a `session/new` is waited for before the SDK is
+ * loaded. An editor opening a thread sends it at once; one that does not gets it answered by
+ * the SDK, loaded this much later.
+ */
+const SESSION_NEW_WAIT_MS = 20
+
+/**
+ * Serves the agent on `input` and `output`: answers an `initialize` that comes first at once
+ * (and a `session/new` right after it, with `newSessionEarly`), then loads the SDK and the
+ * agent and connects them.
  * @param {object} o
  * @param {Readable} o.input
  * @param {Writable} o.output
  * @param {() => Promise<AgentApp>} o.loadAgent
+ * @param {NewSessionEarly} [o.newSessionEarly]
  * @param {import('./log.mjs').Logger} o.log
  * @returns {Promise<AgentConnection>}
  */
-export async function serveStdio({ input, output, loadAgent, log }) {
-  const first = await readFirstLine(input)
-  const early = first.line === null ? null : acceptableInitialize(first.line)
-  if (early) output.write(`{"jsonrpc":"2.0","id":${JSON.stringify(early.id)},"result":${early.result}}\n`)
-  const [{ ndJsonStream }, app] = await Promise.all([import('@agentclientprotocol/sdk'), loadAgent()])
-  if (!early) return app.connect(ndJsonStream(Writable.toWeb(output), inputFrom(first, input, Promise.resolve())))
-  // What the client sent after the early answer reaches the SDK once the SDK has answered that
+export async function serveStdio({ input, output, loadAgent, newSessionEarly, log }) {
+  const lines = new LineReader(input)
+  const first = await lines.next()
+  const initialize = first === null ? null : acceptableInitialize(first)
+  /** @type {Pending[]} */
+  const early = []
+  /**
+   * Writes the answer to the line read last.
+   * @param {EarlyAnswer} answer
+   */
+  const answer = ({ id, result }) => {
+    output.write(`{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":${result}}\n`)
+    const { promise, resolve } = withResolvers()
+    early.push({ id, result, end: lines.end, seen: promise, see: resolve })
+  }
+  if (initialize) {
+    answer(initialize)
+    const second = newSessionEarly ? await lines.next(SESSION_NEW_WAIT_MS) : null
+    let request = second === null ? null : acceptableRequest(second, 'session/new')
+    // Its answer is told from the SDK's answer to initialize by its id.
+    if (request?.id === initialize.id) request = null
+    const result = request && newSessionEarly ? await newSessionEarly(initialize.params, request.params) : null
+    if (request && result) answer({ id: request.id, result: JSON.stringify(result) })
+  }
+  const { ndJsonStream } = await loadSdk()
+  const app = await loadAgent()
+  // What the client sent after each early answer reaches the SDK once the SDK has answered that
   // request too, as if the client had waited for the SDK's answer.
-  const { promise: answered, resolve } = withResolvers()
-  const stream = ndJsonStream(Writable.toWeb(output), inputFrom(first, input, answered))
-  return app.connect(withoutSecondAnswer(stream, early, resolve, log))
+  const stream = ndJsonStream(Writable.toWeb(output), inputFrom(lines.consumed(), early, input))
+  return app.connect(early.length === 0 ? stream : withoutSecondAnswers(stream, early, log))
 }
 
 /**
- * @typedef {object} FirstLine
- * @property {string | null} line  the first line that is not blank; null when the input ended
- *   first or the line is longer than `FIRST_LINE_LIMIT_BYTES`
- * @property {Buffer} consumed  every byte read from the input
+ * The lines of the input, read one at a time: each read leaves the rest in `input`, paused.
  */
-
-/**
- * Reads up to the first line that is not blank, and leaves the rest in `input`, paused.
- * @param {Readable} input
- * @returns {Promise<FirstLine>}
- */
-function readFirstLine(input) {
-  return new Promise((resolve) => {
+class LineReader {
+  /** @param {Readable} input */
+  constructor(input) {
+    this.input = input
     /** @type {Buffer[]} */
-    const chunks = []
-    let size = 0
-    let scanned = 0
-    /** @param {string | null} line */
-    const finish = (line) => {
-      input.off('readable', onReadable)
-      for (const event of ['end', 'close', 'error']) input.off(event, onEnd)
-      resolve({ line, consumed: Buffer.concat(chunks) })
-    }
-    // The end of the input, or the input closed or failed (the agent is being stopped).
-    const onEnd = () => finish(null)
-    const onReadable = () => {
-      /** @type {Buffer | null} */
-      let chunk
-      while ((chunk = input.read()) !== null) {
-        chunks.push(chunk)
-        size += chunk.length
-        const all = chunks.length === 1 ? chunk : Buffer.concat(chunks)
-        let newline
-        while ((newline = all.indexOf(0x0a, scanned)) >= 0) {
-          // Read as the SDK reads a line: UTF-8, trimmed; blank lines are skipped.
-          const line = new TextDecoder().decode(all.subarray(scanned, newline)).trim()
-          scanned = newline + 1
-          if (line) return finish(line)
-        }
-        if (size > FIRST_LINE_LIMIT_BYTES) return finish(null)
+    this.chunks = []
+    this.size = 0
+    /** Where the bytes not scanned for lines yet start: after the line read last, once read. */
+    this.end = 0
+  }
+
+  /** Every byte read from the input so far. */
+  consumed() {
+    return Buffer.concat(this.chunks)
+  }
+
+  /**
+   * The next line that is not blank, read as the SDK reads a line (UTF-8, trimmed); null when
+   * the input ended, failed or closed first, when more than `FIRST_LINE_LIMIT_BYTES` have been
+   * read, or when `timeoutMs` passed first.
+   * @param {number} [timeoutMs]
+   * @returns {Promise<string | null>}
+   */
+  next(timeoutMs) {
+    const { input } = this
+    return new Promise((resolve) => {
+      /** @param {string | null} line */
+      const finish = (line) => {
+        clearTimeout(timer)
+        input.off('readable', onReadable)
+        for (const event of ['end', 'close', 'error']) input.off(event, onEnd)
+        resolve(line)
       }
-    }
-    input.on('readable', onReadable)
-    for (const event of ['end', 'close', 'error']) input.on(event, onEnd)
-  })
+      const timer = timeoutMs === undefined ? undefined : setTimeout(() => finish(null), timeoutMs)
+      // The end of the input, or the input closed or failed (the agent is being stopped).
+      const onEnd = () => finish(null)
+      const scan = () => {
+        const all = Buffer.concat(this.chunks)
+        let newline
+        while ((newline = all.indexOf(0x0a, this.end)) >= 0) {
+          const line = new TextDecoder().decode(all.subarray(this.end, newline)).trim()
+          this.end = newline + 1
+          if (line) return line
+        }
+        return null
+      }
+      const onReadable = () => {
+        /** @type {Buffer | null} */
+        let chunk
+        while ((chunk = input.read()) !== null) {
+          this.chunks.push(chunk)
+          this.size += chunk.length
+          const line = scan()
+          if (line !== null) return finish(line)
+          if (this.size > FIRST_LINE_LIMIT_BYTES) return finish(null)
+        }
+      }
+      // A line read already with the one before it.
+      const buffered = scan()
+      if (buffered !== null) return finish(buffered)
+      if (this.size > FIRST_LINE_LIMIT_BYTES || input.readableEnded || input.destroyed) return finish(null)
+      input.on('readable', onReadable)
+      for (const event of ['end', 'close', 'error']) input.on(event, onEnd)
+    })
+  }
 }
 
 /**
- * The SDK's input: the bytes read already, then — once `ready` — the rest of `input`.
- * @param {FirstLine} first
+ * The SDK's input: the bytes read already, then the rest of `input`, each part after a request
+ * answered early held back until the SDK has answered it too.
+ * @param {Buffer} consumed
+ * @param {Pending[]} early  in the order of their requests
  * @param {Readable} input
- * @param {Promise<void>} ready
  * @returns {ReadableStream<Uint8Array>}
  */
-function inputFrom(first, input, ready) {
+function inputFrom(consumed, early, input) {
+  /** The parts of `consumed`, each with what it waits for. */
+  const parts = [{ from: 0, to: early[0]?.end ?? consumed.length, after: Promise.resolve() }]
+  early.forEach((e, i) => parts.push({ from: e.end, to: early[i + 1]?.end ?? consumed.length, after: e.seen }))
+  const ready = early.at(-1)?.seen ?? Promise.resolve()
   /** @type {ReadableStreamDefaultReader<Uint8Array> | null} */
   let rest = null
   return new ReadableStream({
-    start(controller) {
-      if (first.consumed.length > 0) controller.enqueue(new Uint8Array(first.consumed))
-    },
     async pull(controller) {
+      // Each pull enqueues something or closes: a pull that does neither is not repeated.
+      for (let part = parts.shift(); part; part = parts.shift()) {
+        await part.after
+        if (part.to > part.from) return controller.enqueue(new Uint8Array(consumed.subarray(part.from, part.to)))
+      }
       await ready
       if (input.readableEnded || input.destroyed) return controller.close()
       rest ??= /** @type {ReadableStream<Uint8Array>} */ (Readable.toWeb(input)).getReader()
@@ -131,27 +207,41 @@ function inputFrom(first, input, ready) {
 }
 
 /**
- * The request, when `line` is an `initialize` request the SDK would answer with a result: a
- * JSON-RPC 2.0 request with a string or number id and params holding a protocol version
- * (an integer from 0 to 65535; every other field of the params has a default).
+ * The request on `line`, when it is a JSON-RPC 2.0 request for `method` with a string or number
+ * id and params that are an object.
  * @param {string} line
- * @returns {EarlyAnswer | null}
+ * @param {string} method
+ * @returns {{ id: string | number, params: Record<string, unknown> } | null}
  */
-function acceptableInitialize(line) {
+function acceptableRequest(line, method) {
   let message
   try {
     message = JSON.parse(line)
   } catch {
     return null
   }
-  if (!isPlainObject(message) || message.jsonrpc !== '2.0' || message.method !== 'initialize') return null
+  if (!isPlainObject(message) || message.jsonrpc !== '2.0' || message.method !== method) return null
   const id = message.id
   if (!(typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id)))) return null
   const params = message.params
   if (!isPlainObject(params)) return null
-  const version = params.protocolVersion
+  return { id, params }
+}
+
+/**
+ * The request, when `line` is an `initialize` request the SDK would answer with a result: a
+ * JSON-RPC 2.0 request with a string or number id and params holding a protocol version
+ * (an integer from 0 to 65535; every other field of the params has a default).
+ * @param {string} line
+ * @returns {(EarlyAnswer & { params: InitializeRequest }) | null}
+ */
+function acceptableInitialize(line) {
+  const request = acceptableRequest(line, 'initialize')
+  if (!request) return null
+  const version = request.params.protocolVersion
   if (typeof version !== 'number' || !Number.isInteger(version) || version < 0 || version > 65535) return null
-  return { id, result: JSON.stringify(initializeResponse({ protocolVersion: version })) }
+  const params = /** @type {InitializeRequest} */ (/** @type {unknown} */ (request.params))
+  return { id: request.id, result: JSON.stringify(initializeResponse({ protocolVersion: version })), params }
 }
 
 /**
@@ -163,28 +253,25 @@ function isPlainObject(value) {
 }
 
 /**
- * The same stream, less the SDK's answer to the request answered early; `answered` is called
- * when it comes. That answer is built by the same function from the same request; a different
+ * The same stream, less the SDK's answers to the requests answered early; each one's `see` is
+ * called when it comes. Each is built by the same function from the same request; a different
  * one is logged, as a bug.
  * @param {Stream} stream
- * @param {EarlyAnswer} early
- * @param {() => void} answered
+ * @param {Pending[]} early
  * @param {import('./log.mjs').Logger} log
  * @returns {Stream}
  */
-function withoutSecondAnswer(stream, early, answered, log) {
-  let pending = true
+function withoutSecondAnswers(stream, early, log) {
+  const pending = [...early]
   /** @type {TransformStream<AnyMessage, AnyMessage>} */
   const filter = new TransformStream({
     transform(message, controller) {
-      if (pending && !('method' in message) && 'id' in message && message.id === early.id) {
-        pending = false
-        const result = 'result' in message ? JSON.stringify(message.result) : null
-        if (result !== early.result) log.error(`initialize was answered early with ${early.result}; the SDK answered ${JSON.stringify(message)}`)
-        answered()
-        return
-      }
-      controller.enqueue(message)
+      const index = !('method' in message) && 'id' in message ? pending.findIndex((a) => a.id === message.id) : -1
+      if (index < 0) return controller.enqueue(message)
+      const [sent] = pending.splice(index, 1)
+      const result = 'result' in message ? JSON.stringify(message.result) : null
+      if (result !== sent.result) log.error(`request ${JSON.stringify(sent.id)} was answered early with ${sent.result}; the SDK answered ${JSON.stringify(message)}`)
+      sent.see()
     },
   })
   filter.readable.pipeTo(stream.writable).catch(() => {})

@@ -1,8 +1,8 @@
-// The benchmark's yardstick: a pure-JavaScript client of the same protocol (RunSSE + BidiAppend
-// over Node's http, or Run over Node's http2; protobuf by @bufbuild/protobuf generated from the
-// project's proto/), doing
-// what the addon does for the bench scenarios: Connect framing, decoding every server message,
-// answering execs and KV, heartbeats, cancel with a bound, and producing ACP updates.
+// The benchmark's first yardstick: a pure-JavaScript client of the same protocol (RunSSE +
+// BidiAppend over Node's http, or Run over Node's http2, Connect framing by hand; protobuf by
+// @bufbuild/protobuf generated from the project's proto/), doing what the addon does for the
+// bench scenarios: decoding every server message, answering execs and KV, heartbeats, cancel
+// with a bound, producing ACP updates (turn.mjs, shared with the Connect baseline).
 // Not a product surface; `bench/run.mjs` checks that it produces the same updates as the addon.
 import http from 'node:http'
 import http2 from 'node:http2'
@@ -10,11 +10,11 @@ import { randomUUID } from 'node:crypto'
 import { create, fromBinary, toBinary } from '@bufbuild/protobuf'
 import * as pb from './gen/agent_v1_pb.js'
 import * as ai from './gen/aiserver_v1_pb.js'
+import { Turn, turnHeaders } from './turn.mjs'
 
 const RUN_SSE = '/agent.v1.AgentService/RunSSE'
 const RUN = '/agent.v1.AgentService/Run'
 const BIDI_APPEND = '/aiserver.v1.BidiService/BidiAppend'
-const HEARTBEAT_MS = 5000
 
 const keepAlive = new http.Agent({ keepAlive: true, maxSockets: Infinity })
 
@@ -97,25 +97,19 @@ function post(url, headers, body) {
   })
 }
 
-function resultCase(kind) {
-  return `${kind}Result`
-}
-
 export class BaselineClient {
   /**
    * @param {object} o
    * @param {string} o.baseUrl
    * @param {(req: {kind: string, args: object}) => Promise<object> | object} [o.exec]  returns the result message init
    * @param {number} [o.cancelTimeoutMs]
+   * @param {'sse' | 'h2'} [o.transport]
    */
   constructor({ baseUrl, exec, cancelTimeoutMs = 2000, transport = 'sse' }) {
     this.baseUrl = baseUrl
     this.transport = transport
-    this.exec = exec
-    this.cancelTimeoutMs = cancelTimeoutMs
-    this.conversationId = randomUUID()
-    this.checkpoint = undefined
-    this.blobs = new Map()
+    /** @type {import('./turn.mjs').Conversation} */
+    this.conversation = { conversationId: randomUUID(), checkpoint: undefined, blobs: new Map(), exec, cancelTimeoutMs }
   }
 
   /**
@@ -123,18 +117,11 @@ export class BaselineClient {
    * `cancel()` on the returned handle cancels.
    */
   prompt(text, onUpdate) {
-    const requestId = randomUUID()
-    const headers = {
-      'content-type': 'application/proto',
-      'connect-protocol-version': '1',
-      'x-request-id': requestId,
-      'x-original-request-id': requestId,
-      'x-cursor-client-type': 'cli',
-      'x-ghost-mode': 'true',
-    }
+    const { requestId, headers: turnIds } = turnHeaders()
+    const headers = { 'content-type': 'application/proto', 'connect-protocol-version': '1', ...turnIds }
     const h2 = this.transport === 'h2'
     let seqno = 0
-    const appends = []
+    let stream
     const send = (message) => {
       const encoded = toBinary(pb.AgentClientMessageSchema, create(pb.AgentClientMessageSchema, { message }))
       if (h2) {
@@ -145,116 +132,28 @@ export class BaselineClient {
       }
       const data = Buffer.from(encoded).toString('hex')
       const body = toBinary(ai.BidiAppendRequestSchema, create(ai.BidiAppendRequestSchema, { data, requestId: { requestId }, appendSeqno: BigInt(seqno++) }))
-      const p = post(this.baseUrl + BIDI_APPEND, headers, Buffer.from(body))
-      appends.push(p.catch(() => {}))
-      return p
+      return post(this.baseUrl + BIDI_APPEND, headers, Buffer.from(body))
     }
-
-    let messageId = randomUUID()
-    let lastKind = null
-    const rotate = () => { messageId = randomUUID() }
-    const chunk = (sessionUpdate, textValue) => {
-      if (lastKind !== sessionUpdate) rotate()
-      lastKind = sessionUpdate
-      onUpdate({ sessionUpdate, content: { type: 'text', text: textValue }, messageId })
-    }
-    const open = new Set()
-
-    let settle
-    const done = new Promise((resolve) => { settle = resolve })
-    let finished = false
-    let cancelled = false
-    const finish = (stopReason) => {
-      if (finished) return
-      finished = true
-      clearInterval(heartbeat)
-      for (const id of open) onUpdate({ sessionUpdate: 'tool_call_update', toolCallId: id, status: 'failed' })
-      open.clear()
-      try { stream.destroy() } catch {}
-      settle({ stopReason: cancelled ? 'cancelled' : stopReason })
-    }
-
-    const handleExec = async (e) => {
-      const kind = e.message.case.replace(/Args$/, '')
-      let value
-      try {
-        value = await this.exec?.({ kind, args: e.message.value })
-      } catch (err) {
-        value = { result: { case: 'error', value: { error: String(err?.message ?? err) } } }
-      }
-      if (value === undefined || value === null) {
-        await send({ case: 'execClientControlMessage', value: { message: { case: 'throw', value: { id: e.id, error: `No handler for ${kind}` } } } })
-      } else {
-        await send({ case: 'execClientMessage', value: { id: e.id, execId: e.execId, message: { case: resultCase(kind), value } } })
-      }
-      await send({ case: 'execClientControlMessage', value: { message: { case: 'streamClose', value: { id: e.id } } } })
-    }
-
-    const handle = (m) => {
-      switch (m.message.case) {
-        case 'interactionUpdate': {
-          const u = m.message.value.message
-          switch (u.case) {
-            case 'textDelta': return chunk('agent_message_chunk', u.value.text)
-            case 'thinkingDelta': return chunk('agent_thought_chunk', u.value.text)
-            case 'thinkingCompleted': lastKind = null; return
-            case 'toolCallStarted': {
-              lastKind = null
-              open.add(u.value.callId)
-              return onUpdate({ sessionUpdate: 'tool_call', toolCallId: u.value.callId, title: u.value.toolCall?.tool.case ?? 'tool', status: 'in_progress' })
-            }
-            case 'toolCallCompleted': {
-              open.delete(u.value.callId)
-              return onUpdate({ sessionUpdate: 'tool_call_update', toolCallId: u.value.callId, status: 'completed' })
-            }
-            case 'turnEnded': return finish('end_turn')
-            default: return
-          }
-        }
-        case 'execServerMessage':
-          handleExec(m.message.value).catch(() => {})
-          return
-        case 'kvServerMessage': {
-          const kv = m.message.value
-          if (kv.message.case === 'getBlobArgs') {
-            const data = this.blobs.get(Buffer.from(kv.message.value.blobId).toString('hex'))
-            send({ case: 'kvClientMessage', value: { id: kv.id, message: { case: 'getBlobResult', value: { blobData: data } } } }).catch(() => {})
-          } else if (kv.message.case === 'setBlobArgs') {
-            this.blobs.set(Buffer.from(kv.message.value.blobId).toString('hex'), kv.message.value.blobData)
-            send({ case: 'kvClientMessage', value: { id: kv.id, message: { case: 'setBlobResult', value: {} } } }).catch(() => {})
-          }
-          return
-        }
-        case 'conversationCheckpointUpdate': {
-          this.checkpoint = m.message.value
-          const t = this.checkpoint.tokenDetails
-          if (t) onUpdate({ sessionUpdate: 'usage_update', used: t.usedTokens, size: t.maxTokens })
-          return
-        }
-        default:
-          return
-      }
-    }
+    const turn = new Turn({ conversation: this.conversation, onUpdate, send, close: () => stream.destroy() })
 
     const decoder = new FrameDecoder()
     const onData = (c) => {
       try {
         for (const frame of decoder.push(c)) {
-          if (frame.flags & 0x02) return finish('end_turn')
-          handle(fromBinary(pb.AgentServerMessageSchema, frame.data))
+          if (frame.flags & 0x02) return turn.finish('end_turn')
+          turn.handle(fromBinary(pb.AgentServerMessageSchema, frame.data))
         }
       } catch {
-        finish('end_turn')
+        turn.finish('end_turn')
       }
     }
     const streamHeaders = { ...headers, 'content-type': 'application/connect+proto' }
-    let stream
     if (h2) {
       stream = runStream(new URL(this.baseUrl).origin, { ...streamHeaders, te: 'trailers' })
-      stream.on('response', (h) => { if (h[':status'] !== 200) finish('end_turn') })
+      stream.on('response', (h) => { if (h[':status'] !== 200) turn.finish('end_turn') })
       stream.on('data', onData)
-      stream.on('end', () => finish('end_turn'))
-      stream.on('error', () => finish('end_turn'))
+      stream.on('end', () => turn.finish('end_turn'))
+      stream.on('error', () => turn.finish('end_turn'))
     } else {
       stream = http.request(this.baseUrl + RUN_SSE, {
         method: 'POST',
@@ -262,34 +161,13 @@ export class BaselineClient {
         headers: { ...streamHeaders, 'x-cursor-streaming': 'true' },
       }, (res) => {
         res.on('data', onData)
-        res.on('end', () => finish('end_turn'))
-        res.on('error', () => finish('end_turn'))
+        res.on('end', () => turn.finish('end_turn'))
+        res.on('error', () => turn.finish('end_turn'))
       })
-      stream.on('error', () => finish('end_turn'))
+      stream.on('error', () => turn.finish('end_turn'))
       stream.end(envelope(toBinary(ai.BidiRequestIdSchema, create(ai.BidiRequestIdSchema, { requestId }))))
     }
-
-    const userMessage = { text, messageId: randomUUID() }
-    send({
-      case: 'runRequest',
-      value: {
-        conversationState: this.checkpoint ?? {},
-        action: { action: { case: 'userMessageAction', value: { userMessage } } },
-        modelDetails: { modelId: 'default' },
-        conversationId: this.conversationId,
-      },
-    }).catch(() => finish('end_turn'))
-    const heartbeat = setInterval(() => send({ case: 'clientHeartbeat', value: {} }).catch(() => {}), HEARTBEAT_MS)
-
-    return {
-      result: done,
-      cancel: () => {
-        if (finished || cancelled) return
-        cancelled = true
-        send({ case: 'conversationAction', value: { action: { case: 'cancelAction', value: {} } } }).catch(() => {})
-        // Resolve within the bound even if the server never answers.
-        setTimeout(() => finish('cancelled'), this.cancelTimeoutMs).unref()
-      },
-    }
+    turn.start(text)
+    return { result: turn.result, cancel: () => turn.cancel() }
   }
 }

@@ -646,6 +646,44 @@ async fn save_and_load_continue_the_conversation_on_a_new_client() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_of_deltas_ends_at_the_first_frame_of_another_kind() {
+    // Runs merged while read from one buffer: each ends at a frame that does not continue it
+    // (thinking after text, a server notice, a tool call), and that frame is the next update.
+    let scenario = json!({ "steps": [
+        { "type": "textBurst", "text": "ab", "count": 300 },
+        { "type": "thinking", "text": "hm" },
+        { "type": "thinking", "text": "m" },
+        { "type": "textBurst", "text": "cd", "count": 300 },
+        { "type": "update", "update": { "textDelta": { "text": "notice", "isServerNotice": true } } },
+        { "type": "text", "text": "e" },
+        { "type": "toolCallStarted", "callId": "c1", "toolCall": { "readToolCall": { "args": { "path": "/w/a.txt" } } } },
+        { "type": "textBurst", "text": "f", "count": 3 },
+        { "type": "turnEnded" }
+    ]});
+    for kind in KINDS {
+        let (_b, client) = setup(scenario.clone(), kind, TestHost::reading(), fast_timing()).await;
+        let session = client.new_session(SessionOptions { cwd: Some("/w".into()), ..Default::default() }).unwrap();
+        let turn = session.prompt(text("go")).unwrap();
+        let updates = merged(collect(&turn).await);
+        assert_eq!(turn.result().await.unwrap().stop_reason, acp::StopReason::EndTurn, "{kind:?}");
+        let seen: Vec<(&str, &str)> = updates
+            .iter()
+            .map(|u| (u["sessionUpdate"].as_str().unwrap(), u["content"]["text"].as_str().unwrap_or("")))
+            .collect();
+        let (ab, cd) = ("ab".repeat(300), "cd".repeat(300));
+        let text_of = |wanted: &str| seen.iter().filter(|(k, _)| *k == wanted).map(|(_, t)| *t).collect::<Vec<_>>();
+        assert_eq!(text_of("agent_thought_chunk"), ["hmm"], "{kind:?}: {seen:?}");
+        let message_texts = text_of("agent_message_chunk").concat();
+        assert!(message_texts.starts_with(&format!("{ab}{cd}")), "{kind:?}: {seen:?}");
+        assert!(message_texts.ends_with("efff"), "{kind:?}: {seen:?}");
+        let order: Vec<&str> = seen.iter().map(|(k, _)| *k).collect();
+        let thought = order.iter().position(|k| *k == "agent_thought_chunk").unwrap();
+        let tool = order.iter().position(|k| *k == "tool_call").unwrap();
+        assert!(thought > 0 && tool > thought && tool < order.len() - 1, "{kind:?}: {order:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slow_consumers_get_coalesced_text_and_result_without_iterating_does_not_hang() {
     // Turn 2 alternates text and thinking, which never merge: more updates than the queue holds.
     let alternating: Vec<Value> = (0..40)

@@ -6,19 +6,15 @@ use crate::transport::ServerFrame;
 
 /// Appends `next` to `current` when both are plain text deltas (or both thinking deltas): the
 /// translation of the merged delta is exactly that of the run, one update instead of many.
-/// Otherwise gives both back.
-#[allow(clippy::result_large_err)]
-pub(super) fn merge_delta(
-    mut current: ServerFrame,
-    next: ServerFrame,
-) -> Result<ServerFrame, (ServerFrame, ServerFrame)> {
+/// Otherwise leaves `current` as it is and says so.
+pub(super) fn merge_delta(current: &mut ServerFrame, next: &pb::AgentServerMessage) -> bool {
     use pb::agent_server_message::Message as S;
     use pb::interaction_update::Message as U;
     let target = match &mut current.message.message {
         Some(S::InteractionUpdate(pb::InteractionUpdate { message: Some(u) })) => u,
-        _ => return Err((current, next)),
+        _ => return false,
     };
-    let merged = match (target, &next.message.message) {
+    match (target, &next.message) {
         (U::TextDelta(a), Some(S::InteractionUpdate(pb::InteractionUpdate { message: Some(U::TextDelta(b)) })))
             if a.is_server_notice == b.is_server_notice =>
         {
@@ -33,10 +29,5 @@ pub(super) fn merge_delta(
             true
         }
         _ => false,
-    };
-    if merged {
-        Ok(current)
-    } else {
-        Err((current, next))
     }
 }

@@ -373,17 +373,8 @@ impl TurnLoop {
                             // deltas, before paying for another select (a timer and a wake-up).
                             let mut current = frame;
                             loop {
-                                let next = match receiver.next_buffered() {
-                                    Some(Ok(Some(next))) => match merge_delta(current, next) {
-                                        Ok(merged) => {
-                                            current = merged;
-                                            continue;
-                                        }
-                                        Err((held, next)) => {
-                                            current = held;
-                                            Some(next)
-                                        }
-                                    },
+                                let next = match receiver.next_buffered_after(&mut current, merge_delta) {
+                                    Some(Ok(Some(next))) => Some(next),
                                     // End, error or an incomplete frame: the next select sees it.
                                     _ => None,
                                 };

@@ -31,6 +31,18 @@ pub struct ServerFrame {
     pub raw: Bytes,
 }
 
+/// Frames up to this size are decoded from a borrowed slice, their `bytes` fields copied; larger
+/// ones from a shared reference to the received bytes, their `bytes` fields slices of it. For a
+/// frame of a few bytes (a text delta) the copy is cheaper than the two atomic reference-count
+/// updates of sharing.
+const SHARED_DECODE_MIN: usize = 1024;
+
+/// Decodes one frame's payload into `message`, which must be empty.
+fn decode_frame(message: &mut AgentServerMessage, raw: &Bytes) -> Result<(), CoreError> {
+    let decoded = if raw.len() < SHARED_DECODE_MIN { message.merge(&raw[..]) } else { message.merge(raw.clone()) };
+    decoded.map_err(|e| CoreError::Protocol(format!("frame is not an AgentServerMessage: {e}")))
+}
+
 type BodyStream = Pin<Box<dyn Stream<Item = Result<Bytes, reqwest::Error>> + Send>>;
 
 enum ResponseState {
@@ -50,6 +62,9 @@ pub struct AgentReceiver {
     /// can be read: dropping it frees the place.
     _slot: Option<StreamSlot>,
     run_check: RunCheck,
+    /// Where [`next_buffered_after`](Self::next_buffered_after) decodes each frame, so that the
+    /// frames it merges into a run cost no box of their own.
+    scratch: Box<AgentServerMessage>,
 }
 
 impl Drop for AgentReceiver {
@@ -78,6 +93,7 @@ impl AgentReceiver {
             response_headers: HeaderMap::new(),
             _slot: slot,
             run_check,
+            scratch: Box::default(),
         }
     }
 
@@ -104,16 +120,59 @@ impl AgentReceiver {
             return None;
         }
         match self.decoder.next_frame() {
-            Err(e) => Some(self.fail(e.into())),
             Ok(Some(Frame::Message(raw))) => {
                 self.run_check.message_arrived();
                 // Decoded in place on the heap, never moved whole (see `ServerFrame`).
                 let mut message = Box::<AgentServerMessage>::default();
-                Some(match message.merge(raw.clone()) {
+                Some(match decode_frame(&mut message, &raw) {
                     Ok(()) => Ok(Some(ServerFrame { message, raw })),
-                    Err(e) => self.fail(CoreError::Protocol(format!("frame is not an AgentServerMessage: {e}"))),
+                    Err(e) => self.fail(e),
                 })
             }
+            other => self.not_a_message(other),
+        }
+    }
+
+    /// As [`next_buffered`](Self::next_buffered), after first giving `run` every buffered
+    /// message that `extend` takes into it (the turn loop merging a run of text deltas): those
+    /// are decoded one after the other into the same message and cost no frame of their own.
+    /// The first message `extend` refuses is the one returned.
+    pub fn next_buffered_after(
+        &mut self,
+        run: &mut ServerFrame,
+        mut extend: impl FnMut(&mut ServerFrame, &AgentServerMessage) -> bool,
+    ) -> Option<Result<Option<ServerFrame>, CoreError>> {
+        loop {
+            if matches!(self.state, ResponseState::Done) {
+                return None;
+            }
+            match self.decoder.next_frame() {
+                Ok(Some(Frame::Message(raw))) => {
+                    self.run_check.message_arrived();
+                    self.scratch.clear();
+                    if let Err(e) = decode_frame(&mut self.scratch, &raw) {
+                        return Some(self.fail(e));
+                    }
+                    if extend(run, &self.scratch) {
+                        continue;
+                    }
+                    let message = std::mem::take(&mut self.scratch);
+                    return Some(Ok(Some(ServerFrame { message, raw })));
+                }
+                other => return self.not_a_message(other),
+            }
+        }
+    }
+
+    /// What the `next_buffered` methods make of a decoder outcome other than a message: the
+    /// end of the stream (clean or an error), a framing error, or nothing whole yet.
+    fn not_a_message(
+        &mut self,
+        outcome: Result<Option<Frame>, crate::connect::FrameError>,
+    ) -> Option<Result<Option<ServerFrame>, CoreError>> {
+        match outcome {
+            Err(e) => Some(self.fail(e.into())),
+            Ok(Some(Frame::Message(_))) => unreachable!("the callers decode messages themselves"),
             Ok(Some(Frame::End(end))) => {
                 self.trailers = end.metadata;
                 Some(match end.error {
