@@ -137,6 +137,7 @@ export type ScenarioStep =
   | { type: 'turnEnded'; inputTokens?: number; outputTokens?: number; cacheReadTokens?: number; cacheWriteTokens?: number; reasoningTokens?: number }
   | { type: 'sleep' | 'stall'; ms: number }
   | { type: 'awaitClient'; kind: string }
+  | { type: 'injectionState'; states: agent.ContextInjectionState[] }
   | { type: 'oversize'; length: number }
   | { type: 'gzipBomb'; decompressedBytes: number }
   | { type: 'reservedFlag'; flags?: number }
@@ -227,10 +228,27 @@ export declare class EmbeddedBackend {
 
 /** The `ctx` argument of the exec callback. */
 export declare class ExecContext {
-  /** Streams standard output of a shell exec (`shell`, `shellStream`) to the server. */
+  /**
+   * Streams standard output of a shell exec to the server (`shellStream`: as `stdout`
+   * events; the first chunk also counts as `started()`).
+   */
   stdout(data: string): void
   /** Streams standard error of a shell exec to the server. */
   stderr(data: string): void
+  /**
+   * Says the command's process has started: a `shellStream` exec sends its `start` event
+   * now. Call it once the process runs (after the user allowed it and it spawned), or let the
+   * first `stdout()`/`stderr()` say it. A command that never starts (rejected, denied,
+   * failed to spawn) must not call it: it is then answered with `rejected`,
+   * `permission_denied` or nothing, and never with `start` and `exit`. The built-in tools
+   * (`LocalTools.run(request, ctx)`) call it themselves.
+   */
+  started(): void
+  /**
+   * Adds a hook's additional context to this exec's answer. Sent only when the request
+   * says `acceptHookAdditionalContexts` (the server takes them); otherwise dropped.
+   */
+  hookContext(hookEventName: string, content: string): void
   /** Whether the server aborted this exec or the turn was cancelled. */
   get aborted(): boolean
   /** Aborts when the server sends `abort` for this exec or the turn is cancelled. */
@@ -306,8 +324,14 @@ export declare class PromptTurn {
 export declare class Session {
   /** The Cursor conversation id (stable across turns). */
   get conversationId(): string
-  /** Sends a prompt: a string or ACP content blocks (text, image, resource, resource_link). */
-  prompt(content: string | ContentBlock[], options?: { signal?: AbortSignal }): PromptTurn
+  /**
+   * Sends a prompt: a string or ACP content blocks (text, image, resource, resource_link).
+   * `userMessage`: `UserMessage` fields (proto3 JSON) merged over the message built from the
+   * content (`hookAdditionalContexts`, `customModeIntent`, `projectDetails`, …; what you set
+   * wins, lists are appended). `requestContextParts`: large context parts by blob reference
+   * (`ConversationAction.request_context_parts`).
+   */
+  prompt(content: string | ContentBlock[], options?: { signal?: AbortSignal; userMessage?: agent.UserMessage; requestContextParts?: agent.RequestContextPartReferences }): PromptTurn
   /**
    * Starts a turn with any `ConversationAction` in proto3 JSON, e.g.
    * `{ startPlanAction: { userMessage: { text } } }` or `{ executePlanAction: { … } }`.
@@ -332,6 +356,20 @@ export declare class Session {
    * injection id.
    */
   injectContext(content: string, producer?: string | undefined | null): Promise<string>
+  /**
+   * Sends a user message into the running turn (`inject_context_action.user_context`), for
+   * the model to take in at its next step without a new turn; resolves to the injection id.
+   * The turn's updates then show it as a `user_message_chunk` once it is delivered, or a
+   * notice if the server keeps it for the next turn or refuses it. Rejects `E_CLOSED` when
+   * no turn runs, `E_INVALID` for an empty message.
+   */
+  injectUserMessage(text: string): Promise<string>
+  /**
+   * Hands messages of a subscription (CI results, review comments, …) to the conversation
+   * (`subscription_notification_action`, with the request context): a turn of its own.
+   * Each entry is the text of a message or a `UserMessage` in proto3 JSON.
+   */
+  notifySubscription(notifications: Array<string | agent.UserMessage>, options?: { signal?: AbortSignal }): PromptTurn
   /** Continues the conversation's long-running goal (`goal_continuation_action`): a turn of its own. */
   continueGoal(): PromptTurn
   /** Warms the server for this session's next prompt (model, conversation state). */
@@ -390,10 +428,14 @@ export interface AgentClientOptions {
    * Runs the server's exec requests. Return the result message for `request.kind` in proto3
    * JSON (e.g. `{ success: { path, content, totalLines } }` for `read`; a `bytes` field also
    * takes a `Uint8Array` or `Buffer`, and a `string` field UTF-8 bytes, such as a file read with
-   * `fs.readFile`), or `undefined` if
-   * this host does not handle that kind (the built-in `tools` then answer it if configured, else
-   * the server gets throw + close). A throw or
-   * rejection becomes the result's `error` branch.
+   * `fs.readFile`), or `undefined` if this host does not handle that kind: the built-in
+   * `tools` then answer it if configured; else the allowlist prechecks
+   * (`shellAllowlistPrecheck`, `mcpAllowlistPrecheck`, `webFetchAllowlistPrecheck`) are
+   * answered "not allowlisted" (`{}`: the server asks for approval as usual; return
+   * `{ allowlisted: true }` for what your policy allows), `canvasDiagnostics`,
+   * `conversationSearch` and `agentStoreConflict` with their "not available" error, and any
+   * other kind with throw + close. A throw or rejection becomes the result's `error` branch.
+   * A `shellStream` host calls `ctx.started()` once the process runs (see `ExecContext`).
    */
   exec?: (request: ExecRequest, ctx: ExecContext) => ExecAnswer | null | undefined | Promise<ExecAnswer | null | undefined>
   /**

@@ -403,7 +403,10 @@ test('injectContext and continueGoal reach the server', async () => {
     await goal.result
     const [first, second] = backend.records()
     const inject = first.messages.find((m) => m.kind === 'conversationAction').message.conversationAction.injectContextAction
-    assert.deepEqual(inject, { injectionId, expectedRunId: first.requestId, systemContext: { producer: 'ci-watcher', content: 'The build is green now.' } })
+    // The run is named by the turn's run id, which is not the stream's request id.
+    const runId = first.messages[0].message.runRequest.runId
+    assert.notEqual(runId, first.requestId)
+    assert.deepEqual(inject, { injectionId, expectedRunId: runId, systemContext: { producer: 'ci-watcher', content: 'The build is green now.' } })
     assert.deepEqual(second.messages[0].message.runRequest.action, { goalContinuationAction: {} })
   } finally {
     close()

@@ -8,6 +8,7 @@
 // A request to the editor about a tool (permission, fs) goes out once the tool's card is
 // there; the cards come from the core's one card source (`describeExec`, `describeExecResult`).
 import { loadAddon } from './addon.mjs'
+import { NewerExecs } from './exec-newer.mjs'
 import { ruleKey } from './permissions.mjs'
 import { readTextOrNull } from './text-files.mjs'
 
@@ -46,9 +47,11 @@ export class ExecMapping {
    * @param {LocalTools} o.tools
    * @param {McpServers} o.mcp
    * @param {PermissionFlow} o.permissions
+   * @param {() => string} [o.mode]  the session's mode now (for the allowlist prechecks)
+   * @param {import('./store.mjs').SessionStore} [o.store]  saved sessions (for conversation search)
    * @param {import('./log.mjs').Logger} o.log
    */
-  constructor({ sessionId, cwd, client, capabilities, tools, mcp, permissions, log }) {
+  constructor({ sessionId, cwd, client, capabilities, tools, mcp, permissions, mode = () => 'agent', store, log }) {
     this.sessionId = sessionId
     this.cwd = cwd
     this.client = client
@@ -57,6 +60,8 @@ export class ExecMapping {
     this.mcp = mcp
     this.permissions = permissions
     this.log = log
+    /** The 2026 schema's exec kinds (exec-newer.mjs). */
+    this.newer = new NewerExecs({ sessionId, tools, mcp, permissions, mode, store, about: (r, previousText) => this.about(r, previousText), resolve: (p) => this.resolve(p) })
   }
 
   /**
@@ -94,9 +99,12 @@ export class ExecMapping {
         return this.callMcp(req, ctx)
       case 'diagnostics':
         return { error: { path: req.args?.path ?? '', error: 'diagnostics are not available through this agent' } }
-      default:
+      default: {
+        const newer = this.newer.run(req, ctx)
+        if (newer) return newer
         this.log.info(`exec ${req.kind} is not supported`)
         return null
+      }
     }
   }
 

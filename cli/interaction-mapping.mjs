@@ -4,8 +4,9 @@
 // to agent mode when it is accepted); questions become `elicitation/create` forms when the
 // client offers them, else a message asking the user to answer in their next prompt, with a
 // clear rejection to the server (a question's answers are never permission options: clients
-// that keep one option of each kind would show one of them). Anything else gets the addon's
-// explicit rejection. The cards come from the core's one card source (`describeInteraction`).
+// that keep one option of each kind would show one of them). Image generation is a permission
+// prompt. Anything else gets the addon's explicit rejection. The cards come from the core's one
+// card source (`describeInteraction`).
 import { loadAddon } from './addon.mjs'
 import { CANCELLED_BY_USER, REJECTED_BY_USER } from './permissions.mjs'
 import { isMode } from './session-config.mjs'
@@ -76,8 +77,13 @@ export class InteractionMapping {
         return this.createPlan(q)
       case 'askQuestion':
         return this.askQuestion(q)
+      case 'generateImage': {
+        const answer = await this.approval(this.about(q, q.query?.toolCallId), 'generate_image')
+        return 'approved' in answer ? { approved: { description: q.query?.args?.description ?? '' } } : answer
+      }
       default:
-        // Setup VM, PR management, …: the addon's explicit rejection.
+        // Setup VM, PR management, MCP auth, SCM connection, environments: this agent cannot
+        // do them, so the addon's explicit rejection says so.
         return null
     }
   }

@@ -1,7 +1,8 @@
 // @ts-check
 // The MCP servers an editor hands to `session/new` (stdio, streamable HTTP, SSE), connected with
 // the MCP client SDK: their tools are advertised to Cursor in the request context, and the
-// server's `mcp` exec requests call them (behind a permission prompt, see exec-mapping.mjs).
+// server's `mcp` exec requests call them (behind a permission prompt, see exec-mapping.mjs);
+// `list_mcp_resources`, `read_mcp_resource` and `mcp_state` read their resources and state.
 // The MCP client SDK is loaded with the first server: it takes longer to load than Node takes
 // to start, and most sessions have no MCP servers.
 import { VERSION } from './version.mjs'
@@ -16,6 +17,13 @@ import { VERSION } from './version.mjs'
 /** @typedef {import('../index.js').agent.McpToolDefinition} McpToolDefinition */
 /** @typedef {import('../index.js').agent.McpInstructions} McpInstructions */
 /** @typedef {import('../index.js').agent.McpToolResultContentItem} McpContentItem */
+/** @typedef {import('../index.js').agent.ListMcpResourcesExecResult} ListResourcesResult */
+/** @typedef {import('../index.js').agent.ReadMcpResourceExecArgs} ReadResourceArgs */
+/** @typedef {import('../index.js').agent.ReadMcpResourceExecResult} ReadResourceResult */
+/** @typedef {import('../index.js').agent.McpStateExecResult} McpStateResult */
+
+/** MCP's JSON-RPC error for a resource a server does not have. */
+const RESOURCE_NOT_FOUND = -32002
 
 /**
  * A server's tool an `mcp` exec names.
@@ -127,6 +135,8 @@ export class McpServers {
     this.log = log
     /** @type {Map<string, { client: Client, tools: Tool[], instructions: string | undefined }>} */
     this.servers = new Map()
+    /** Servers that could not be connected, and why. */
+    this.unavailable = /** @type {Map<string, string>} */ (new Map())
     this.ready = Promise.all((configs ?? []).map((config) => this.connect(config, cwd)))
   }
 
@@ -145,7 +155,9 @@ export class McpServers {
       this.servers.set(config.name, { client, tools, instructions: client.getInstructions() })
       this.log.info(`MCP server ${config.name}: ${tools.length} tools`)
     } catch (e) {
-      this.log.warn(`MCP server ${config.name} is unavailable: ${e instanceof Error ? e.message : String(e)}`)
+      const why = e instanceof Error ? e.message : String(e)
+      this.unavailable.set(config.name, why)
+      this.log.warn(`MCP server ${config.name} is unavailable: ${why}`)
       client?.close().catch(() => {})
     }
   }
@@ -212,6 +224,89 @@ export class McpServers {
     } catch (e) {
       return { error: { error: e instanceof Error ? e.message : String(e) } }
     }
+  }
+
+  /**
+   * `list_mcp_resources`: the resources of one server, or of every server that has any.
+   * @param {string | undefined} server
+   * @returns {Promise<ListResourcesResult>}
+   */
+  async listResources(server) {
+    await this.ready
+    if (server && !this.servers.has(server)) return { error: { error: `no MCP server named ${server} (connected: ${[...this.servers.keys()].join(', ') || 'none'})` } }
+    /** @type {NonNullable<NonNullable<ListResourcesResult['success']>['resources']>} */
+    const resources = []
+    for (const [name, { client }] of this.servers) {
+      if ((server && name !== server) || !client.getServerCapabilities()?.resources) continue
+      try {
+        const listed = await withTimeout(client.listResources(), CONNECT_TIMEOUT_MS, `MCP server ${name}`)
+        for (const r of listed.resources) {
+          /** @type {(typeof resources)[number]} */
+          const resource = { uri: r.uri, server: name }
+          if (r.name) resource.name = r.name
+          if (r.description) resource.description = r.description
+          if (r.mimeType) resource.mimeType = r.mimeType
+          resources.push(resource)
+        }
+      } catch (e) {
+        return { error: { error: `MCP server ${name}: ${e instanceof Error ? e.message : String(e)}` } }
+      }
+    }
+    return { success: { resources } }
+  }
+
+  /**
+   * `read_mcp_resource`: a resource's text or bytes (the first of its contents).
+   * @param {ReadResourceArgs} args
+   * @param {AbortSignal | undefined} signal
+   * @returns {Promise<ReadResourceResult>}
+   */
+  async readResource(args, signal) {
+    await this.ready
+    const uri = args.uri ?? ''
+    const entry = args.server ? this.servers.get(args.server) : undefined
+    if (!entry) return { error: { uri, error: `no MCP server named ${args.server ?? ''}` } }
+    try {
+      const read = await entry.client.readResource({ uri }, { signal, timeout: CALL_TIMEOUT_MS })
+      const first = /** @type {{ uri?: string, mimeType?: string, text?: string, blob?: string } | undefined} */ (read.contents[0])
+      if (!first) return { notFound: { uri } }
+      const about = { uri: first.uri ?? uri, ...(first.mimeType ? { mimeType: first.mimeType } : {}) }
+      if (typeof first.text === 'string') return { success: { ...about, text: first.text } }
+      if (typeof first.blob === 'string') return { success: { ...about, blob: first.blob } }
+      return { success: about }
+    } catch (e) {
+      const error = /** @type {{ code?: number, message?: string }} */ (e)
+      if (error.code === RESOURCE_NOT_FOUND) return { notFound: { uri } }
+      return { error: { uri, error: error.message ?? String(e) } }
+    }
+  }
+
+  /**
+   * `mcp_state`: the servers (all, or those named), their tools, instructions and status.
+   * @param {string[]} names
+   * @returns {Promise<McpStateResult>}
+   */
+  async state(names) {
+    await this.ready
+    const wanted = (/** @type {string} */ name) => names.length === 0 || names.includes(name)
+    const definitions = this.definitions()
+    const instructions = this.instructions()
+    /** @type {NonNullable<NonNullable<McpStateResult['success']>['servers']>} */
+    const servers = []
+    for (const name of this.servers.keys()) {
+      if (!wanted(name)) continue
+      servers.push({
+        serverName: name,
+        serverIdentifier: name,
+        tools: definitions.filter((d) => d.providerIdentifier === name),
+        instructions: instructions.filter((i) => i.serverIdentifier === name),
+        status: 'connected',
+      })
+    }
+    for (const [name, why] of this.unavailable) {
+      if (wanted(name)) servers.push({ serverName: name, serverIdentifier: name, status: `unavailable: ${why}` })
+    }
+    return { success: { servers } }
   }
 
   async close() {

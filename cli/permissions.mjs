@@ -106,6 +106,14 @@ export class PermissionFlow {
   }
 
   /**
+   * Whether an "Always allow" rule covers `key` (see `ruleKey`), without asking.
+   * @param {string} key
+   */
+  allows(key) {
+    return this.rules.has(key)
+  }
+
+  /**
    * The card a request is about, once the client shows it in this turn: the server's tool
    * call, or one this flow announces (Cursor sometimes sends an exec without its tool call).
    * Null when the turn was cancelled meanwhile.

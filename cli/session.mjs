@@ -102,7 +102,18 @@ export class AgentSession {
     this.permissions = new PermissionFlow({ sessionId, client: peer.client, relay: this.relay, turn, log })
     this.mcp = new McpServers(mcpServers, { cwd, log })
     this.tools = new LocalTools({ roots: [cwd, ...additionalDirectories], terminalsDir: path.join(store.dir, 'terminals', sessionId) })
-    const execs = new ExecMapping({ sessionId, cwd, client: peer.client, capabilities: peer.capabilities, tools: this.tools, mcp: this.mcp, permissions: this.permissions, log })
+    const execs = new ExecMapping({
+      sessionId,
+      cwd,
+      client: peer.client,
+      capabilities: peer.capabilities,
+      tools: this.tools,
+      mcp: this.mcp,
+      permissions: this.permissions,
+      mode: () => this.mode,
+      store,
+      log,
+    })
     const interactions = new InteractionMapping({
       sessionId,
       cwd,

@@ -64,10 +64,14 @@ pub struct AgentClientOptions {
     /// Runs the server's exec requests. Return the result message for `request.kind` in proto3
     /// JSON (e.g. `{ success: { path, content, totalLines } }` for `read`; a `bytes` field also
     /// takes a `Uint8Array` or `Buffer`, and a `string` field UTF-8 bytes, such as a file read with
-    /// `fs.readFile`), or `undefined` if
-    /// this host does not handle that kind (the built-in `tools` then answer it if configured, else
-    /// the server gets throw + close). A throw or
-    /// rejection becomes the result's `error` branch.
+    /// `fs.readFile`), or `undefined` if this host does not handle that kind: the built-in
+    /// `tools` then answer it if configured; else the allowlist prechecks
+    /// (`shellAllowlistPrecheck`, `mcpAllowlistPrecheck`, `webFetchAllowlistPrecheck`) are
+    /// answered "not allowlisted" (`{}`: the server asks for approval as usual; return
+    /// `{ allowlisted: true }` for what your policy allows), `canvasDiagnostics`,
+    /// `conversationSearch` and `agentStoreConflict` with their "not available" error, and any
+    /// other kind with throw + close. A throw or rejection becomes the result's `error` branch.
+    /// A `shellStream` host calls `ctx.started()` once the process runs (see `ExecContext`).
     #[napi(
         ts_type = "(request: ExecRequest, ctx: ExecContext) => ExecAnswer | null | undefined | Promise<ExecAnswer | null | undefined>"
     )]

@@ -5,7 +5,7 @@
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use cursor_acp_core::host::{self, BlobStore, ExecRequest, Host, InteractionRequest, ShellOutput};
+use cursor_acp_core::host::{self, BlobStore, ExecEvent, ExecRequest, Host, InteractionRequest};
 use cursor_acp_core::CoreError;
 use futures::future::BoxFuture;
 use napi::bindgen_prelude::*;
@@ -59,7 +59,7 @@ pub(crate) async fn call<Args: 'static + JsValuesTupleIntoVec, R: FromNapiValue 
 /// The `ctx` argument of the exec callback.
 #[napi(custom_finalize)]
 pub struct ExecContext {
-    output: mpsc::UnboundedSender<ShellOutput>,
+    events: mpsc::UnboundedSender<ExecEvent>,
     cancel: CancellationToken,
     /// Cancelled when the exec is over, so the abort watcher ends.
     done: CancellationToken,
@@ -78,22 +78,41 @@ impl ObjectFinalize for ExecContext {
 impl ExecContext {
     /// The core's view of this context, for the built-in tools.
     pub(crate) fn core(&self) -> host::ExecContext {
-        host::ExecContext { cancel: self.cancel.clone(), output: self.output.clone() }
+        host::ExecContext { cancel: self.cancel.clone(), events: self.events.clone() }
     }
 }
 
 #[napi]
 impl ExecContext {
-    /// Streams standard output of a shell exec (`shell`, `shellStream`) to the server.
+    /// Streams standard output of a shell exec to the server (`shellStream`: as `stdout`
+    /// events; the first chunk also counts as `started()`).
     #[napi]
     pub fn stdout(&self, data: String) {
-        let _ = self.output.send(ShellOutput::Stdout(data));
+        let _ = self.events.send(ExecEvent::Stdout(data));
     }
 
     /// Streams standard error of a shell exec to the server.
     #[napi]
     pub fn stderr(&self, data: String) {
-        let _ = self.output.send(ShellOutput::Stderr(data));
+        let _ = self.events.send(ExecEvent::Stderr(data));
+    }
+
+    /// Says the command's process has started: a `shellStream` exec sends its `start` event
+    /// now. Call it once the process runs (after the user allowed it and it spawned), or let the
+    /// first `stdout()`/`stderr()` say it. A command that never starts (rejected, denied,
+    /// failed to spawn) must not call it: it is then answered with `rejected`,
+    /// `permission_denied` or nothing, and never with `start` and `exit`. The built-in tools
+    /// (`LocalTools.run(request, ctx)`) call it themselves.
+    #[napi]
+    pub fn started(&self) {
+        let _ = self.events.send(ExecEvent::Started);
+    }
+
+    /// Adds a hook's additional context to this exec's answer. Sent only when the request
+    /// says `acceptHookAdditionalContexts` (the server takes them); otherwise dropped.
+    #[napi]
+    pub fn hook_context(&self, hook_event_name: String, content: String) {
+        let _ = self.events.send(ExecEvent::HookContext { hook_event_name, content });
     }
 
     /// Whether the server aborted this exec or the turn was cancelled.
@@ -157,6 +176,7 @@ fn request_json(request: &ExecRequest) -> Value {
         "id": request.id,
         "execId": request.exec_id,
         "args": request.args,
+        "acceptHookAdditionalContexts": request.accept_hook_additional_contexts,
     })
 }
 
@@ -172,7 +192,7 @@ impl Host for JsHost {
             if let Some(exec) = exec {
                 let done = CancellationToken::new();
                 let _guard = done.clone().drop_guard();
-                let js_ctx = ExecContext { output: ctx.output.clone(), cancel: ctx.cancel.clone(), done, signal: None };
+                let js_ctx = ExecContext { events: ctx.events.clone(), cancel: ctx.cancel.clone(), done, signal: None };
                 let answered = call(&exec, FnArgs::from((request_json(&request), js_ctx))).await?;
                 if let Some(HostJson { mut json, bytes }) = answered {
                     for BytesAt { path, data } in bytes {

@@ -48,13 +48,26 @@ impl Session {
     }
 
     /// Sends a prompt: a string or ACP content blocks (text, image, resource, resource_link).
-    #[napi(ts_args_type = "content: string | ContentBlock[], options?: { signal?: AbortSignal }")]
+    /// `userMessage`: `UserMessage` fields (proto3 JSON) merged over the message built from the
+    /// content (`hookAdditionalContexts`, `customModeIntent`, `projectDetails`, …; what you set
+    /// wins, lists are appended). `requestContextParts`: large context parts by blob reference
+    /// (`ConversationAction.request_context_parts`).
+    #[napi(
+        ts_args_type = "content: string | ContentBlock[], options?: { signal?: AbortSignal; userMessage?: agent.UserMessage; requestContextParts?: agent.RequestContextPartReferences }"
+    )]
     pub fn prompt(&self, env: Env, content: Value, options: Option<Object>) -> Result<PromptTurn> {
         let blocks = prompt::parse_content(&content).map_err(|e| coded(&env, &e))?;
+        let extras = match &options {
+            Some(o) => session::PromptExtras {
+                user_message: o.get::<Value>("userMessage")?.filter(|v| !v.is_null()),
+                request_context_parts: o.get::<Value>("requestContextParts")?.filter(|v| !v.is_null()),
+            },
+            None => session::PromptExtras::default(),
+        };
         let token = CancellationToken::new();
         wire_signal(&env, options, &token)?;
-        let turn =
-            within_runtime_if_available(|| self.inner.prompt_with(blocks, token)).map_err(|e| coded(&env, &e))?;
+        let turn = within_runtime_if_available(|| self.inner.prompt_with_extras(blocks, extras, token))
+            .map_err(|e| coded(&env, &e))?;
         crate::memory::track(&turn);
         Ok(PromptTurn::new(turn))
     }
@@ -134,6 +147,32 @@ impl Session {
         let session = self.inner.clone();
         let producer = producer.unwrap_or_else(|| "cursor-acp-native".into());
         promise(env, async move { session.inject_context(&content, &producer).await }, |_, id| Ok(id))
+    }
+
+    /// Sends a user message into the running turn (`inject_context_action.user_context`), for
+    /// the model to take in at its next step without a new turn; resolves to the injection id.
+    /// The turn's updates then show it as a `user_message_chunk` once it is delivered, or a
+    /// notice if the server keeps it for the next turn or refuses it. Rejects `E_CLOSED` when
+    /// no turn runs, `E_INVALID` for an empty message.
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn inject_user_message<'env>(&self, env: &'env Env, text: String) -> Result<PromiseRaw<'env, String>> {
+        let session = self.inner.clone();
+        promise(env, async move { session.inject_user_message(&text).await }, |_, id| Ok(id))
+    }
+
+    /// Hands messages of a subscription (CI results, review comments, …) to the conversation
+    /// (`subscription_notification_action`, with the request context): a turn of its own.
+    /// Each entry is the text of a message or a `UserMessage` in proto3 JSON.
+    #[napi(ts_args_type = "notifications: Array<string | agent.UserMessage>, options?: { signal?: AbortSignal }")]
+    pub fn notify_subscription(&self, env: Env, notifications: Vec<Value>, options: Option<Object>) -> Result<PromptTurn> {
+        let messages: Vec<Value> = notifications
+            .into_iter()
+            .map(|n| match n {
+                Value::String(text) => json!({ "text": text, "messageId": uuid_v4() }),
+                other => other,
+            })
+            .collect();
+        self.action(env, json!({ "subscriptionNotificationAction": { "notifications": messages } }), options)
     }
 
     /// Continues the conversation's long-running goal (`goal_continuation_action`): a turn of its own.

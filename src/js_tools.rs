@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use cursor_acp_core::host;
 use cursor_acp_core::tools::{self, check_env_policy, EnvPolicy, Inherit, ToolOptions, Workspace};
-use cursor_acp_core::{CancellationToken, CoreError};
+use cursor_acp_core::CoreError;
 use napi::bindgen_prelude::*;
 use napi::Env;
 use serde_json::Value;
@@ -172,9 +172,7 @@ impl LocalTools {
         let args = request.get("args").cloned().unwrap_or(Value::Object(Default::default()));
         let ctx = match ctx {
             Some(c) => c.core(),
-            None => {
-                host::ExecContext { cancel: CancellationToken::new(), output: tokio::sync::mpsc::unbounded_channel().0 }
-            }
+            None => host::ExecContext::detached(),
         };
         let tools = self.inner.clone();
         promise(env, async move { tools.run_kind(&kind, &args, &ctx).await }, |_, v| Ok(v.map(Json)))

@@ -185,13 +185,21 @@ def unions(messages):
     """ExecRequest / ExecResult / InteractionQuery / InteractionAnswer as discriminated unions."""
     results = {f: t for _, f, t in oneof_members("ExecClientMessage")}
     answers = {n: t for n, _, t in oneof_members("InteractionResponse")}
-    out = ["", "/** An exec request, discriminated by `kind` (the ExecServerMessage branch without `Args`). */"]
+    out = [
+        "",
+        "/**",
+        " * An exec request, discriminated by `kind` (the ExecServerMessage branch without `Args`).",
+        " * `acceptHookAdditionalContexts`: the server takes hook contexts with the answer (`ctx.hookContext`).",
+        " */",
+    ]
     out.append("export type HostExecRequest =")
     by_kind = []
     for number, field, typ in oneof_members("ExecServerMessage"):
         kind = strip(json_name(field), ["ExecArgs", "Args"])
         result = results.get(result_branch(field), "unknown")
-        out.append(f"  | {{ kind: '{kind}'; id: number; execId: string; args: {ts_name(typ)} }}")
+        out.append(
+            f"  | {{ kind: '{kind}'; id: number; execId: string; args: {ts_name(typ)}; acceptHookAdditionalContexts: boolean }}"
+        )
         by_kind.append(f"  {kind}: {ts_name(result)}")
     out.append("/** The result message the client returns for each exec kind. */")
     out.append("export interface ExecResultByKind {")

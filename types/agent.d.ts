@@ -4987,48 +4987,51 @@ export interface GetPromptContextUsageRequest {
 export interface GetPromptContextUsageResponse {
 }
 
-/** An exec request, discriminated by `kind` (the ExecServerMessage branch without `Args`). */
+/**
+ * An exec request, discriminated by `kind` (the ExecServerMessage branch without `Args`).
+ * `acceptHookAdditionalContexts`: the server takes hook contexts with the answer (`ctx.hookContext`).
+ */
 export type HostExecRequest =
-  | { kind: 'shell'; id: number; execId: string; args: ShellArgs }
-  | { kind: 'write'; id: number; execId: string; args: WriteArgs }
-  | { kind: 'delete'; id: number; execId: string; args: DeleteArgs }
-  | { kind: 'grep'; id: number; execId: string; args: GrepArgs }
-  | { kind: 'read'; id: number; execId: string; args: ReadArgs }
-  | { kind: 'redactedRead'; id: number; execId: string; args: ReadArgs }
-  | { kind: 'ls'; id: number; execId: string; args: LsArgs }
-  | { kind: 'diagnostics'; id: number; execId: string; args: DiagnosticsArgs }
-  | { kind: 'requestContext'; id: number; execId: string; args: RequestContextArgs }
-  | { kind: 'mcp'; id: number; execId: string; args: McpArgs }
-  | { kind: 'shellStream'; id: number; execId: string; args: ShellArgs }
-  | { kind: 'backgroundShellSpawn'; id: number; execId: string; args: BackgroundShellSpawnArgs }
-  | { kind: 'listMcpResources'; id: number; execId: string; args: ListMcpResourcesExecArgs }
-  | { kind: 'readMcpResource'; id: number; execId: string; args: ReadMcpResourceExecArgs }
-  | { kind: 'mcpState'; id: number; execId: string; args: McpStateExecArgs }
-  | { kind: 'fetch'; id: number; execId: string; args: FetchArgs }
-  | { kind: 'recordScreen'; id: number; execId: string; args: RecordScreenArgs }
-  | { kind: 'computerUse'; id: number; execId: string; args: ComputerUseArgs }
-  | { kind: 'writeShellStdin'; id: number; execId: string; args: WriteShellStdinArgs }
-  | { kind: 'executeHook'; id: number; execId: string; args: ExecuteHookArgs }
-  | { kind: 'subagent'; id: number; execId: string; args: SubagentArgs }
-  | { kind: 'forceBackgroundShell'; id: number; execId: string; args: ForceBackgroundShellArgs }
-  | { kind: 'forceBackgroundSubagent'; id: number; execId: string; args: ForceBackgroundSubagentArgs }
-  | { kind: 'subagentAwait'; id: number; execId: string; args: SubagentAwaitArgs }
-  | { kind: 'smartModeClassifier'; id: number; execId: string; args: SmartModeClassifierArgs }
-  | { kind: 'canvasDiagnostics'; id: number; execId: string; args: CanvasDiagnosticsArgs }
-  | { kind: 'shellAllowlistPrecheck'; id: number; execId: string; args: ShellAllowlistPrecheckArgs }
-  | { kind: 'mcpAllowlistPrecheck'; id: number; execId: string; args: McpAllowlistPrecheckArgs }
-  | { kind: 'webFetchAllowlistPrecheck'; id: number; execId: string; args: WebFetchAllowlistPrecheckArgs }
-  | { kind: 'gitDiffRequest'; id: number; execId: string; args: GetDiffRequest }
-  | { kind: 'piRead'; id: number; execId: string; args: PiReadExecArgs }
-  | { kind: 'piBash'; id: number; execId: string; args: PiBashExecArgs }
-  | { kind: 'piEdit'; id: number; execId: string; args: PiEditExecArgs }
-  | { kind: 'piWrite'; id: number; execId: string; args: PiWriteExecArgs }
-  | { kind: 'piGrep'; id: number; execId: string; args: PiGrepExecArgs }
-  | { kind: 'piFind'; id: number; execId: string; args: PiFindExecArgs }
-  | { kind: 'piLs'; id: number; execId: string; args: PiLsExecArgs }
-  | { kind: 'miniSweAgentBash'; id: number; execId: string; args: ShellArgs }
-  | { kind: 'conversationSearch'; id: number; execId: string; args: ConversationSearchArgs }
-  | { kind: 'agentStoreConflict'; id: number; execId: string; args: AgentStoreConflictArgs }
+  | { kind: 'shell'; id: number; execId: string; args: ShellArgs; acceptHookAdditionalContexts: boolean }
+  | { kind: 'write'; id: number; execId: string; args: WriteArgs; acceptHookAdditionalContexts: boolean }
+  | { kind: 'delete'; id: number; execId: string; args: DeleteArgs; acceptHookAdditionalContexts: boolean }
+  | { kind: 'grep'; id: number; execId: string; args: GrepArgs; acceptHookAdditionalContexts: boolean }
+  | { kind: 'read'; id: number; execId: string; args: ReadArgs; acceptHookAdditionalContexts: boolean }
+  | { kind: 'redactedRead'; id: number; execId: string; args: ReadArgs; acceptHookAdditionalContexts: boolean }
+  | { kind: 'ls'; id: number; execId: string; args: LsArgs; acceptHookAdditionalContexts: boolean }
+  | { kind: 'diagnostics'; id: number; execId: string; args: DiagnosticsArgs; acceptHookAdditionalContexts: boolean }
+  | { kind: 'requestContext'; id: number; execId: string; args: RequestContextArgs; acceptHookAdditionalContexts: boolean }
+  | { kind: 'mcp'; id: number; execId: string; args: McpArgs; acceptHookAdditionalContexts: boolean }
+  | { kind: 'shellStream'; id: number; execId: string; args: ShellArgs; acceptHookAdditionalContexts: boolean }
+  | { kind: 'backgroundShellSpawn'; id: number; execId: string; args: BackgroundShellSpawnArgs; acceptHookAdditionalContexts: boolean }
+  | { kind: 'listMcpResources'; id: number; execId: string; args: ListMcpResourcesExecArgs; acceptHookAdditionalContexts: boolean }
+  | { kind: 'readMcpResource'; id: number; execId: string; args: ReadMcpResourceExecArgs; acceptHookAdditionalContexts: boolean }
+  | { kind: 'mcpState'; id: number; execId: string; args: McpStateExecArgs; acceptHookAdditionalContexts: boolean }
+  | { kind: 'fetch'; id: number; execId: string; args: FetchArgs; acceptHookAdditionalContexts: boolean }
+  | { kind: 'recordScreen'; id: number; execId: string; args: RecordScreenArgs; acceptHookAdditionalContexts: boolean }
+  | { kind: 'computerUse'; id: number; execId: string; args: ComputerUseArgs; acceptHookAdditionalContexts: boolean }
+  | { kind: 'writeShellStdin'; id: number; execId: string; args: WriteShellStdinArgs; acceptHookAdditionalContexts: boolean }
+  | { kind: 'executeHook'; id: number; execId: string; args: ExecuteHookArgs; acceptHookAdditionalContexts: boolean }
+  | { kind: 'subagent'; id: number; execId: string; args: SubagentArgs; acceptHookAdditionalContexts: boolean }
+  | { kind: 'forceBackgroundShell'; id: number; execId: string; args: ForceBackgroundShellArgs; acceptHookAdditionalContexts: boolean }
+  | { kind: 'forceBackgroundSubagent'; id: number; execId: string; args: ForceBackgroundSubagentArgs; acceptHookAdditionalContexts: boolean }
+  | { kind: 'subagentAwait'; id: number; execId: string; args: SubagentAwaitArgs; acceptHookAdditionalContexts: boolean }
+  | { kind: 'smartModeClassifier'; id: number; execId: string; args: SmartModeClassifierArgs; acceptHookAdditionalContexts: boolean }
+  | { kind: 'canvasDiagnostics'; id: number; execId: string; args: CanvasDiagnosticsArgs; acceptHookAdditionalContexts: boolean }
+  | { kind: 'shellAllowlistPrecheck'; id: number; execId: string; args: ShellAllowlistPrecheckArgs; acceptHookAdditionalContexts: boolean }
+  | { kind: 'mcpAllowlistPrecheck'; id: number; execId: string; args: McpAllowlistPrecheckArgs; acceptHookAdditionalContexts: boolean }
+  | { kind: 'webFetchAllowlistPrecheck'; id: number; execId: string; args: WebFetchAllowlistPrecheckArgs; acceptHookAdditionalContexts: boolean }
+  | { kind: 'gitDiffRequest'; id: number; execId: string; args: GetDiffRequest; acceptHookAdditionalContexts: boolean }
+  | { kind: 'piRead'; id: number; execId: string; args: PiReadExecArgs; acceptHookAdditionalContexts: boolean }
+  | { kind: 'piBash'; id: number; execId: string; args: PiBashExecArgs; acceptHookAdditionalContexts: boolean }
+  | { kind: 'piEdit'; id: number; execId: string; args: PiEditExecArgs; acceptHookAdditionalContexts: boolean }
+  | { kind: 'piWrite'; id: number; execId: string; args: PiWriteExecArgs; acceptHookAdditionalContexts: boolean }
+  | { kind: 'piGrep'; id: number; execId: string; args: PiGrepExecArgs; acceptHookAdditionalContexts: boolean }
+  | { kind: 'piFind'; id: number; execId: string; args: PiFindExecArgs; acceptHookAdditionalContexts: boolean }
+  | { kind: 'piLs'; id: number; execId: string; args: PiLsExecArgs; acceptHookAdditionalContexts: boolean }
+  | { kind: 'miniSweAgentBash'; id: number; execId: string; args: ShellArgs; acceptHookAdditionalContexts: boolean }
+  | { kind: 'conversationSearch'; id: number; execId: string; args: ConversationSearchArgs; acceptHookAdditionalContexts: boolean }
+  | { kind: 'agentStoreConflict'; id: number; execId: string; args: AgentStoreConflictArgs; acceptHookAdditionalContexts: boolean }
 /** The result message the client returns for each exec kind. */
 export interface ExecResultByKind {
   shell: ShellResult

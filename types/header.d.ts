@@ -137,6 +137,7 @@ export type ScenarioStep =
   | { type: 'turnEnded'; inputTokens?: number; outputTokens?: number; cacheReadTokens?: number; cacheWriteTokens?: number; reasoningTokens?: number }
   | { type: 'sleep' | 'stall'; ms: number }
   | { type: 'awaitClient'; kind: string }
+  | { type: 'injectionState'; states: agent.ContextInjectionState[] }
   | { type: 'oversize'; length: number }
   | { type: 'gzipBomb'; decompressedBytes: number }
   | { type: 'reservedFlag'; flags?: number }

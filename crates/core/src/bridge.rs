@@ -9,6 +9,7 @@ use prost_reflect::{DynamicMessage, Kind, MessageDescriptor, ReflectMessage, Ser
 
 use crate::field::agent::v1 as f;
 use crate::host::{ExecRequest, InteractionRequest};
+use crate::proto::agent::v1 as pb;
 use crate::protojson::pool;
 use crate::wire::{put_length_delimited, Pieces};
 
@@ -54,7 +55,16 @@ pub fn decode_exec(raw: &[u8]) -> Result<(u32, String, Option<ExecRequest>), Str
         return Ok((id, exec_id, None));
     };
     let kind = strip_suffixes(&name, &["ExecArgs", "Args"]);
-    let request = ExecRequest { id, exec_id: exec_id.clone(), kind, args: to_json(&args), field };
+    let accept_hook_additional_contexts =
+        msg.get_field_by_name("accept_hook_additional_contexts").and_then(|v| v.as_bool()).unwrap_or(false);
+    let request = ExecRequest {
+        id,
+        exec_id: exec_id.clone(),
+        kind,
+        args: to_json(&args),
+        accept_hook_additional_contexts,
+        field,
+    };
     Ok((id, exec_id, Some(request)))
 }
 
@@ -104,63 +114,6 @@ pub fn result_field(request: &ExecRequest) -> Result<u32, String> {
         .ok_or_else(|| format!("ExecClientMessage has no {result_name} branch answering {}", args.name()))
 }
 
-/// How a streaming shell ended, read from the `AgentClientMessage` carrying its final
-/// `ShellResult`: `(exit_code, aborted)` for a success or a failure, `None` for any other
-/// outcome. Decoded in place through views of the few fields needed, so the captured output
-/// (possibly megabytes, already streamed) is skipped rather than joined and copied.
-pub fn shell_stream_outcome(client_message: &Pieces) -> Option<(i32, bool)> {
-    let message = <shell_view::ClientMessage as prost::Message>::decode(client_message.reader()).ok()?;
-    match message.exec?.shell_result?.outcome? {
-        shell_view::Outcome::Success(s) => Some((s.exit_code, false)),
-        shell_view::Outcome::Failure(f) => Some((f.exit_code, f.aborted)),
-    }
-}
-
-/// Partial views of `AgentClientMessage.exec_client_message` → `ExecClientMessage.shell_result`
-/// → `ShellResult.{success, failure}`: every other field skipped. prost's derive takes only
-/// literal tags; `the_shell_views_use_the_schemas_numbers` checks them against [`crate::field`].
-mod shell_view {
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub struct ClientMessage {
-        #[prost(message, optional, tag = "2")]
-        pub exec: Option<ExecClientMessage>,
-    }
-
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub struct ExecClientMessage {
-        #[prost(message, optional, tag = "2")]
-        pub shell_result: Option<ShellResult>,
-    }
-
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub struct ShellResult {
-        #[prost(oneof = "Outcome", tags = "1, 2")]
-        pub outcome: Option<Outcome>,
-    }
-
-    #[derive(Clone, PartialEq, prost::Oneof)]
-    pub enum Outcome {
-        #[prost(message, tag = "1")]
-        Success(Success),
-        #[prost(message, tag = "2")]
-        Failure(Failure),
-    }
-
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub struct Success {
-        #[prost(int32, tag = "3")]
-        pub exit_code: i32,
-    }
-
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub struct Failure {
-        #[prost(int32, tag = "3")]
-        pub exit_code: i32,
-        #[prost(bool, tag = "11")]
-        pub aborted: bool,
-    }
-}
-
 /// Name of the result message that answers `request` (e.g. `agent.v1.ReadResult`).
 pub fn exec_result_type(request: &ExecRequest) -> Result<String, String> {
     Ok(field_type("agent.v1.ExecClientMessage", result_field(request)?)?.full_name().to_string())
@@ -207,22 +160,60 @@ fn from_json(desc: MessageDescriptor, json: serde_json::Value) -> Result<Dynamic
     DynamicMessage::deserialize_with_options(desc, json, &options).map_err(|e| format!("not a valid {name}: {e}"))
 }
 
-/// `AgentClientMessage{exec_client_message: ExecClientMessage{id, <field>: result, exec_id}}`,
+/// What an exec's answer carries besides its result message (`ExecClientMessage` fields 39
+/// and 45): how long the client worked on it, and hooks' additional contexts when the server
+/// said it accepts them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ReplyExtras {
+    pub local_execution_time_ms: Option<i32>,
+    pub hook_additional_contexts: Vec<pb::HookAdditionalContext>,
+}
+
+impl ReplyExtras {
+    /// Nothing besides the message: what stream events carry.
+    pub const NONE: ReplyExtras = ReplyExtras { local_execution_time_ms: None, hook_additional_contexts: Vec::new() };
+
+    fn encoded_len(&self) -> usize {
+        use f::exec_client_message::{HOOK_ADDITIONAL_CONTEXTS, LOCAL_EXECUTION_TIME_MS};
+        let time = self
+            .local_execution_time_ms
+            .map_or(0, |ms| prost::encoding::int32::encoded_len(LOCAL_EXECUTION_TIME_MS, &ms));
+        time + prost::encoding::message::encoded_len_repeated(HOOK_ADDITIONAL_CONTEXTS, &self.hook_additional_contexts)
+    }
+
+    fn encode(&self, out: &mut BytesMut) {
+        use f::exec_client_message::{HOOK_ADDITIONAL_CONTEXTS, LOCAL_EXECUTION_TIME_MS};
+        if let Some(ms) = &self.local_execution_time_ms {
+            prost::encoding::int32::encode(LOCAL_EXECUTION_TIME_MS, ms, out);
+        }
+        for context in &self.hook_additional_contexts {
+            prost::encoding::message::encode(HOOK_ADDITIONAL_CONTEXTS, context, out);
+        }
+    }
+}
+
+/// `AgentClientMessage{exec_client_message: ExecClientMessage{id, <field>: result, exec_id, …extras}}`,
 /// encoded straight into one buffer of the exact size: the result is written once, not encoded
 /// and then copied into each enclosing message.
-pub fn exec_client_message(id: u32, exec_id: &str, field: u32, result: &impl prost::Message) -> Bytes {
+pub fn exec_client_message(
+    id: u32,
+    exec_id: &str,
+    field: u32,
+    result: &impl prost::Message,
+    extras: &ReplyExtras,
+) -> Bytes {
     let result_len = result.encoded_len();
-    exec_reply(id, exec_id, field, result_len, result_len, |out| result.encode_raw(&mut out.small)).into_bytes()
+    exec_reply(id, exec_id, field, extras, result_len, result_len, |out| result.encode_raw(&mut out.small)).into_bytes()
 }
 
 /// Encodes the host's JSON result for `request` as the `AgentClientMessage` that answers it.
 /// Large values (a file's content, a command's output) are moved into the encoding, not copied:
 /// a 12 MiB read result goes from the host's JSON to the wire without a second 12 MiB buffer.
-pub fn exec_result(request: &ExecRequest, result: serde_json::Value) -> Result<Pieces, String> {
+pub fn exec_result(request: &ExecRequest, result: serde_json::Value, extras: &ReplyExtras) -> Result<Pieces, String> {
     let field = result_field(request)?;
     let message = from_json(field_type("agent.v1.ExecClientMessage", field)?, result)?;
     let result_len = prost::Message::encoded_len(&message);
-    Ok(exec_reply(request.id, &request.exec_id, field, result_len, 0, |out| encode_spliced(message, out)))
+    Ok(exec_reply(request.id, &request.exec_id, field, extras, result_len, 0, |out| encode_spliced(message, out)))
 }
 
 /// The exec reply envelope around a result of `result_len` bytes that `write_result` produces;
@@ -231,6 +222,7 @@ fn exec_reply(
     id: u32,
     exec_id: &str,
     field: u32,
+    extras: &ReplyExtras,
     result_len: usize,
     inline: usize,
     write_result: impl FnOnce(&mut Splicer),
@@ -242,12 +234,15 @@ fn exec_reply(
     if !exec_id.is_empty() {
         exec_len += key_len(EXEC_ID) + encoded_len_varint(exec_id.len() as u64) + exec_id.len();
     }
+    let extras_len = extras.encoded_len();
+    exec_len += extras_len;
     let envelope =
         key_len(f::agent_client_message::EXEC_CLIENT_MESSAGE) + encoded_len_varint(exec_len as u64) + exec_len
             - result_len;
     let mut out = Splicer { pieces: Pieces::default(), small: BytesMut::with_capacity(envelope + inline) };
     out.field_header(f::agent_client_message::EXEC_CLIENT_MESSAGE, exec_len);
-    // Fields in the order prost writes them (by number): id, the result, exec_id.
+    // Fields in the order prost writes them (by number, a oneof at its lowest): id, the
+    // result, exec_id, local_execution_time_ms, hook_additional_contexts.
     encode_key(ID, WireType::Varint, &mut out.small);
     encode_varint(id as u64, &mut out.small);
     out.field_header(field, result_len);
@@ -255,6 +250,7 @@ fn exec_reply(
     if !exec_id.is_empty() {
         put_length_delimited(&mut out.small, EXEC_ID, exec_id.as_bytes());
     }
+    extras.encode(&mut out.small);
     out.finish()
 }
 
@@ -319,7 +315,7 @@ fn encode_spliced(mut msg: DynamicMessage, out: &mut Splicer) {
 
 /// The result type's own error branch (`{error:{error, path?}}`), when it has one whose message
 /// carries an `error` string; otherwise `None` (the caller then throws).
-pub fn exec_error_result(request: &ExecRequest, message: &str) -> Option<Bytes> {
+pub fn exec_error_result(request: &ExecRequest, message: &str, extras: &ReplyExtras) -> Option<Bytes> {
     let field = result_field(request).ok()?;
     let desc = field_type("agent.v1.ExecClientMessage", field).ok()?;
     let error_field = desc.get_field_by_name("error")?;
@@ -336,7 +332,35 @@ pub fn exec_error_result(request: &ExecRequest, message: &str) -> Option<Bytes> 
     }
     let mut result = DynamicMessage::new(desc);
     result.set_field(&error_field, Value::Message(error));
-    Some(exec_client_message(request.id, &request.exec_id, field, &result))
+    Some(exec_client_message(request.id, &request.exec_id, field, &result, extras))
+}
+
+/// Encodes the host's JSON response to `query`. A response that chooses none of its type's
+/// answers (`{}` for a web search approval) is refused: the server must get an explicit one.
+pub fn interaction_response(query: &InteractionRequest, response: serde_json::Value) -> Result<Bytes, String> {
+    let desc = field_type("agent.v1.InteractionResponse", query.field)?;
+    let message = from_json(desc, response)?;
+    if !chooses_an_answer(&message) {
+        return Err(format!("{} sets none of its branches", message.descriptor().full_name()));
+    }
+    Ok(interaction_response_bytes(query.id, query.field, &prost::Message::encode_to_vec(&message)))
+}
+
+/// Whether `msg` picks an answer: a branch of each of its oneofs, or, for a wrapper whose only
+/// content is a `result` message (`AskQuestionInteractionResponse`), a branch of that.
+fn chooses_an_answer(msg: &DynamicMessage) -> bool {
+    let desc = msg.descriptor();
+    let mut oneofs = desc.oneofs().filter(|o| !o.is_synthetic()).peekable();
+    if oneofs.peek().is_some() {
+        return oneofs.all(|o| o.fields().any(|f| msg.has_field(&f)));
+    }
+    match desc.get_field_by_name("result").filter(|f| matches!(f.kind(), Kind::Message(_))) {
+        Some(result) => match msg.get_field(&result).as_message() {
+            Some(inner) if msg.has_field(&result) => chooses_an_answer(inner),
+            _ => false,
+        },
+        None => true,
+    }
 }
 
 /// `InteractionResponse{id, <field>: response}` bytes.
@@ -348,24 +372,20 @@ fn interaction_response_bytes(id: u32, field: u32, response: &[u8]) -> Bytes {
     out.freeze()
 }
 
-/// Encodes the host's JSON response to `query`.
-pub fn interaction_response(query: &InteractionRequest, response: serde_json::Value) -> Result<Bytes, String> {
-    let desc = field_type("agent.v1.InteractionResponse", query.field)?;
-    let bytes = prost::Message::encode_to_vec(&from_json(desc, response)?);
-    Ok(interaction_response_bytes(query.id, query.field, &bytes))
-}
-
 /// Fills `msg` with a refusal: `rejected{reason}` when the type has it, else recurse into a
-/// `result` wrapper, else `error{error}`, else `failure{}`; never an empty answer when the
-/// schema offers an explicit one.
+/// `result` wrapper, else `error`/`failure`/`failed` with the reason in its text field; never
+/// an empty answer when the schema offers an explicit one.
 fn refuse(msg: &mut DynamicMessage, reason: &str) -> bool {
     let desc = msg.descriptor();
-    for (branch, text_field) in [("rejected", "reason"), ("error", "error"), ("failure", "")] {
+    for branch in ["rejected", "error", "failure", "failed"] {
         if let Some(field) = desc.get_field_by_name(branch) {
             if let Kind::Message(inner_desc) = field.kind() {
                 let mut inner = DynamicMessage::new(inner_desc.clone());
-                if let Some(f) = inner_desc.get_field_by_name(text_field).filter(|f| matches!(f.kind(), Kind::String)) {
-                    inner.set_field(&f, Value::String(reason.to_string()));
+                let text = ["reason", "error", "error_message", "message"]
+                    .iter()
+                    .find_map(|name| inner_desc.get_field_by_name(name).filter(|f| matches!(f.kind(), Kind::String)));
+                if let Some(text) = text {
+                    inner.set_field(&text, Value::String(reason.to_string()));
                 }
                 msg.set_field(&field, Value::Message(inner));
                 return true;
@@ -402,7 +422,6 @@ pub fn interaction_rejection(query: &InteractionRequest, reason: &str) -> Bytes 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::proto::agent::v1 as pb;
     use prost::Message;
 
     /// The `ExecClientMessage` inside an encoded `AgentClientMessage`.
@@ -431,11 +450,49 @@ mod tests {
             }))),
         }
         .encode_to_vec();
-        let bytes = exec_client_message(300, "exec-1", f::exec_client_message::READ_RESULT, &result);
+        let bytes =
+            exec_client_message(300, "exec-1", f::exec_client_message::READ_RESULT, &result, &ReplyExtras::NONE);
         assert_eq!(bytes.as_ref(), expected.as_slice());
         // No exec id: the field is left out, as prost leaves out an empty string.
-        let no_id = exec_client_message(1, "", f::exec_client_message::READ_RESULT, &result);
+        let no_id = exec_client_message(1, "", f::exec_client_message::READ_RESULT, &result, &ReplyExtras::NONE);
         assert_eq!(exec_client_message_of(no_id).exec_id, "");
+    }
+
+    #[test]
+    fn the_execution_time_and_hook_contexts_are_encoded_as_prost_would() {
+        let result = pb::GrepResult::default();
+        let hook = pb::HookAdditionalContext { hook_event_name: "postToolUse".into(), content: "lint ok".into() };
+        let extras = ReplyExtras { local_execution_time_ms: Some(1234), hook_additional_contexts: vec![hook.clone()] };
+        let expected = pb::AgentClientMessage {
+            message: Some(pb::agent_client_message::Message::ExecClientMessage(Box::new(pb::ExecClientMessage {
+                id: 9,
+                exec_id: "e9".into(),
+                local_execution_time_ms: Some(1234),
+                hook_additional_contexts: vec![hook],
+                message: Some(pb::exec_client_message::Message::GrepResult(result.clone())),
+            }))),
+        }
+        .encode_to_vec();
+        let bytes = exec_client_message(9, "e9", f::exec_client_message::GREP_RESULT, &result, &extras);
+        assert_eq!(bytes.as_ref(), expected.as_slice());
+        let (_, _, req) = decode_exec(&exec(pb::exec_server_message::Message::GrepArgs(Default::default()))).unwrap();
+        let pieces = exec_result(&req.unwrap(), serde_json::json!({}), &extras).unwrap();
+        let msg = exec_client_message_of(pieces.into_bytes());
+        assert_eq!((msg.local_execution_time_ms, msg.hook_additional_contexts.len()), (Some(1234), 1));
+    }
+
+    #[test]
+    fn the_server_accepting_hook_contexts_is_read_from_the_request() {
+        let mut m = pb::ExecServerMessage {
+            id: 1,
+            message: Some(pb::exec_server_message::Message::LsArgs(Default::default())),
+            ..Default::default()
+        };
+        let (_, _, req) = decode_exec(&m.encode_to_vec()).unwrap();
+        assert!(!req.unwrap().accept_hook_additional_contexts);
+        m.accept_hook_additional_contexts = Some(true);
+        let (_, _, req) = decode_exec(&m.encode_to_vec()).unwrap();
+        assert!(req.unwrap().accept_hook_additional_contexts);
     }
 
     #[test]
@@ -445,13 +502,13 @@ mod tests {
         let content: String = (0..200_000).map(|i| char::from(b'a' + (i % 26) as u8)).collect();
         let json =
             serde_json::json!({"success": {"path": "/big", "content": content, "totalLines": 3, "fileSize": "200000"}});
-        let pieces = exec_result(&req, json.clone()).unwrap();
+        let pieces = exec_result(&req, json.clone(), &ReplyExtras::NONE).unwrap();
         // The content is a piece of its own (moved, not copied into a bigger buffer).
         assert!(pieces.chunks().iter().any(|c| c.len() == content.len() && c[..] == *content.as_bytes()));
         // Byte for byte what prost-reflect encodes for the same message in one buffer.
         let field = result_field(&req).unwrap();
         let message = from_json(field_type("agent.v1.ExecClientMessage", field).unwrap(), json).unwrap();
-        let whole = exec_client_message(7, "e7", field, &message);
+        let whole = exec_client_message(7, "e7", field, &message, &ReplyExtras::NONE);
         assert_eq!(pieces.len(), whole.len());
         let bytes = pieces.into_bytes();
         assert_eq!(bytes, whole);
@@ -467,85 +524,14 @@ mod tests {
         assert_eq!(success.output, Some(pb::read_success::Output::Content(content.clone())));
         assert_eq!((success.path.as_str(), success.total_lines, success.file_size), ("/big", 3, 200_000));
         // Small results stay in one piece.
-        let small = exec_result(&req, serde_json::json!({"success": {"path": "/a", "content": "hi"}})).unwrap();
+        let small =
+            exec_result(&req, serde_json::json!({"success": {"path": "/a", "content": "hi"}}), &ReplyExtras::NONE)
+                .unwrap();
         assert_eq!(small.chunks().len(), 1);
     }
 
     fn exec(m: pb::exec_server_message::Message) -> Vec<u8> {
         pb::ExecServerMessage { id: 7, exec_id: "e7".into(), message: Some(m), ..Default::default() }.encode_to_vec()
-    }
-
-    #[test]
-    fn a_streaming_shells_exit_is_read_from_its_result_without_the_output() {
-        let (_, _, req) = decode_exec(&exec(pb::exec_server_message::Message::ShellStreamArgs(pb::ShellArgs {
-            command: "make".into(),
-            ..Default::default()
-        })))
-        .unwrap();
-        let req = req.unwrap();
-        let stdout = "log line\n".repeat(100_000);
-        let outcome = |json: serde_json::Value| shell_stream_outcome(&exec_result(&req, json).unwrap());
-        // The output is a piece of its own, and the exit code sits in another.
-        let pieces =
-            exec_result(&req, serde_json::json!({"success": {"exitCode": 3, "stdout": stdout, "stderr": "w"}}))
-                .unwrap();
-        assert!(pieces.chunks().len() > 1);
-        assert_eq!(shell_stream_outcome(&pieces), Some((3, false)));
-        assert_eq!(outcome(serde_json::json!({"success": {"stdout": stdout}})), Some((0, false)));
-        assert_eq!(
-            outcome(serde_json::json!({"failure": {"exitCode": 130, "aborted": true, "stdout": stdout}})),
-            Some((130, true))
-        );
-        assert_eq!(outcome(serde_json::json!({"failure": {"exitCode": -1}})), Some((-1, false)));
-        assert_eq!(outcome(serde_json::json!({"timeout": {"command": "make"}})), None);
-        // What the old full decode saw is what the views see.
-        let full = pb::AgentClientMessage::decode(pieces.clone().into_bytes()).unwrap();
-        let Some(pb::agent_client_message::Message::ExecClientMessage(exec)) = full.message else {
-            panic!("not an exec client message")
-        };
-        let Some(pb::exec_client_message::Message::ShellResult(pb::ShellResult {
-            result: Some(pb::shell_result::Result::Success(s)),
-            ..
-        })) = exec.message
-        else {
-            panic!("not a shell success")
-        };
-        assert_eq!((s.exit_code, s.stdout.len()), (3, stdout.len()));
-        // Not a shell result, or not protobuf at all: no outcome, no panic.
-        assert_eq!(shell_stream_outcome(&Pieces::from(Bytes::from_static(&[0x12, 0x05, 0x00]))), None);
-        assert_eq!(shell_stream_outcome(&Pieces::default()), None);
-    }
-
-    #[test]
-    fn the_shell_views_use_the_schemas_numbers() {
-        use shell_view::{ClientMessage, ExecClientMessage, Failure, Outcome, ShellResult};
-        let view = ClientMessage {
-            exec: Some(ExecClientMessage {
-                shell_result: Some(ShellResult {
-                    outcome: Some(Outcome::Failure(Failure { exit_code: 3, aborted: true })),
-                }),
-            }),
-        };
-        let Some(pb::agent_client_message::Message::ExecClientMessage(exec)) =
-            pb::AgentClientMessage::decode(view.encode_to_vec().as_slice()).unwrap().message
-        else {
-            panic!("not an exec client message")
-        };
-        let Some(pb::exec_client_message::Message::ShellResult(pb::ShellResult {
-            result: Some(pb::shell_result::Result::Failure(failure)),
-            ..
-        })) = exec.message
-        else {
-            panic!("not a shell failure")
-        };
-        assert_eq!((failure.exit_code, failure.aborted), (3, true));
-        let success = ShellResult { outcome: Some(Outcome::Success(shell_view::Success { exit_code: 4 })) };
-        let Some(pb::shell_result::Result::Success(s)) =
-            pb::ShellResult::decode(success.encode_to_vec().as_slice()).unwrap().result
-        else {
-            panic!("not a shell success")
-        };
-        assert_eq!(s.exit_code, 4);
     }
 
     #[test]
@@ -582,6 +568,7 @@ mod tests {
                 exec_id: String::new(),
                 kind: String::new(),
                 args: serde_json::Value::Null,
+                accept_hook_additional_contexts: false,
                 field: args.number(),
             };
             let number = result_field(&request).unwrap_or_else(|e| panic!("{}: {e}", args.name()));
@@ -596,6 +583,7 @@ mod tests {
                 exec_id: String::new(),
                 kind: String::new(),
                 args: serde_json::Value::Null,
+                accept_hook_additional_contexts: false,
                 field,
             };
             client.get_field(result_field(&request).unwrap()).unwrap().name().to_string()
@@ -621,15 +609,19 @@ mod tests {
         let (_, _, req) = decode_exec(&exec(pb::exec_server_message::Message::ReadArgs(Default::default()))).unwrap();
         let req = req.unwrap();
         assert_eq!(exec_result_type(&req).unwrap(), "agent.v1.ReadResult");
-        let bytes = exec_result(&req, serde_json::json!({"success": {"path": "/a", "content": "hi", "totalLines": 1}}))
-            .unwrap()
-            .into_bytes();
+        let bytes = exec_result(
+            &req,
+            serde_json::json!({"success": {"path": "/a", "content": "hi", "totalLines": 1}}),
+            &ReplyExtras::NONE,
+        )
+        .unwrap()
+        .into_bytes();
         let msg = exec_client_message_of(bytes);
         assert_eq!((msg.id, msg.exec_id.as_str()), (7, "e7"));
         let Some(pb::exec_client_message::Message::ReadResult(r)) = msg.message else { panic!() };
         let Some(pb::read_result::Result::Success(s)) = r.result else { panic!() };
         assert_eq!(s.output, Some(pb::read_success::Output::Content("hi".into())));
-        let err = exec_result(&req, serde_json::json!({"sucess": {}})).unwrap_err();
+        let err = exec_result(&req, serde_json::json!({"sucess": {}}), &ReplyExtras::NONE).unwrap_err();
         assert!(err.contains("ReadResult") && err.contains("sucess"), "{err}");
     }
 
@@ -644,8 +636,9 @@ mod tests {
         assert_eq!(byte_array_json(&req, &path("success.output_blob_id"), vec![1]).unwrap(), "AQ==");
         // The whole result built from them encodes the bytes as they were.
         let data = byte_array_json(&req, &path("success.data"), vec![0, 255]).unwrap();
-        let bytes =
-            exec_result(&req, serde_json::json!({"success": {"path": "/a", "data": data}})).unwrap().into_bytes();
+        let bytes = exec_result(&req, serde_json::json!({"success": {"path": "/a", "data": data}}), &ReplyExtras::NONE)
+            .unwrap()
+            .into_bytes();
         let Some(pb::exec_client_message::Message::ReadResult(r)) = exec_client_message_of(bytes).message else {
             panic!()
         };
@@ -669,7 +662,7 @@ mod tests {
             ..Default::default()
         })))
         .unwrap();
-        let msg = exec_client_message_of(exec_error_result(&req.unwrap(), "boom").unwrap());
+        let msg = exec_client_message_of(exec_error_result(&req.unwrap(), "boom", &ReplyExtras::NONE).unwrap());
         let Some(pb::exec_client_message::Message::ReadResult(pb::ReadResult {
             result: Some(pb::read_result::Result::Error(e)),
         })) = msg.message
@@ -709,9 +702,32 @@ mod tests {
                 "{} → {text}",
                 req.kind
             );
+            assert!(text.contains("\"no\""), "the reason is given: {} → {text}", req.kind);
         }
         let raw = pb::InteractionQuery { id: 1, query: Some(Q::AskQuestionInteractionQuery(Default::default())) }
             .encode_to_vec();
         assert_eq!(decode_interaction(&raw).unwrap().1.unwrap().kind, "askQuestion");
+    }
+
+    #[test]
+    fn an_answer_that_chooses_nothing_is_refused() {
+        use pb::interaction_query::Query as Q;
+        let query = |q: Q| {
+            decode_interaction(&pb::InteractionQuery { id: 2, query: Some(q) }.encode_to_vec()).unwrap().1.unwrap()
+        };
+        let search = query(Q::WebSearchRequestQuery(Default::default()));
+        let err = interaction_response(&search, serde_json::json!({})).unwrap_err();
+        assert!(err.contains("WebSearchRequestResponse sets none"), "{err}");
+        assert!(interaction_response(&search, serde_json::json!({ "approved": {} })).is_ok());
+        let ask = query(Q::AskQuestionInteractionQuery(Default::default()));
+        assert!(interaction_response(&ask, serde_json::json!({ "result": {} })).is_err());
+        assert!(interaction_response(&ask, serde_json::json!({})).is_err());
+        assert!(interaction_response(&ask, serde_json::json!({ "result": { "rejected": { "reason": "no" } } })).is_ok());
+        let scm = query(Q::ConnectScmRequestQuery(Default::default()));
+        let resp = pb::InteractionResponse::decode(
+            interaction_response(&scm, serde_json::json!({ "failed": { "error": "x" } })).unwrap(),
+        )
+        .unwrap();
+        assert!(matches!(resp.result, Some(pb::interaction_response::Result::ConnectScmRequestResponse(_))));
     }
 }

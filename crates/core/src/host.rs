@@ -23,19 +23,30 @@ pub struct ExecRequest {
     pub id: u32,
     pub exec_id: String,
     /// The branch, camelCase without `Args`: `read`, `write`, `delete`, `grep`, `ls`, `shell`,
-    /// `shellStream`, `diagnostics`, `mcp`, `fetch`, `backgroundShellSpawn`, `writeShellStdin`, …
+    /// `shellStream`, `diagnostics`, `mcp`, `fetch`, `backgroundShellSpawn`, `writeShellStdin`,
+    /// `piRead`, `gitDiffRequest`, `shellAllowlistPrecheck`, …
     pub kind: String,
     /// The branch's args message in proto3 JSON.
     pub args: serde_json::Value,
-    /// Field number of the branch; the result uses the same number.
+    /// `ExecServerMessage.accept_hook_additional_contexts`: the server takes hook contexts
+    /// ([`ExecEvent::HookContext`]) with the result; without it they are not sent.
+    pub accept_hook_additional_contexts: bool,
+    /// Field number of the args branch (its result branch is found by name, see `bridge`).
     pub(crate) field: u32,
 }
 
-/// Output a streaming shell exec reports while it runs.
+/// What a host reports while it works on an exec, in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ShellOutput {
+pub enum ExecEvent {
+    /// The process started. A streaming shell's `start` goes out now (or with its first
+    /// output), never before: a command that is rejected or fails to spawn never started.
+    Started,
+    /// Standard output of a shell, streamed to the server as it comes.
     Stdout(String),
+    /// Standard error of a shell.
     Stderr(String),
+    /// Additional context from a hook, sent with the result when the server accepts it.
+    HookContext { hook_event_name: String, content: String },
 }
 
 /// Per-exec context handed to the host.
@@ -43,8 +54,34 @@ pub enum ShellOutput {
 pub struct ExecContext {
     /// Cancelled on the server's `abort`, on turn cancel, or when the callback times out.
     pub cancel: CancellationToken,
-    /// For `shellStream` (and `shell`): stream output chunks as they are produced.
-    pub output: mpsc::UnboundedSender<ShellOutput>,
+    /// Where [`ExecEvent`]s go (a receiver that is gone drops them).
+    pub events: mpsc::UnboundedSender<ExecEvent>,
+}
+
+impl ExecContext {
+    /// A context and the receiving end of its events.
+    pub fn new(cancel: CancellationToken) -> (Self, mpsc::UnboundedReceiver<ExecEvent>) {
+        let (events, rx) = mpsc::unbounded_channel();
+        (ExecContext { cancel, events }, rx)
+    }
+
+    /// A context whose events go nowhere (a tool run outside a turn).
+    pub fn detached() -> Self {
+        Self::new(CancellationToken::new()).0
+    }
+
+    pub fn stdout(&self, text: String) {
+        let _ = self.events.send(ExecEvent::Stdout(text));
+    }
+
+    pub fn stderr(&self, text: String) {
+        let _ = self.events.send(ExecEvent::Stderr(text));
+    }
+
+    /// The process has started (see [`ExecEvent::Started`]).
+    pub fn started(&self) {
+        let _ = self.events.send(ExecEvent::Started);
+    }
 }
 
 /// One `InteractionQuery`, decoded.

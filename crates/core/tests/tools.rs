@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use common::{alive, context, is_root, wait_for_file, Fixture};
-use cursor_acp_core::host::ShellOutput;
+use cursor_acp_core::host::ExecEvent;
 use serde_json::{json, Value};
 
 // ---------- read ----------
@@ -417,11 +417,14 @@ async fn shell_success_streams_and_returns_output() {
             json!({ "command": "echo $GREETING; pwd; echo oops >&2; sleep 0.5; echo done", "workingDirectory": "sub" });
         tools.run_kind("shellStream", &args, &ctx).await.unwrap().unwrap()
     });
+    // The process is reported started before any output.
+    assert_eq!(tokio::time::timeout(Duration::from_secs(5), rx.recv()).await.unwrap(), Some(ExecEvent::Started));
     // stdout and stderr are separate pipes: stderr's "oops" may be read first.
     let first = loop {
         match tokio::time::timeout(Duration::from_secs(5), rx.recv()).await.unwrap().unwrap() {
-            ShellOutput::Stdout(s) => break s,
-            ShellOutput::Stderr(e) => assert_eq!(e, "oops\n"),
+            ExecEvent::Stdout(s) => break s,
+            ExecEvent::Stderr(e) => assert_eq!(e, "oops\n"),
+            other => panic!("{other:?}"),
         }
     };
     assert!(first.starts_with("hello\n"), "{first:?}");
@@ -434,7 +437,7 @@ async fn shell_success_streams_and_returns_output() {
     assert_eq!(s["workingDirectory"], f.root().join("sub").display().to_string());
     let mut rest = String::new();
     while let Ok(chunk) = rx.try_recv() {
-        if let ShellOutput::Stdout(s) = chunk {
+        if let ExecEvent::Stdout(s) = chunk {
             rest.push_str(&s);
         }
     }

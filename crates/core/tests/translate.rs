@@ -486,6 +486,10 @@ fn every_tool_type_and_result_branch_is_mapped() {
             }
             let mut call = DynamicMessage::new(tool_call.clone());
             call.set_field(&branch, PValue::Message(w));
+            // The call's own fields (2026) sit beside the tool, numbered below and above it.
+            call.set_field_by_name("tool_call_id", PValue::String("tc-1".into()));
+            call.set_field_by_name("started_at_ms", PValue::U64(1));
+            call.set_field_by_name("completed_at_ms", PValue::U64(2));
             let call: pb::ToolCall = pb::ToolCall::decode(call.encode_to_vec().as_slice()).unwrap();
             let update = pb::InteractionUpdate {
                 message: Some(pb::interaction_update::Message::ToolCallCompleted(Box::new(
@@ -507,6 +511,10 @@ fn every_tool_type_and_result_branch_is_mapped() {
             assert!(!card["title"].as_str().unwrap().is_empty() && !card["title"].as_str().unwrap().contains('`'));
             assert_eq!(card["name"], key);
             assert_eq!(card["_meta"]["tool_name"], key, "where Zed reads the tool's name");
+            if let Some(kind) = newer_kind(&key) {
+                // `other` is ACP's default, left out of the JSON.
+                assert_eq!(card["kind"].as_str().unwrap_or("other"), kind, "{key}");
+            }
             let success = matches!(result_branch.as_deref(), None | Some("success") | Some("async"));
             let expected = if success { "completed" } else { "failed" };
             assert_eq!(done["status"], expected, "{key} {result_branch:?}: {done}");
@@ -520,6 +528,20 @@ fn every_tool_type_and_result_branch_is_mapped() {
         }
     }
     assert!(checked > 100, "only {checked} tool/result combinations checked");
+}
+
+/// The kinds of the tool types the 2026 schema adds.
+fn newer_kind(key: &str) -> Option<&'static str> {
+    Some(match key {
+        "pi_read" => "read",
+        "pi_edit" | "pi_write" => "edit",
+        "pi_grep" | "pi_find" | "pi_ls" | "search_conversations" => "search",
+        "pi_bash" => "execute",
+        "fetch_cloud_agent_data" => "fetch",
+        "create_goal" | "update_goal" => "think",
+        "send_message" | "send_to_user" | "connect_scm" => "other",
+        _ => return None,
+    })
 }
 
 fn t_for(_key: &str) -> Translator {

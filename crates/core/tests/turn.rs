@@ -36,8 +36,8 @@ impl TestHost {
                             json!({ "success": { "path": req.args["path"], "content": "file body", "totalLines": 1 } }),
                         )),
                         "shellStream" => {
-                            ctx.output.send(ShellOutput::Stdout("line 1\n".into())).unwrap();
-                            ctx.output.send(ShellOutput::Stderr("warn\n".into())).unwrap();
+                            ctx.stdout("line 1\n".into());
+                            ctx.stderr("warn\n".into());
                             Ok(Some(
                                 json!({ "success": { "command": req.args["command"], "exitCode": 0, "stdout": "line 1\n" } }),
                             ))
@@ -440,7 +440,8 @@ async fn a_result_too_large_to_send_is_answered_with_its_error_branch_naming_the
 async fn newer_exec_branches_reach_the_host_and_are_answered_in_the_branch_named_after_them() {
     // pi_read_args is ExecServerMessage 45 but is answered by ExecClientMessage 46
     // (pi_read_result): 45 there is hook_additional_contexts. A branch the host leaves
-    // unhandled is thrown and closed, as before the schema knew it.
+    // unhandled gets this client's typed "not available" answer where it has one (canvas
+    // diagnostics), and is otherwise thrown and closed, as before the schema knew it.
     let host = TestHost::with_exec(|req, _ctx| {
         Box::pin(async move {
             match req.kind.as_str() {
@@ -456,6 +457,7 @@ async fn newer_exec_branches_reach_the_host_and_are_answered_in_the_branch_named
         let scenario = json!({ "steps": [
             { "type": "exec", "id": 1, "args": { "piReadArgs": { "path": "a.txt", "limit": 5 } } },
             { "type": "exec", "id": 2, "args": { "canvasDiagnosticsArgs": { "path": "c.canvas" } } },
+            { "type": "exec", "id": 3, "args": { "smartModeClassifierArgs": {} } },
             { "type": "turnEnded" }
         ]});
         let (backend, client) = setup(scenario, kind, host.clone(), fast_timing()).await;
@@ -472,11 +474,14 @@ async fn newer_exec_branches_reach_the_host_and_are_answered_in_the_branch_named
         );
         assert!(read[1]["execClientControlMessage"]["streamClose"].is_object());
         let canvas = replies(2);
-        assert!(canvas[0]["execClientControlMessage"]["throw"]["error"]
+        assert_eq!(canvas[0]["execClientMessage"]["canvasDiagnosticsResult"]["error"]["path"], "c.canvas");
+        assert!(canvas[1]["execClientControlMessage"]["streamClose"].is_object());
+        let classifier = replies(3);
+        assert!(classifier[0]["execClientControlMessage"]["throw"]["error"]
             .as_str()
             .unwrap()
-            .contains("canvasDiagnostics"));
-        assert!(canvas[1]["execClientControlMessage"]["streamClose"].is_object());
+            .contains("smartModeClassifier"));
+        assert!(classifier[1]["execClientControlMessage"]["streamClose"].is_object());
     }
 }
 

@@ -72,11 +72,51 @@ pub fn exec_card(kind: &str, args: &Value, paths: &Paths, previous_text: Option<
             }
             card.raw_input = Value::Object(input);
         }
+        "piWrite" | "piEdit" => {
+            let path = path.unwrap_or_default();
+            card.raw_input = json!({ "path": path });
+            card.content = if kind == "piWrite" {
+                let new_text = str_arg(args, "content").unwrap_or_default();
+                vec![acp::ToolCallContent::Diff(
+                    acp::Diff::new(path.clone(), new_text).old_text(previous_text.map(str::to_string)),
+                )]
+            } else {
+                edit_diffs(&path, args, previous_text)
+            };
+            card.locations = vec![acp::ToolCallLocation::new(path)];
+        }
+        "piBash" => card.raw_input = json!({ "command": args.get("command").cloned().unwrap_or(Value::Null) }),
         "mcp" => card.raw_input = args.get("args").cloned().unwrap_or_else(|| json!({})),
         "fetch" => card.raw_input = json!({ "url": args.get("url").cloned().unwrap_or(Value::Null) }),
         _ => {}
     }
     Some(card)
+}
+
+/// A pi edit as diffs: the whole file before and after when every replacement's old text is in
+/// it as written (each replacing its first occurrence, in order), else each replacement alone.
+fn edit_diffs(path: &str, args: &Value, previous_text: Option<&str>) -> Vec<acp::ToolCallContent> {
+    let edits: Vec<(&str, &str)> = args
+        .get("edits")
+        .and_then(Value::as_array)
+        .map(|edits| {
+            edits.iter().map(|e| (str_arg(e, "oldText").unwrap_or_default(), str_arg(e, "newText").unwrap_or_default())).collect()
+        })
+        .unwrap_or_default();
+    let whole = previous_text.and_then(|old| {
+        edits.iter().try_fold(old.to_string(), |text, (from, to)| {
+            (!from.is_empty() && text.contains(from)).then(|| text.replacen(from, to, 1))
+        })
+    });
+    match (previous_text, whole) {
+        (Some(old), Some(new)) => {
+            vec![acp::ToolCallContent::Diff(acp::Diff::new(path.to_string(), new).old_text(old.to_string()))]
+        }
+        _ => edits
+            .into_iter()
+            .map(|(from, to)| acp::ToolCallContent::Diff(acp::Diff::new(path.to_string(), to).old_text(from.to_string())))
+            .collect(),
+    }
 }
 
 /// How the card of an exec request ends, from the result the host answered with (its result
@@ -85,7 +125,7 @@ pub fn exec_outcome(kind: &str, args: &Value, result: &Value, paths: &Paths) -> 
     let name = tool_for(kind).unwrap_or_else(|| camel_to_snake(kind));
     match (kind, result.get("success")) {
         // The card already shows the diff it asked about.
-        ("write", Some(_)) => Outcome::new(true, Vec::new(), result),
+        ("write" | "piWrite" | "piEdit", Some(_)) => Outcome::new(true, Vec::new(), result),
         ("backgroundShellSpawn", Some(success)) => Outcome::new(true, vec![background(success)], result),
         _ => tool_outcome(&name, args, result, "", paths),
     }

@@ -31,6 +31,8 @@ pub fn interaction_card(kind: &str, query: &Value, paths: &Paths) -> Card {
             card.title = str_arg(&args, "title").or(first_prompt).unwrap_or("Question").to_string();
             card
         }
+        // What the server would make; the user decides whether it may.
+        "generateImage" => tool_card("generate_image", &args, paths),
         other => {
             let mut card = tool_card(&camel_to_snake(other), &args, paths);
             card.raw_input = query.clone();

@@ -4,6 +4,7 @@
 use agent_client_protocol_schema::v1 as acp;
 use serde_json::Value;
 
+use super::newer;
 use super::paths::Paths;
 use super::render::{humanize, num_arg, str_arg, text_content};
 use super::Card;
@@ -30,7 +31,7 @@ pub fn tool_kind(name: &str) -> acp::ToolKind {
         "web_search" | "web_fetch" | "fetch" => acp::ToolKind::Fetch,
         "switch_mode" => acp::ToolKind::SwitchMode,
         "create_plan" | "reflect" | "task" | "read_todos" => acp::ToolKind::Think,
-        _ => acp::ToolKind::Other,
+        newer => newer::kind(newer).unwrap_or(acp::ToolKind::Other),
     }
 }
 
@@ -85,11 +86,14 @@ fn title(name: &str, a: &Value, paths: &Paths) -> String {
         "ask_question" => str_arg(a, "title").map(str::to_string).or(Some("Ask question".into())),
         "create_plan" => Some(format!("Plan: {}", str_arg(a, "name").unwrap_or("untitled"))),
         "switch_mode" => str_arg(a, "targetModeId").map(|m| format!("Switch to {m} mode")),
-        "generate_image" => Some("Generate image".into()),
+        "generate_image" => Some(match str_arg(a, "description").filter(|d| !d.is_empty()) {
+            Some(d) => format!("Generate image: {d}"),
+            None => "Generate image".into(),
+        }),
         "read_todos" => Some("Read TODOs".into()),
         "apply_agent_diff" => Some("Apply diff".into()),
         "truncated" => Some("Truncated tool call".into()),
-        _ => None,
+        newer => newer::title(newer, a, paths),
     };
     title.unwrap_or_else(|| humanize(name))
 }
@@ -101,7 +105,7 @@ fn locations(name: &str, a: &Value, paths: &Paths) -> Vec<acp::ToolCallLocation>
             .unwrap_or_default(),
         "edit" | "delete" | "ls" => str_arg(a, "path").map(|p| vec![paths.location(p, None)]).unwrap_or_default(),
         "read_lints" => string_list(a, "paths").iter().map(|p| paths.location(p, None)).collect(),
-        _ => Vec::new(),
+        newer => newer::locations(newer, a, paths),
     }
 }
 
@@ -110,7 +114,7 @@ fn starting_content(name: &str, a: &Value) -> Vec<acp::ToolCallContent> {
     match name {
         "task" => str_arg(a, "prompt").map(|p| vec![text_content(p)]).unwrap_or_default(),
         "create_plan" => str_arg(a, "plan").map(|p| vec![text_content(p)]).unwrap_or_default(),
-        _ => Vec::new(),
+        newer => newer::starting_content(newer, a),
     }
 }
 

@@ -166,6 +166,10 @@ pub enum Step {
     Sleep { ms: u64 },
     /// Waits until the client sends a message of this kind (e.g. `conversationAction`).
     AwaitClient { kind: String },
+    /// Waits for the client's next `inject_context_action` and answers it, as Cursor's server
+    /// does, with `context_injection_state` updates naming its injection id: `states` are
+    /// `ContextInjectionState`s in proto3 JSON (`{"queued":{}}`, `{"delivered":{"step":1}}`).
+    InjectionState { states: Vec<serde_json::Value> },
     /// Fault: the connection is cut mid-stream.
     Drop,
     /// Fault: nothing at all (not even heartbeats) for `ms`.
@@ -306,6 +310,9 @@ fn check(step: &Step) -> Result<(), String> {
             }
             Ok(())
         }
+        Step::InjectionState { states } => states
+            .iter()
+            .try_for_each(|s| agent_message::<pb::ContextInjectionState>("ContextInjectionState", s).map(drop)),
         Step::KvGet { blob_id, .. } => hex::decode(blob_id).map(drop).map_err(|e| format!("kvGet blobId: {e}")),
         Step::KvSet { blob_id, data, data_base64, .. } => {
             if data.is_some() == data_base64.is_some() {

@@ -399,6 +399,24 @@ async fn run_step(step: Step, ctx: &mut TurnContext, paused: &AtomicBool) -> Res
                 return Ok(flow);
             }
         }
+        Step::InjectionState { states } => {
+            let injection = |m: &pb::AgentClientMessage| match &m.message {
+                Some(pb::agent_client_message::Message::ConversationAction(a)) => match &a.action {
+                    Some(pb::conversation_action::Action::InjectContextAction(i)) => Some(i.injection_id.clone()),
+                    _ => None,
+                },
+                _ => None,
+            };
+            let id = match ctx.wait_for("an inject_context_action", |m| injection(m).is_some()).await {
+                Ok(m) => injection(&m).unwrap_or_default(),
+                Err(flow) => return Ok(flow),
+            };
+            for state in states {
+                let state: pb::ContextInjectionState = from_json("ContextInjectionState", &state)?;
+                let changed = pb::ContextInjectionStateUpdate { injection_id: id.clone(), state: Some(state) };
+                ctx.send(&update(U::ContextInjectionState(changed))).await?;
+            }
+        }
         Step::Drop => {
             let _ = ctx.out.send(Err(std::io::Error::other("embedded backend: connection dropped"))).await;
             return Ok(Flow::Stop("drop".into()));

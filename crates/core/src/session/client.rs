@@ -8,9 +8,10 @@ use bytes::Bytes;
 use prost::Message as _;
 use tokio_util::sync::CancellationToken;
 
-use super::config::{ClientConfig, SavedSession, SessionOptions, Timing};
+use super::config::{ClientConfig, PromptExtras, SavedSession, SessionOptions, Timing};
 use super::inner::{SessionInner, SessionState};
 use super::messages::{self, FirstAction};
+use super::request_context;
 use super::turn::Turn;
 use super::turn_loop;
 use crate::error::CoreError;
@@ -118,6 +119,7 @@ impl AgentClient {
                 notices: self.notices,
                 terminal_output: self.terminal_output,
                 conversation_id,
+                injected: Default::default(),
                 state: SessionState { checkpoint, model, mode, cwd, ..Default::default() }.into(),
             }),
         })
@@ -172,14 +174,38 @@ impl Session {
     /// Like [`prompt`](Self::prompt), cancelled by `cancel` (already cancelled: the turn
     /// resolves `cancelled` without contacting the server).
     pub fn prompt_with(&self, content: Vec<acp::ContentBlock>, cancel: CancellationToken) -> Result<Turn, CoreError> {
+        self.prompt_with_extras(content, PromptExtras::default(), cancel)
+    }
+
+    /// Like [`prompt_with`](Self::prompt_with), with fields of the user message and action the
+    /// content does not give (see [`PromptExtras`]).
+    pub fn prompt_with_extras(
+        &self,
+        content: Vec<acp::ContentBlock>,
+        extras: PromptExtras,
+        cancel: CancellationToken,
+    ) -> Result<Turn, CoreError> {
         let mode = self.lock().mode.clone();
-        let message = prompt::user_message(&content, mode.as_deref().map(prompt::mode_value).transpose()?)?;
+        let mut message = prompt::user_message(&content, mode.as_deref().map(prompt::mode_value).transpose()?)?;
+        if let Some(fields) = &extras.user_message {
+            let fields: pb::UserMessage = protojson::from_json("agent.v1.UserMessage", fields)
+                .map_err(|e| CoreError::InvalidInput(format!("userMessage: {e}")))?;
+            // Protobuf merge: what the host sets wins, lists are appended.
+            message.merge(fields.encode_to_vec().as_slice()).map_err(|e| CoreError::InvalidInput(e.to_string()))?;
+        }
+        let parts = match &extras.request_context_parts {
+            Some(json) => Some(Box::new(
+                protojson::from_json::<pb::RequestContextPartReferences>("agent.v1.RequestContextPartReferences", json)
+                    .map_err(|e| CoreError::InvalidInput(format!("requestContextParts: {e}")))?,
+            )),
+            None => None,
+        };
         let first = if message.text.trim().is_empty() && message.selected_context.is_none() {
             // An empty user message would be dropped by the server: it becomes a resume
             // (docs/protocol.md, "The messages of a turn").
             FirstAction::Resume
         } else {
-            FirstAction::User(Box::new(message))
+            FirstAction::User { message: Box::new(message), parts }
         };
         self.start(first, cancel)
     }
@@ -214,15 +240,58 @@ impl Session {
     /// Injects system context into the running turn (`inject_context_action`) without a new
     /// user turn. Returns the injection id.
     pub async fn inject_context(&self, content: &str, producer: &str) -> Result<String, CoreError> {
-        let run_id =
-            self.lock().active_request_id.clone().ok_or_else(|| CoreError::Closed("no turn is running".into()))?;
-        let injection_id = uuid::Uuid::new_v4().to_string();
-        let action = serde_json::json!({ "injectContextAction": {
-            "injectionId": injection_id,
-            "expectedRunId": run_id,
-            "systemContext": { "producer": producer, "content": content },
-        }});
-        self.send_action(&action).await?;
+        let payload = pb::inject_context_action::Payload::SystemContext(pb::SystemContextInjection {
+            producer: producer.to_string(),
+            content: content.to_string(),
+        });
+        self.inject(uuid::Uuid::new_v4().to_string(), payload).await
+    }
+
+    /// Sends a user message into the running turn (`inject_context_action.user_context`, with a
+    /// fresh request context), for the model to take in at its next step; `context_injection_state`
+    /// updates then say whether it was delivered. Returns the injection id.
+    pub async fn inject_user_message(&self, text: &str) -> Result<String, CoreError> {
+        let mode = self.lock().mode.clone();
+        let content = vec![acp::ContentBlock::Text(acp::TextContent::new(text))];
+        let message = prompt::user_message(&content, mode.as_deref().map(prompt::mode_value).transpose()?)?;
+        if message.text.trim().is_empty() {
+            return Err(CoreError::InvalidInput("the message to inject is empty".into()));
+        }
+        let request_context = request_context::for_session(&self.inner).await?;
+        // Known before it is sent: its state may come back at once.
+        let id = uuid::Uuid::new_v4().to_string();
+        self.inner.injected.insert(id.clone(), message.text.clone());
+        let payload = pb::inject_context_action::Payload::UserContext(pb::UserContextInjection {
+            user_message: Some(message),
+            request_context: Some(request_context),
+        });
+        self.inject(id.clone(), payload).await.inspect_err(|_| self.inner.injected.forget(&id))
+    }
+
+    /// `inject_context_action` naming the running turn's run (`expected_run_id`).
+    async fn inject(
+        &self,
+        injection_id: String,
+        payload: pb::inject_context_action::Payload,
+    ) -> Result<String, CoreError> {
+        let (sender, run_id) = {
+            let s = self.lock();
+            (s.active_sender.clone(), s.active_run_id.clone())
+        };
+        let (Some(sender), Some(run_id)) = (sender, run_id) else {
+            return Err(CoreError::Closed("no turn is running".into()));
+        };
+        let action = pb::ConversationAction {
+            action: Some(pb::conversation_action::Action::InjectContextAction(pb::InjectContextAction {
+                injection_id: injection_id.clone(),
+                expected_run_id: run_id,
+                payload: Some(payload),
+            })),
+            ..Default::default()
+        };
+        sender
+            .send(&messages::client_msg(pb::agent_client_message::Message::ConversationAction(Box::new(action))))
+            .await?;
         Ok(injection_id)
     }
 
@@ -275,6 +344,7 @@ impl Session {
                 t.set_compaction_updates(self.inner.compaction_updates);
                 t.set_notices(self.inner.notices);
                 t.set_terminal_output(self.inner.terminal_output);
+                t.set_injected_messages(self.inner.injected.clone());
                 t
             })
         };

@@ -110,3 +110,14 @@ pub struct TurnResult {
     pub stop_reason: acp::StopReason,
     pub usage: Option<TurnUsage>,
 }
+
+/// What a prompt may carry besides its content, as proto3 JSON.
+#[derive(Debug, Clone, Default)]
+pub struct PromptExtras {
+    /// `UserMessage` fields merged over the message built from the content (protobuf merge:
+    /// what is set here wins, lists are appended): `hookAdditionalContexts`,
+    /// `customModeIntent`, `projectDetails`, `richText`, …
+    pub user_message: Option<serde_json::Value>,
+    /// `ConversationAction.request_context_parts`: large context parts by blob reference.
+    pub request_context_parts: Option<serde_json::Value>,
+}

@@ -1,33 +1,29 @@
-//! Answers to the server's exec requests: the host's typed result, shell output streamed as
-//! `shell_stream` events, heartbeats while the host works, then `stream_close`.
+//! Answers to the server's exec requests: the host's typed result (or this client's own
+//! default, `exec_defaults`), shell output streamed as `shell_stream` events (`shell_stream`),
+//! heartbeats while the host works, then `stream_close`. Every answer says how long the client
+//! worked on it, and carries hooks' contexts when the server accepts them.
 
 use bytes::Bytes;
-use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::config::Timing;
+use super::exec_defaults::default_answer;
 use super::inner::SessionInner;
 use super::messages::exec_control as control;
 use super::request_context;
-use crate::bridge;
+use super::shell_stream::{self, Ending};
+use crate::bridge::{self, ReplyExtras};
 use crate::error::CoreError;
 use crate::field::agent::v1 as f;
-use crate::host::{ExecContext, ExecRequest, ShellOutput};
+use crate::host::{ExecContext, ExecEvent, ExecRequest};
 use crate::proto::agent::v1 as pb;
 use crate::transport::{AgentSender, MAX_OUTBOUND_MESSAGE};
 use crate::wire;
 
 fn shell_event(id: u32, exec_id: &str, event: pb::shell_stream::Event) -> Bytes {
     let stream = pb::ShellStream { event: Some(event) };
-    bridge::exec_client_message(id, exec_id, f::exec_client_message::SHELL_STREAM, &stream)
-}
-
-fn output_event(chunk: ShellOutput) -> pb::shell_stream::Event {
-    match chunk {
-        ShellOutput::Stdout(data) => pb::shell_stream::Event::Stdout(pb::ShellStreamStdout { data }),
-        ShellOutput::Stderr(data) => pb::shell_stream::Event::Stderr(pb::ShellStreamStderr { data }),
-    }
+    bridge::exec_client_message(id, exec_id, f::exec_client_message::SHELL_STREAM, &stream, &ReplyExtras::NONE)
 }
 
 /// What the host's answer to an exec request becomes on the wire.
@@ -42,9 +38,13 @@ enum ExecReply {
 }
 
 impl ExecReply {
-    fn from_host(request: &ExecRequest, outcome: Result<Option<serde_json::Value>, CoreError>) -> Self {
+    fn from_host(
+        request: &ExecRequest,
+        outcome: Result<Option<serde_json::Value>, CoreError>,
+        extras: &ReplyExtras,
+    ) -> Self {
         match outcome {
-            Ok(Some(json)) => match bridge::exec_result(request, json) {
+            Ok(Some(json)) => match bridge::exec_result(request, json, extras) {
                 // Too large to send: the server would see only `stream_close`, and the model
                 // would take the missing answer for an empty one. It gets the reason instead.
                 Ok(result) if result.len() > MAX_OUTBOUND_MESSAGE => ExecReply::Failed(format!(
@@ -55,7 +55,13 @@ impl ExecReply {
                 Ok(result) => ExecReply::Result(result),
                 Err(e) => ExecReply::Failed(format!("the exec callback returned an invalid {}: {e}", request.kind)),
             },
-            Ok(None) => ExecReply::Unhandled,
+            Ok(None) => match default_answer(request).map(|json| bridge::exec_result(request, json, extras)) {
+                Some(Ok(result)) => ExecReply::Result(result),
+                Some(Err(e)) => {
+                    ExecReply::Failed(format!("this client's default answer to {} is invalid: {e}", request.kind))
+                }
+                None => ExecReply::Unhandled,
+            },
             Err(CoreError::Aborted) => ExecReply::Failed("aborted".into()),
             Err(e) => ExecReply::Failed(e.to_string()),
         }
@@ -123,6 +129,87 @@ impl Replier<'_> {
     }
 }
 
+/// A streaming shell's progress, so `start` goes out exactly once and only for a process that
+/// started.
+struct ShellEvents<'a> {
+    reply: &'a Replier<'a>,
+    started: bool,
+}
+
+impl ShellEvents<'_> {
+    async fn start(&mut self) {
+        if !self.started {
+            self.started = true;
+            self.reply.shell_event(pb::shell_stream::Event::Start(Default::default())).await;
+        }
+    }
+
+    async fn output(&mut self, event: pb::shell_stream::Event) {
+        // Output means the process runs, whether or not the host said so first.
+        self.start().await;
+        self.reply.shell_event(event).await;
+    }
+
+    /// The events before the final `ShellResult`, read from it.
+    async fn end(&mut self, request: &ExecRequest, ending: Ending, elapsed_ms: i32) {
+        use pb::shell_stream::Event;
+        let exit = |code: i32, aborted: bool, abort_reason: Option<pb::ShellAbortReason>| {
+            Event::Exit(pb::ShellStreamExit {
+                code: code as u32,
+                cwd: request.args.get("workingDirectory").and_then(|c| c.as_str()).unwrap_or_default().to_string(),
+                aborted,
+                abort_reason: abort_reason.map(|r| r as i32),
+                local_execution_time_ms: Some(elapsed_ms),
+                ..Default::default()
+            })
+        };
+        let event = match ending {
+            Ending::Exited { code, aborted } => {
+                self.start().await;
+                exit(code, aborted, aborted.then_some(pb::ShellAbortReason::UserAbort))
+            }
+            Ending::TimedOut => {
+                self.start().await;
+                exit(1, true, Some(pb::ShellAbortReason::Timeout))
+            }
+            Ending::Backgrounded(backgrounded) => {
+                self.start().await;
+                Event::Backgrounded(backgrounded)
+            }
+            // A process the host said had started, and then reported refused or unspawned,
+            // still needs its exit.
+            _ if self.started => exit(1, false, None),
+            Ending::Rejected(rejected) => Event::Rejected(rejected),
+            Ending::PermissionDenied(denied) => Event::PermissionDenied(denied),
+            Ending::NeverStarted => return,
+        };
+        self.reply.shell_event(event).await;
+    }
+}
+
+/// What the host reported while it worked: output (streamed for a streaming shell) and hook
+/// contexts (kept for the answer).
+async fn handle_event(
+    event: ExecEvent,
+    shell: Option<&mut ShellEvents<'_>>,
+    hooks: &mut Vec<pb::HookAdditionalContext>,
+) {
+    match (event, shell) {
+        (ExecEvent::HookContext { hook_event_name, content }, _) => {
+            hooks.push(pb::HookAdditionalContext { hook_event_name, content })
+        }
+        (ExecEvent::Started, Some(shell)) => shell.start().await,
+        (ExecEvent::Stdout(data), Some(shell)) => {
+            shell.output(pb::shell_stream::Event::Stdout(pb::ShellStreamStdout { data })).await
+        }
+        (ExecEvent::Stderr(data), Some(shell)) => {
+            shell.output(pb::shell_stream::Event::Stderr(pb::ShellStreamStderr { data })).await
+        }
+        // Not a streaming shell: its output is in its result.
+        (_, None) => {}
+    }
+}
+
 /// Answers one exec request: typed result then `stream_close`; throw + close when nothing can
 /// answer it. Heartbeats every 3 s while the host works; abort and cancel stop the wait.
 pub(super) async fn run(
@@ -143,6 +230,8 @@ pub(super) async fn run(
         reply.throw("No handler found for this server message (unknown exec branch)".into()).await;
         return reply.close().await;
     };
+    let began = Instant::now();
+    let elapsed_ms = || began.elapsed().as_millis().min(i32::MAX as u128) as i32;
     if request.kind == "requestContext" {
         match request_context_result(session, &request).await {
             Some(bytes) => reply.answer(bytes).await,
@@ -150,12 +239,9 @@ pub(super) async fn run(
         }
         return reply.close().await;
     }
-    let streaming = request.kind == "shellStream";
-    if streaming {
-        reply.shell_event(pb::shell_stream::Event::Start(Default::default())).await;
-    }
-    let (out_tx, mut out_rx) = mpsc::unbounded_channel::<ShellOutput>();
-    let ctx = ExecContext { cancel: token.clone(), output: out_tx };
+    let mut shell = (request.kind == "shellStream").then_some(ShellEvents { reply: &reply, started: false });
+    let mut hooks = Vec::new();
+    let (ctx, mut events) = ExecContext::new(token.clone());
     let host_call = session.host.exec(request.clone(), ctx);
     let mut beat = tokio::time::interval_at(Instant::now() + timing.exec_heartbeat, timing.exec_heartbeat);
     let deadline = tokio::time::sleep(timing.callback);
@@ -163,11 +249,7 @@ pub(super) async fn run(
     let outcome: Result<Option<serde_json::Value>, CoreError> = loop {
         tokio::select! {
             r = &mut host_call => break r,
-            Some(chunk) = out_rx.recv() => {
-                if streaming {
-                    reply.shell_event(output_event(chunk)).await;
-                }
-            }
+            Some(event) = events.recv() => handle_event(event, shell.as_mut(), &mut hooks).await,
             _ = beat.tick() => reply.heartbeat().await,
             _ = token.cancelled() => break Err(CoreError::Aborted),
             _ = &mut deadline => {
@@ -178,16 +260,19 @@ pub(super) async fn run(
             }
         }
     };
-    // Output produced just before the result still goes out, in order.
-    while let Ok(chunk) = out_rx.try_recv() {
-        if streaming {
-            reply.shell_event(output_event(chunk)).await;
-        }
+    // What the host reported just before its answer still goes out, in order.
+    while let Ok(event) = events.try_recv() {
+        handle_event(event, shell.as_mut(), &mut hooks).await;
     }
-    match ExecReply::from_host(&request, outcome) {
+    if !hooks.is_empty() && !request.accept_hook_additional_contexts {
+        tracing::debug!(id, exec_id, hooks = hooks.len(), "hook contexts dropped: the server does not accept them");
+        hooks.clear();
+    }
+    let extras = ReplyExtras { local_execution_time_ms: Some(elapsed_ms()), hook_additional_contexts: hooks };
+    match ExecReply::from_host(&request, outcome, &extras) {
         ExecReply::Result(result) => {
-            if streaming {
-                reply.shell_event(pb::shell_stream::Event::Exit(shell_exit(&request, &result))).await;
+            if let Some(shell) = shell.as_mut() {
+                shell.end(&request, shell_stream::ending(&result), elapsed_ms()).await;
             }
             reply.answer(result).await;
         }
@@ -197,22 +282,9 @@ pub(super) async fn run(
         }
         ExecReply::Failed(message) => {
             tracing::debug!(id, exec_id, kind = %request.kind, error = %message, "an exec request failed");
-            let as_result = if streaming {
-                let exit = pb::ShellStreamExit { code: 1, aborted: token.is_cancelled(), ..Default::default() };
-                reply.shell_event(pb::shell_stream::Event::Exit(exit)).await;
-                let failure = pb::ShellResult {
-                    result: Some(pb::shell_result::Result::Failure(pb::ShellFailure {
-                        command: request.args.get("command").and_then(|c| c.as_str()).unwrap_or_default().to_string(),
-                        exit_code: 1,
-                        stderr: message.clone(),
-                        aborted: token.is_cancelled(),
-                        ..Default::default()
-                    })),
-                    ..Default::default()
-                };
-                Some(bridge::exec_client_message(id, exec_id, f::exec_client_message::SHELL_RESULT, &failure))
-            } else {
-                bridge::exec_error_result(&request, &message)
+            let as_result = match shell.as_mut() {
+                Some(shell) => Some(shell_failure(&request, shell, &message, token.is_cancelled(), &extras).await),
+                None => bridge::exec_error_result(&request, &message, &extras),
             };
             match as_result {
                 Some(bytes) => reply.answer(bytes).await,
@@ -223,10 +295,50 @@ pub(super) async fn run(
     reply.close().await;
 }
 
+/// A streaming shell whose host failed: an exit and a `failure` if its process had started,
+/// else a `spawn_error` (nothing ran, so nothing started or exited).
+async fn shell_failure(
+    request: &ExecRequest,
+    shell: &mut ShellEvents<'_>,
+    message: &str,
+    aborted: bool,
+    extras: &ReplyExtras,
+) -> Bytes {
+    let text = |key: &str| request.args.get(key).and_then(|c| c.as_str()).unwrap_or_default().to_string();
+    let (command, working_directory) = (text("command"), text("workingDirectory"));
+    let result = if shell.started {
+        shell.end(request, Ending::Exited { code: 1, aborted }, extras.local_execution_time_ms.unwrap_or(0)).await;
+        pb::shell_result::Result::Failure(pb::ShellFailure {
+            command,
+            working_directory,
+            exit_code: 1,
+            stderr: message.to_string(),
+            aborted,
+            abort_reason: aborted.then_some(pb::ShellAbortReason::UserAbort as i32),
+            local_execution_time_ms: extras.local_execution_time_ms,
+            ..Default::default()
+        })
+    } else {
+        pb::shell_result::Result::SpawnError(pb::ShellSpawnError {
+            command,
+            working_directory,
+            error: message.to_string(),
+        })
+    };
+    let result = pb::ShellResult { result: Some(result), ..Default::default() };
+    bridge::exec_client_message(request.id, &request.exec_id, f::exec_client_message::SHELL_RESULT, &result, extras)
+}
+
 /// The typed answer to a `requestContext` exec: the context, or the result type's error branch
 /// when the host's callback fails; `None` when neither can be encoded (the caller throws).
 async fn request_context_result(session: &SessionInner, request: &ExecRequest) -> Option<Bytes> {
-    match request_context::for_session(session).await {
+    let began = Instant::now();
+    let context = request_context::for_session(session).await;
+    let extras = ReplyExtras {
+        local_execution_time_ms: Some(began.elapsed().as_millis().min(i32::MAX as u128) as i32),
+        ..ReplyExtras::NONE
+    };
+    match context {
         Ok(ctx) => {
             let result = pb::RequestContextResult {
                 result: Some(pb::request_context_result::Result::Success(pb::RequestContextSuccess {
@@ -234,16 +346,8 @@ async fn request_context_result(session: &SessionInner, request: &ExecRequest) -
                     ..Default::default()
                 })),
             };
-            Some(bridge::exec_client_message(request.id, &request.exec_id, request.field, &result))
+            Some(bridge::exec_client_message(request.id, &request.exec_id, request.field, &result, &extras))
         }
-        Err(e) => bridge::exec_error_result(request, &e.to_string()),
+        Err(e) => bridge::exec_error_result(request, &e.to_string(), &extras),
     }
-}
-
-/// The `exit` event for a streaming shell, from the `AgentClientMessage` carrying its final
-/// `ShellResult`.
-fn shell_exit(request: &ExecRequest, client_message: &wire::Pieces) -> pb::ShellStreamExit {
-    let cwd = request.args.get("workingDirectory").and_then(|c| c.as_str()).unwrap_or_default().to_string();
-    let (code, aborted) = bridge::shell_stream_outcome(client_message).unwrap_or((1, false));
-    pb::ShellStreamExit { code: code as u32, cwd, aborted, ..Default::default() }
 }

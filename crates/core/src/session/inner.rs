@@ -8,7 +8,7 @@ use tokio_util::sync::CancellationToken;
 use super::config::Timing;
 use crate::host::{BlobStore, Host};
 use crate::proto::agent::v1 as pb;
-use crate::translate::Translator;
+use crate::translate::{InjectedMessages, Translator};
 use crate::transport::{AgentSender, Transport};
 
 /// What a session's handles and its turn loop share: the client's transport, host and timing,
@@ -22,6 +22,9 @@ pub(super) struct SessionInner {
     pub(super) notices: bool,
     pub(super) terminal_output: bool,
     pub(super) conversation_id: String,
+    /// User messages injected into a running turn, until their `context_injection_state` says
+    /// what became of them (shared with the translator).
+    pub(super) injected: InjectedMessages,
     pub(super) state: Mutex<SessionState>,
 }
 
@@ -33,11 +36,13 @@ pub(super) struct SessionState {
     pub(super) mode: Option<String>,
     pub(super) cwd: Option<String>,
     pub(super) active: Option<CancellationToken>,
-    /// The running attempt's sender and request id, for actions sent into the running turn.
+    /// The running attempt's sender and the turn's run id, for actions sent into the running
+    /// turn (an injection names the run it expects).
     pub(super) active_sender: Option<AgentSender>,
-    pub(super) active_request_id: Option<String>,
+    pub(super) active_run_id: Option<String>,
     /// Kept between turns: message ids and the plan carry over.
     pub(super) translator: Option<Translator>,
+
     pub(super) closed: bool,
 }
 
@@ -51,7 +56,7 @@ impl SessionInner {
         let mut s = self.lock();
         s.active = None;
         s.active_sender = None;
-        s.active_request_id = None;
+        s.active_run_id = None;
         s.translator = Some(translator);
     }
 }

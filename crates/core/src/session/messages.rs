@@ -11,9 +11,49 @@ use crate::wire;
 
 /// What the first attempt of a turn asks for; resume attempts always send a resume action.
 pub(super) enum FirstAction {
-    User(Box<pb::UserMessage>),
+    /// A user message, and the large context parts sent by blob reference, if any.
+    User {
+        message: Box<pb::UserMessage>,
+        parts: Option<Box<pb::RequestContextPartReferences>>,
+    },
     Resume,
     Raw(Box<pb::ConversationAction>),
+}
+
+/// The action an attempt sends, with `context` where the action carries a request context and
+/// the caller left it out: the first attempt's action, or (`None`) a resume.
+pub(super) fn action(first: Option<&FirstAction>, context: pb::RequestContext) -> pb::ConversationAction {
+    use pb::conversation_action::Action as A;
+    match first {
+        Some(FirstAction::User { message, parts }) => pb::ConversationAction {
+            action: Some(A::UserMessageAction(pb::UserMessageAction {
+                user_message: Some((**message).clone()),
+                request_context: Some(context),
+                ..Default::default()
+            })),
+            request_context_parts: parts.as_deref().cloned(),
+            ..Default::default()
+        },
+        Some(FirstAction::Raw(action)) => {
+            let mut action = (**action).clone();
+            let slot = match &mut action.action {
+                Some(A::UserMessageAction(a)) => Some(&mut a.request_context),
+                Some(A::ResumeAction(a)) => Some(&mut a.request_context),
+                Some(A::StartPlanAction(a)) => Some(&mut a.request_context),
+                Some(A::ExecutePlanAction(a)) => Some(&mut a.request_context),
+                Some(A::SubscriptionNotificationAction(a)) => Some(&mut a.request_context),
+                _ => None,
+            };
+            if let Some(slot @ None) = slot {
+                *slot = Some(context);
+            }
+            action
+        }
+        Some(FirstAction::Resume) | None => pb::ConversationAction {
+            action: Some(A::ResumeAction(pb::ResumeAction { request_context: Some(context) })),
+            ..Default::default()
+        },
+    }
 }
 
 pub(super) fn client_msg(m: pb::agent_client_message::Message) -> pb::AgentClientMessage {
@@ -25,12 +65,14 @@ fn model_fields(model: &pb::ModelDetails) -> (Option<pb::ModelDetails>, Option<p
     (Some(model.clone()), Some(models::requested(model)))
 }
 
-/// `AgentClientMessage{run_request}` with the checkpoint spliced in byte-for-byte.
+/// `AgentClientMessage{run_request}` with the checkpoint spliced in byte-for-byte. `run_id`
+/// names the run: one per turn, the same on its resume attempts, never the request id.
 pub(super) fn run_request(
     action: pb::ConversationAction,
     checkpoint: Option<&[u8]>,
     model: &pb::ModelDetails,
     conversation_id: &str,
+    run_id: &str,
 ) -> Bytes {
     let (model_details, requested_model) = model_fields(model);
     let request = pb::AgentRunRequest {
@@ -38,6 +80,7 @@ pub(super) fn run_request(
         model_details,
         requested_model,
         conversation_id: Some(conversation_id.to_string()),
+        run_id: Some(run_id.to_string()),
         ..Default::default()
     };
     let state = f::agent_run_request::CONVERSATION_STATE;

@@ -15,12 +15,15 @@
 //!   deltas merged before they are translated);
 //! - `messages`: the client messages a session builds (run request, prewarm, cancel…);
 //! - `retry`: whether a failed stream is resumed, and after how long;
-//! - `exec`, `kv`, `interaction`, `request_context`: the answers to the server's requests.
+//! - `exec`, `kv`, `interaction`, `request_context`: the answers to the server's requests
+//!   (`shell_stream`: a streaming shell's events; [`exec_defaults`]: the typed answers given
+//!   when the host has none).
 
 mod client;
 mod config;
 mod deltas;
 mod exec;
+pub mod exec_defaults;
 mod inner;
 mod interaction;
 mod kv;
@@ -28,10 +31,11 @@ mod messages;
 mod readers;
 mod request_context;
 mod retry;
+mod shell_stream;
 mod turn;
 mod turn_loop;
 
 pub use crate::updates::DeliverBatch;
 pub use client::{AgentClient, Session};
-pub use config::{ClientConfig, SavedSession, SessionOptions, Timing, TurnResult, TurnUsage};
+pub use config::{ClientConfig, PromptExtras, SavedSession, SessionOptions, Timing, TurnResult, TurnUsage};
 pub use turn::{EndHook, Turn};

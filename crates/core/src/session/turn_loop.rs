@@ -131,6 +131,8 @@ struct TurnLoop {
     /// Whether the current attempt's stream has brought a frame (so a refusal after it is not
     /// a refusal "at the start").
     heard_from_server: bool,
+    /// `AgentRunRequest.run_id`: made for the turn, kept across its resume attempts.
+    run_id: String,
 }
 
 impl TurnLoop {
@@ -150,6 +152,7 @@ impl TurnLoop {
             handlers: JoinSet::new(),
             exec_tokens: Arc::default(),
             heard_from_server: false,
+            run_id: uuid::Uuid::new_v4().to_string(),
         }
     }
 
@@ -205,6 +208,7 @@ impl TurnLoop {
         tracing::info!(
             conversation_id = %self.session.conversation_id,
             request_id = %original_request_id,
+            run_id = %self.run_id,
             transport = ?self.session.transport.active_kind(),
             "turn started"
         );
@@ -306,29 +310,13 @@ impl TurnLoop {
 
     async fn run_request(&self, first: Option<&FirstAction>) -> Result<Bytes, CoreError> {
         let request_context = request_context::for_session(&self.session).await?;
-        let conversation_id = &self.session.conversation_id;
         let (checkpoint, model) = {
             let s = self.session.lock();
             (s.checkpoint.clone(), s.model.clone())
         };
-        let model = &model;
-        let action = match first {
-            Some(FirstAction::User(message)) => {
-                pb::conversation_action::Action::UserMessageAction(pb::UserMessageAction {
-                    user_message: Some((**message).clone()),
-                    request_context: Some(request_context),
-                    ..Default::default()
-                })
-            }
-            Some(FirstAction::Raw(action)) => {
-                return Ok(messages::run_request((**action).clone(), checkpoint.as_deref(), model, conversation_id));
-            }
-            Some(FirstAction::Resume) | None => pb::conversation_action::Action::ResumeAction(pb::ResumeAction {
-                request_context: Some(request_context),
-            }),
-        };
-        let action = pb::ConversationAction { action: Some(action), ..Default::default() };
-        Ok(messages::run_request(action, checkpoint.as_deref(), model, conversation_id))
+        let action = messages::action(first, request_context);
+        let conversation_id = &self.session.conversation_id;
+        Ok(messages::run_request(action, checkpoint.as_deref(), &model, conversation_id, &self.run_id))
     }
 
     async fn attempt(
@@ -341,7 +329,7 @@ impl TurnLoop {
         let stream = self.session.transport.open_with(request_id, Some(original), token);
         let sender = stream.sender.clone();
         let mut receiver = stream.receiver;
-        let end = self.attempt_on(request_id, &sender, &mut receiver, first).await;
+        let end = self.attempt_on(&sender, &mut receiver, first).await;
         if matches!(end, AttemptEnd::Cancelled) {
             // Let the cancel reach the server and the stream end politely, in the background:
             // the turn resolves now, and a reset would discard frames still queued.
@@ -371,17 +359,14 @@ impl TurnLoop {
 
     async fn attempt_on(
         &mut self,
-        request_id: &str,
         sender: &AgentSender,
         receiver: &mut AgentReceiver,
         first: Option<&FirstAction>,
     ) -> AttemptEnd {
         let sender = sender.clone();
-        {
-            let mut state = self.session.lock();
-            state.active_sender = Some(sender.clone());
-            state.active_request_id = Some(request_id.to_string());
-        }
+        // Until this stream's run request is out, nothing may be sent into the turn: an action
+        // arriving before it (seqno 0 on RunSSE) would reach a run that does not exist yet.
+        self.session.lock().active_sender = None;
         let run_request = match self.run_request(first).await {
             Ok(r) => r,
             Err(e) => return AttemptEnd::Failed(e),
@@ -394,6 +379,11 @@ impl TurnLoop {
                 Ok(Err(from_response)) => from_response,
                 _ => e,
             });
+        }
+        {
+            let mut state = self.session.lock();
+            state.active_sender = Some(sender.clone());
+            state.active_run_id = Some(self.run_id.clone());
         }
         if self.shared.cancel.is_cancelled() && matches!(self.phase, Phase::Running) {
             self.start_cancel(&sender).await;
@@ -651,6 +641,7 @@ mod tests {
             notices: false,
             terminal_output: false,
             conversation_id: "c-1".into(),
+            injected: Default::default(),
             state: Default::default(),
         });
         let (tx, rx) = mpsc::channel(4);

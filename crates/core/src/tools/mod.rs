@@ -1,6 +1,7 @@
 //! Built-in local tools: native answers to the server's exec requests (read, write, delete, ls,
-//! grep, shell, shellStream, backgroundShellSpawn, writeShellStdin) and a glob helper, confined
-//! to workspace roots and answering with the typed result branches of the proto.
+//! grep, shell, shellStream, miniSweAgentBash, backgroundShellSpawn, writeShellStdin, the
+//! `pi*` family, gitDiffRequest) and a glob helper, confined to workspace roots and answering
+//! with the typed result branches of the proto.
 //!
 //! Hosts delegate to them instead of re-implementing them: [`LocalTools::run`] takes the same
 //! `ExecRequest`/`ExecContext` a `Host` gets and returns the result message as proto3 JSON, or
@@ -9,7 +10,9 @@
 mod background;
 mod environment;
 mod files;
+mod git_diff;
 mod ls;
+mod pi;
 mod search;
 mod shell;
 mod terminals;
@@ -115,8 +118,26 @@ struct Inner {
 }
 
 /// Exec kinds [`LocalTools::run`] answers.
-pub const KINDS: &[&str] =
-    &["read", "write", "delete", "ls", "grep", "shell", "shellStream", "backgroundShellSpawn", "writeShellStdin"];
+pub const KINDS: &[&str] = &[
+    "read",
+    "write",
+    "delete",
+    "ls",
+    "grep",
+    "shell",
+    "shellStream",
+    "miniSweAgentBash",
+    "backgroundShellSpawn",
+    "writeShellStdin",
+    "piRead",
+    "piBash",
+    "piEdit",
+    "piWrite",
+    "piGrep",
+    "piFind",
+    "piLs",
+    "gitDiffRequest",
+];
 
 impl LocalTools {
     pub fn new(workspace: Workspace, mut options: ToolOptions) -> Self {
@@ -160,7 +181,8 @@ impl LocalTools {
 
     /// Runs one exec request. `Ok(None)`: not a kind these tools implement. Failures of the
     /// tool itself are result branches (`error`, `rejected`, …), never `Err`; `Err` means the
-    /// request's args were not a valid message.
+    /// request's args were not a valid message, or (gitDiffRequest, whose result has no error
+    /// branch) that git could not answer.
     pub async fn run(&self, request: &ExecRequest, ctx: &ExecContext) -> Result<Option<Value>, CoreError> {
         self.run_kind(&request.kind, &request.args, ctx).await
     }
@@ -188,7 +210,7 @@ impl LocalTools {
                 let args: pb::GrepArgs = parse("GrepArgs", args)?;
                 to_json("GrepResult", &self.blocking(move |t| search::grep(&t.workspace, &t.options, &args)).await?)
             }
-            "shell" | "shellStream" => {
+            "shell" | "shellStream" | "miniSweAgentBash" => {
                 let args: pb::ShellArgs = parse("ShellArgs", args)?;
                 let t = &self.inner;
                 to_json("ShellResult", &shell::run(&t.shell_context(), &args, ctx).await)
@@ -201,6 +223,44 @@ impl LocalTools {
             "writeShellStdin" => {
                 let args: pb::WriteShellStdinArgs = parse("WriteShellStdinArgs", args)?;
                 to_json("WriteShellStdinResult", &background::write_stdin(&self.inner.shells, &args).await)
+            }
+            "piRead" => {
+                let args: pb::PiReadExecArgs = parse("PiReadExecArgs", args)?;
+                to_json("PiReadExecResult", &self.blocking(move |t| pi::read(&t.workspace, &t.options, &args)).await?)
+            }
+            "piWrite" => {
+                let args: pb::PiWriteExecArgs = parse("PiWriteExecArgs", args)?;
+                to_json("PiWriteExecResult", &self.blocking(move |t| pi::write(&t.workspace, &args)).await?)
+            }
+            "piEdit" => {
+                let args: pb::PiEditExecArgs = parse("PiEditExecArgs", args)?;
+                to_json("PiEditExecResult", &self.blocking(move |t| pi::edit(&t.workspace, &t.options, &args)).await?)
+            }
+            "piGrep" => {
+                let args: pb::PiGrepExecArgs = parse("PiGrepExecArgs", args)?;
+                to_json("PiGrepExecResult", &self.blocking(move |t| pi::grep(&t.workspace, &args)).await?)
+            }
+            "piFind" => {
+                let args: pb::PiFindExecArgs = parse("PiFindExecArgs", args)?;
+                to_json("PiFindExecResult", &self.blocking(move |t| pi::find(&t.workspace, &args)).await?)
+            }
+            "piLs" => {
+                let args: pb::PiLsExecArgs = parse("PiLsExecArgs", args)?;
+                to_json("PiLsExecResult", &self.blocking(move |t| pi::ls(&t.workspace, &args)).await?)
+            }
+            "piBash" => {
+                let args: pb::PiBashExecArgs = parse("PiBashExecArgs", args)?;
+                to_json("PiBashExecResult", &pi::bash(&self.inner.shell_context(), &args, ctx).await)
+            }
+            "gitDiffRequest" => {
+                // GetDiffResponse has no error branch: a repository git cannot read is an
+                // error of the call (the server gets throw), not an empty diff.
+                let args: pb::GetDiffRequest = parse("GetDiffRequest", args)?;
+                let t = &self.inner;
+                let diff = git_diff::git_diff(&t.workspace, t.environment.as_ref(), &args)
+                    .await
+                    .map_err(|e| CoreError::Callback(format!("git diff: {e}")))?;
+                to_json("GetDiffResponse", &diff)
             }
             _ => return Ok(None),
         };

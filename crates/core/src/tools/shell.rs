@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::{Child, Command};
 
-use crate::host::{ExecContext, ShellOutput};
+use crate::host::ExecContext;
 use crate::proto::agent::v1 as pb;
 
 use super::background::{spawn_background, Shells};
@@ -194,6 +194,8 @@ pub(super) fn working_directory(ws: &Workspace, requested: &str) -> Result<PathB
     }
 }
 
+/// Runs `args.command`. `ctx` hears the output as it comes, and `started` once the process
+/// has been spawned (never for a command refused or failing to spawn).
 pub async fn run(t: &ShellContext<'_>, args: &pb::ShellArgs, ctx: &ExecContext) -> pb::ShellResult {
     use pb::shell_result::Result as R;
     let opts = t.options;
@@ -225,21 +227,24 @@ pub async fn run(t: &ShellContext<'_>, args: &pb::ShellArgs, ctx: &ExecContext) 
             ..Default::default()
         };
         return match spawn_background(t, &spawn).result {
-            Some(pb::background_shell_spawn_result::Result::Success(s)) => pb::ShellResult {
-                is_background: Some(true),
-                pid: s.pid,
-                terminals_folder: Some(t.terminals.path().display().to_string()),
-                result: Some(R::Success(pb::ShellSuccess {
-                    command,
-                    working_directory: wd,
-                    shell_id: Some(s.shell_id),
+            Some(pb::background_shell_spawn_result::Result::Success(s)) => {
+                ctx.started();
+                pb::ShellResult {
+                    is_background: Some(true),
                     pid: s.pid,
-                    stdout: format!("started in the background as shell {}", s.shell_id),
-                    background_reason: Some(pb::ShellBackgroundReason::UserRequest as i32),
+                    terminals_folder: Some(t.terminals.path().display().to_string()),
+                    result: Some(R::Success(pb::ShellSuccess {
+                        command,
+                        working_directory: wd,
+                        shell_id: Some(s.shell_id),
+                        pid: s.pid,
+                        stdout: format!("started in the background as shell {}", s.shell_id),
+                        background_reason: Some(pb::ShellBackgroundReason::UserRequest as i32),
+                        ..Default::default()
+                    })),
                     ..Default::default()
-                })),
-                ..Default::default()
-            },
+                }
+            }
             Some(pb::background_shell_spawn_result::Result::Error(e)) => {
                 result(R::SpawnError(pb::ShellSpawnError { command, working_directory: wd, error: e.error }))
             }
@@ -266,6 +271,8 @@ pub async fn run(t: &ShellContext<'_>, args: &pb::ShellArgs, ctx: &ExecContext) 
             return result(R::SpawnError(pb::ShellSpawnError { command, working_directory: wd, error: e.to_string() }))
         }
     };
+    // Only now has anything started: a streaming shell's `start` goes out.
+    ctx.started();
     let pid = child.id();
     let mut kill = GroupKill(pid);
     let mut pipes_held = false;
@@ -285,10 +292,10 @@ pub async fn run(t: &ShellContext<'_>, args: &pb::ShellArgs, ctx: &ExecContext) 
         both.push(&text);
         if is_err {
             err_text.push(&text);
-            let _ = ctx.output.send(ShellOutput::Stderr(text));
+            ctx.stderr(text);
         } else {
             out_text.push(&text);
-            let _ = ctx.output.send(ShellOutput::Stdout(text));
+            ctx.stdout(text);
         }
     };
     let (mut out_buf, mut err_buf) = (vec![0u8; 16 * 1024], vec![0u8; 16 * 1024]);

@@ -72,7 +72,13 @@ impl TerminalsFolder {
     /// Creates (or empties) the output file of a background shell, readable by this user
     /// only. A link put in its place is not followed.
     pub(super) fn create_output(&self, shell_id: u32) -> io::Result<std::fs::File> {
-        let path = self.path.join(format!("{shell_id}.txt"));
+        self.create_file(&format!("{shell_id}.txt"))
+    }
+
+    /// Creates (or empties) the file `name` in the folder (made if missing), as
+    /// [`TerminalsFolder::create_output`] does: private, no link followed, removed with the tools.
+    pub(super) fn create_file(&self, name: &str) -> io::Result<std::fs::File> {
+        let path = self.path.join(name);
         let mut options = std::fs::OpenOptions::new();
         options.write(true).create(true).truncate(true);
         #[cfg(unix)]

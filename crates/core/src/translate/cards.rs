@@ -20,8 +20,11 @@ pub(super) struct ToolView {
 
 pub(super) fn tool_view(call: &pb::ToolCall) -> Option<ToolView> {
     let desc = pool().get_message_by_name("agent.v1.ToolCall")?;
-    let msg = DynamicMessage::decode(desc, call.encode_to_vec().as_slice()).ok()?;
-    let (field, value) = msg.fields().next()?;
+    let msg = DynamicMessage::decode(desc.clone(), call.encode_to_vec().as_slice()).ok()?;
+    // The tool is the member of the `tool` oneof; the call's other fields (its id, times, hook
+    // contexts) are not it.
+    let field = desc.oneofs().find(|o| o.name() == "tool")?.fields().find(|f| msg.has_field(f))?;
+    let value = msg.get_field(&field);
     let name = field.name().strip_suffix("_tool_call").unwrap_or(field.name()).to_string();
     let wrapper = value.as_message()?;
     let options = SerializeOptions::new().skip_default_fields(true);

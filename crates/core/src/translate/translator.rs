@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use agent_client_protocol_schema::v1 as acp;
 
+use super::newer_updates::InjectedMessages;
 use crate::cards::Paths;
 use crate::proto::agent::v1 as pb;
 
@@ -36,6 +37,8 @@ pub struct Translator {
     /// The client renders Zed's display-only terminal (`_meta.terminal_output` capability):
     /// shell cards carry a terminal and stream through `_meta` instead of fenced text.
     pub(super) terminal_output: bool,
+    /// User messages the session sent into the running turn (newer_updates.rs).
+    pub(super) injected: InjectedMessages,
 }
 
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -139,6 +142,8 @@ impl Translator {
             U::SummaryStarted(_) => self.start_compaction(),
             U::Summary(s) => self.on_summary(&s.summary),
             U::SummaryCompleted(_) => self.complete_compaction(),
+            U::ContextInjectionState(s) if parent.is_none() => self.on_injection_state(s),
+            U::ResponseComparison(c) if parent.is_none() => self.on_response_comparison(c),
             // Heartbeats, token deltas, echoes of the prompt, suggestions, feedback: nothing to show.
             _ => Vec::new(),
         }

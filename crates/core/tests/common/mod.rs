@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use cursor_acp_core::host::{ExecContext, ShellOutput};
+use cursor_acp_core::host::{ExecContext, ExecEvent};
 use cursor_acp_core::tools::{LocalTools, ToolOptions, Workspace};
 use cursor_acp_core::CancellationToken;
 use serde_json::Value;
@@ -48,9 +48,8 @@ impl Fixture {
     }
 }
 
-pub fn context() -> (ExecContext, mpsc::UnboundedReceiver<ShellOutput>) {
-    let (tx, rx) = mpsc::unbounded_channel();
-    (ExecContext { cancel: CancellationToken::new(), output: tx }, rx)
+pub fn context() -> (ExecContext, mpsc::UnboundedReceiver<ExecEvent>) {
+    ExecContext::new(CancellationToken::new())
 }
 
 pub fn is_root() -> bool {
