@@ -215,3 +215,25 @@ async fn a_token_refused_during_a_stream_is_renewed_and_the_turn_resumed() {
         assert!(resumed["resumeAction"].is_object(), "a resume, not the user message again: {resumed}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_refusing_every_stream_after_a_frame_ends_the_turn_with_e_auth() {
+    for kind in KINDS {
+        // Every stream brings a frame, then refuses the token: renewing and resuming is bounded
+        // by the resume attempts, never a loop.
+        let scenario = json!({ "steps": [
+            { "type": "text", "text": "part" },
+            { "type": "error", "code": "unauthenticated", "message": "token expired" },
+        ]});
+        let options =
+            BackendOptions { auth: Some(AuthOptions { required: true, ..Default::default() }), ..Default::default() };
+        let backend = EmbeddedBackend::start_with(Scenario::from_json(&scenario).unwrap(), 0, options).await.unwrap();
+        let source = Arc::new(Counting { url: backend.url(), asked: Mutex::default() });
+        let client = client(&backend, kind, Credentials::Source(source.clone()));
+        let err = run_turn(&client).await.expect_err("refused every time");
+        assert_eq!(err.code(), "E_AUTH", "{kind:?}: {err}");
+        let streams = backend.records().len();
+        let attempts = Timing::default().resume_attempts as usize;
+        assert_eq!(streams, attempts + 1, "{kind:?}: the first stream and one per resume");
+    }
+}

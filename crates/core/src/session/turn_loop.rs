@@ -245,8 +245,11 @@ impl TurnLoop {
                 }
                 // The token was refused: asked for anew (once; a second refusal in a row fails).
                 // Before the stream produced anything, the same attempt again, unseen; later in
-                // the stream (a token that expired meanwhile), a resume, as after a drop.
-                AttemptEnd::Failed(CoreError::Auth(_)) if token_retry == TokenRetry::Available => {
+                // the stream (a token that expired meanwhile), a resume, as after a drop, and
+                // counted as one: a server that refuses every stream after a frame ends the turn.
+                AttemptEnd::Failed(CoreError::Auth(_))
+                    if token_retry == TokenRetry::Available && (!heard || attempt < self.timing().resume_attempts) =>
+                {
                     tracing::info!(during_stream = heard, "the server refused the access token; asking for a new one");
                     token_retry = TokenRetry::Used;
                     token = TokenReason::Unauthenticated;
