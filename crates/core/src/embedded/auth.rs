@@ -219,10 +219,16 @@ impl Auth {
         Ok(payload["sub"].as_str().unwrap_or_default().to_string())
     }
 
-    /// Whether this backend signed `token` (of any kind, expired or not): records mark such a
-    /// token as sent without holding it.
-    pub(super) fn issued_here(&self, token: &str) -> bool {
-        token.rsplit_once('.').is_some_and(|(signed_part, signature)| self.sign(signed_part) == signature)
+    /// `access token 3` for a token this backend signed (of any kind, expired or not): its kind
+    /// and serial number, which say which token a record's request carried without holding it.
+    pub(super) fn describe_issued(&self, token: &str) -> Option<String> {
+        let (signed_part, signature) = token.rsplit_once('.')?;
+        if self.sign(signed_part) != signature {
+            return None;
+        }
+        let payload = URL_SAFE_NO_PAD.decode(signed_part.split('.').nth(1)?).ok()?;
+        let payload: serde_json::Value = serde_json::from_slice(&payload).ok()?;
+        Some(format!("{} token {}", payload["type"].as_str()?, payload["jti"].as_u64()?))
     }
 
     fn pair(&self, subject: &str) -> (String, String) {

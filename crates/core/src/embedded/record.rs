@@ -52,9 +52,13 @@ pub struct MessageRecord {
 }
 
 /// A request's headers as recorded: names lower-case, credentials redacted (see
-/// [`recorded_value`]). `issued_here` tells a bearer token this backend handed out at its API-key
-/// login from any other, without the record holding either.
-pub(crate) fn header_map(headers: &http::HeaderMap, issued_here: impl Fn(&str) -> bool) -> BTreeMap<String, String> {
+/// [`recorded_value`]). `issued_here` names a bearer token this backend issued (`access token 3`:
+/// its kind and serial number, nothing derived from the secret part), so a record can tell which
+/// token was sent without holding it.
+pub(crate) fn header_map(
+    headers: &http::HeaderMap,
+    issued_here: impl Fn(&str) -> Option<String>,
+) -> BTreeMap<String, String> {
     headers.iter().map(|(k, v)| (k.as_str().to_string(), recorded_value(k.as_str(), v, &issued_here))).collect()
 }
 
@@ -62,7 +66,11 @@ pub(crate) fn header_map(headers: &http::HeaderMap, issued_here: impl Fn(&str) -
 /// so no credential is kept, not even a hash of one (a short credential could be guessed back from
 /// it): `authorization`-like headers keep their scheme (`Bearer <redacted>`), other credential
 /// headers (cookies, API keys, tokens, secrets, passwords) only `<redacted>`.
-pub(crate) fn recorded_value(name: &str, value: &http::HeaderValue, issued_here: impl Fn(&str) -> bool) -> String {
+pub(crate) fn recorded_value(
+    name: &str,
+    value: &http::HeaderValue,
+    issued_here: impl Fn(&str) -> Option<String>,
+) -> String {
     const CREDENTIAL_NAMES: [&str; 7] = ["auth", "cookie", "key", "token", "secret", "passw", "credential"];
     let name = name.to_ascii_lowercase();
     if !CREDENTIAL_NAMES.iter().any(|c| name.contains(c)) {
@@ -70,10 +78,10 @@ pub(crate) fn recorded_value(name: &str, value: &http::HeaderValue, issued_here:
     }
     let text = String::from_utf8_lossy(value.as_bytes());
     match name.ends_with("authorization").then(|| text.split_once(' ')).flatten() {
-        Some((scheme, credential)) if issued_here(credential.trim()) => {
-            format!("{scheme} <redacted: issued by this backend>")
-        }
-        Some((scheme, _)) => format!("{scheme} <redacted>"),
+        Some((scheme, credential)) => match issued_here(credential.trim()) {
+            Some(token) => format!("{scheme} <redacted: {token} issued by this backend>"),
+            None => format!("{scheme} <redacted>"),
+        },
         None => "<redacted>".into(),
     }
 }
@@ -87,7 +95,7 @@ mod tests {
         for &(name, value) in pairs {
             headers.append(name, http::HeaderValue::from_static(value));
         }
-        header_map(&headers, |token| token == "issued-1")
+        header_map(&headers, |token| (token == "issued-1").then(|| "access token 1".to_string()))
     }
 
     #[test]
@@ -118,6 +126,6 @@ mod tests {
             assert!(!all.contains(secret), "{secret} in {all}");
         }
         let issued = recorded(&[("authorization", "Bearer issued-1")]);
-        assert_eq!(issued["authorization"], "Bearer <redacted: issued by this backend>");
+        assert_eq!(issued["authorization"], "Bearer <redacted: access token 1 issued by this backend>");
     }
 }

@@ -20,8 +20,8 @@ use tokio_util::sync::CancellationToken;
 use super::append::{Append, AppendError, AppendReader};
 use super::auth::{self, Auth, AuthOptions};
 use super::client_message;
-use super::models::Models;
 use super::inbox::{Inbox, Queued};
+use super::models::Models;
 use super::record::{header_map, AppendRecord, MessageRecord, RunRecord};
 use super::run_checks::RunChecks;
 use super::scenario::{Scenario, Step};
@@ -315,7 +315,7 @@ impl State {
 
     /// A request's headers for its record, credentials redacted.
     fn recorded_headers(&self, headers: &HeaderMap) -> BTreeMap<String, String> {
-        header_map(headers, |token| self.auth.issued_here(token))
+        header_map(headers, |token| self.auth.describe_issued(token))
     }
 
     fn with_record(&self, run: &Run, f: impl FnOnce(&mut RunRecord)) {
