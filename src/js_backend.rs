@@ -21,11 +21,11 @@ pub struct EmbeddedBackendOptions {
     /// Sign-in, API-key exchange and token refresh with expiring tokens, and whether agent
     /// RPCs need a valid token (see `EmbeddedAuthOptions`; without it no token is needed).
     #[napi(ts_type = "EmbeddedAuthOptions")]
-    pub auth: Option<Value>,
+    pub auth: Option<Json>,
     /// What `GetUsableModels` answers (`ModelDetails`, proto3 JSON); run requests must name one
     /// of them or `default`. Default: two models of the backend's own.
     #[napi(ts_type = "ModelDetails[]")]
-    pub models: Option<Vec<Value>>,
+    pub models: Option<Json>,
 }
 
 /// A running embedded backend (loopback only). `close()` it when done.
@@ -62,13 +62,14 @@ pub fn start_embedded_backend<'env>(
     options: EmbeddedBackendOptions,
 ) -> Result<PromiseRaw<'env, EmbeddedBackend>> {
     let port = options.port.unwrap_or(0);
-    let auth = options.auth.clone();
-    let models = options.models.clone();
+    let scenario = options.scenario.0;
+    let auth = options.auth.map(|a| a.0);
+    let models = options.models.map(|m| m.0);
     // Validation happens inside the promise so a bad scenario rejects rather than throws.
     promise(
         env,
         async move {
-            let scenario = Scenario::from_json(&options.scenario.0)?;
+            let scenario = Scenario::from_json(&scenario)?;
             let port =
                 u16::try_from(port).map_err(|_| CoreError::InvalidInput(format!("port {port} is not 0-65535")))?;
             let auth = auth
@@ -76,6 +77,11 @@ pub fn start_embedded_backend<'env>(
                     serde_json::from_value(a).map_err(|e| CoreError::InvalidInput(format!("invalid auth options: {e}")))
                 })
                 .transpose()?;
+            let models = match models {
+                None => None,
+                Some(serde_json::Value::Array(models)) => Some(models),
+                Some(_) => return Err(CoreError::InvalidInput("models must be an array of ModelDetails".into())),
+            };
             let options = embedded::BackendOptions { auth, models };
             embedded::EmbeddedBackend::start_with(scenario, port, options).await
         },
