@@ -44,7 +44,7 @@ fn pi_read_bash_and_ls() {
         start,
         json!({ "sessionUpdate": "tool_call", "toolCallId": "r1", "title": "Read src/main.rs (L10–L14)", "name": "pi_read",
             "kind": "read", "status": "in_progress", "locations": [{ "path": "/w/src/main.rs", "line": 10 }],
-            "rawInput": { "path": "/w/src/main.rs", "offset": 10, "limit": 5 } })
+            "rawInput": { "path": "/w/src/main.rs", "offset": 10, "limit": 5 }, "_meta": { "tool_name": "pi_read" } })
     );
     assert_eq!(
         end,
