@@ -100,7 +100,10 @@ fn edit_diffs(path: &str, args: &Value, previous_text: Option<&str>) -> Vec<acp:
         .get("edits")
         .and_then(Value::as_array)
         .map(|edits| {
-            edits.iter().map(|e| (str_arg(e, "oldText").unwrap_or_default(), str_arg(e, "newText").unwrap_or_default())).collect()
+            edits
+                .iter()
+                .map(|e| (str_arg(e, "oldText").unwrap_or_default(), str_arg(e, "newText").unwrap_or_default()))
+                .collect()
         })
         .unwrap_or_default();
     let whole = previous_text.and_then(|old| {
@@ -114,7 +117,9 @@ fn edit_diffs(path: &str, args: &Value, previous_text: Option<&str>) -> Vec<acp:
         }
         _ => edits
             .into_iter()
-            .map(|(from, to)| acp::ToolCallContent::Diff(acp::Diff::new(path.to_string(), to).old_text(from.to_string())))
+            .map(|(from, to)| {
+                acp::ToolCallContent::Diff(acp::Diff::new(path.to_string(), to).old_text(from.to_string()))
+            })
             .collect(),
     }
 }
@@ -128,5 +133,49 @@ pub fn exec_outcome(kind: &str, args: &Value, result: &Value, paths: &Paths) -> 
         ("write" | "piWrite" | "piEdit", Some(_)) => Outcome::new(true, Vec::new(), result),
         ("backgroundShellSpawn", Some(success)) => Outcome::new(true, vec![background(success)], result),
         _ => tool_outcome(&name, args, result, "", paths),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn diffs(card: &Card) -> Vec<(Option<String>, String)> {
+        card.content
+            .iter()
+            .map(|c| match c {
+                acp::ToolCallContent::Diff(d) => (d.old_text.clone(), d.new_text.clone()),
+                other => panic!("not a diff: {other:?}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_pi_edit_is_shown_as_the_whole_file_before_and_after_when_every_edit_applies() {
+        let paths = Paths::new(Some("/w"));
+        let args = json!({ "path": "a.txt", "edits": [
+            { "oldText": "one", "newText": "1" },
+            { "oldText": "three", "newText": "3" },
+        ]});
+        let card = exec_card("piEdit", &args, &paths, Some("one two three one")).unwrap();
+        assert_eq!(card.title, "Edit a.txt");
+        assert_eq!(card.kind, acp::ToolKind::Edit);
+        assert_eq!(diffs(&card), [(Some("one two three one".into()), "1 two 3 one".into())], "first occurrences only");
+        assert_eq!(card.raw_input, json!({ "path": "/w/a.txt" }));
+
+        // An old text that is not in the file: each replacement on its own, as asked.
+        let card = exec_card("piEdit", &args, &paths, Some("nothing here")).unwrap();
+        assert_eq!(diffs(&card), [(Some("one".into()), "1".into()), (Some("three".into()), "3".into())]);
+    }
+
+    #[test]
+    fn a_pi_write_shows_its_diff_and_its_success_keeps_it() {
+        let paths = Paths::new(Some("/w"));
+        let args = json!({ "path": "/w/b.txt", "content": "new\n" });
+        let card = exec_card("piWrite", &args, &paths, Some("old\n")).unwrap();
+        assert_eq!(card.title, "Write b.txt");
+        assert_eq!(diffs(&card), [(Some("old\n".into()), "new\n".into())]);
+        let outcome = exec_outcome("piWrite", &args, &json!({ "success": {} }), &paths);
+        assert!(outcome.ok() && outcome.content.is_empty(), "the card's diff stays: {outcome:?}");
     }
 }

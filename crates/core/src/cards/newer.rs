@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use super::paths::Paths;
 use super::render::{count, fenced, num_arg, str_arg, text_content};
+use super::tools::{find_title, grep_title};
 use super::Outcome;
 
 /// The tool types this file describes.
@@ -61,25 +62,12 @@ pub(super) fn title(name: &str, a: &Value, paths: &Paths) -> Option<String> {
         "pi_bash" => str_arg(a, "command").map(str::to_string),
         "pi_edit" => rel("path").map(|p| format!("Edit {p}")),
         "pi_write" => rel("path").map(|p| format!("Write {p}")),
-        "pi_grep" => str_arg(a, "pattern").map(|pattern| {
-            let mut t = format!("grep \"{pattern}\"");
-            if let Some(p) = rel("path") {
-                t.push(' ');
-                t.push_str(&p);
-            }
-            if let Some(g) = str_arg(a, "glob") {
-                t.push_str(&format!(" --include {g}"));
-            }
-            t
-        }),
-        "pi_find" => str_arg(a, "pattern").map(|g| match rel("path") {
-            Some(d) => format!("Find {g} in {d}"),
-            None => format!("Find {g}"),
-        }),
+        "pi_grep" => grep_title(a, paths),
+        "pi_find" => find_title(str_arg(a, "pattern"), rel("path")),
         "pi_ls" => Some(format!("List {}", rel("path").unwrap_or_else(|| ".".into()))),
-        "search_conversations" => {
-            Some(str_arg(a, "query").map_or("Search conversations".into(), |q| format!("Search conversations: \"{q}\"")))
-        }
+        "search_conversations" => Some(
+            str_arg(a, "query").map_or("Search conversations".into(), |q| format!("Search conversations: \"{q}\"")),
+        ),
         "fetch_cloud_agent_data" => Some("Fetch cloud agent data".into()),
         "send_message" => Some("Send message".into()),
         "send_to_user" => Some("Message to user".into()),
@@ -103,7 +91,9 @@ pub(super) fn locations(name: &str, a: &Value, paths: &Paths) -> Vec<acp::ToolCa
         "pi_read" => str_arg(a, "path")
             .map(|p| vec![paths.location(p, num_arg(a, "offset").map(|o| o.max(1) as u32))])
             .unwrap_or_default(),
-        "pi_edit" | "pi_write" | "pi_ls" => str_arg(a, "path").map(|p| vec![paths.location(p, None)]).unwrap_or_default(),
+        "pi_edit" | "pi_write" | "pi_ls" => {
+            str_arg(a, "path").map(|p| vec![paths.location(p, None)]).unwrap_or_default()
+        }
         _ => Vec::new(),
     }
 }

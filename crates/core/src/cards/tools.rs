@@ -47,21 +47,8 @@ fn title(name: &str, a: &Value, paths: &Paths) -> String {
         }),
         "edit" => rel("path").map(|p| format!("Edit {p}")),
         "delete" => rel("path").map(|p| format!("Delete {p}")),
-        "grep" => str_arg(a, "pattern").map(|pat| {
-            let mut t = format!("grep \"{pat}\"");
-            if let Some(p) = rel("path") {
-                t.push(' ');
-                t.push_str(&p);
-            }
-            if let Some(g) = str_arg(a, "glob") {
-                t.push_str(&format!(" --include {g}"));
-            }
-            t
-        }),
-        "glob" => str_arg(a, "globPattern").map(|g| match rel("targetDirectory") {
-            Some(d) => format!("Find {g} in {d}"),
-            None => format!("Find {g}"),
-        }),
+        "grep" => grep_title(a, paths),
+        "glob" => find_title(str_arg(a, "globPattern"), rel("targetDirectory")),
         "ls" => Some(format!("List {}", rel("path").unwrap_or_else(|| ".".into()))),
         "sem_search" => Some(match str_arg(a, "query") {
             Some(q) => format!("Search codebase: {q}"),
@@ -96,6 +83,29 @@ fn title(name: &str, a: &Value, paths: &Paths) -> String {
         newer => newer::title(newer, a, paths),
     };
     title.unwrap_or_else(|| humanize(name))
+}
+
+/// `grep "pattern" dir --include glob`, for the grep tools (`pattern`, `path`, `glob`).
+pub(super) fn grep_title(a: &Value, paths: &Paths) -> Option<String> {
+    let pattern = str_arg(a, "pattern")?;
+    let mut title = format!("grep \"{pattern}\"");
+    if let Some(p) = str_arg(a, "path") {
+        title.push(' ');
+        title.push_str(&paths.relative(p));
+    }
+    if let Some(g) = str_arg(a, "glob") {
+        title.push_str(&format!(" --include {g}"));
+    }
+    Some(title)
+}
+
+/// `Find *.rs in src`, for the file-finding tools.
+pub(super) fn find_title(pattern: Option<&str>, dir: Option<String>) -> Option<String> {
+    let pattern = pattern?;
+    Some(match dir {
+        Some(d) => format!("Find {pattern} in {d}"),
+        None => format!("Find {pattern}"),
+    })
 }
 
 fn locations(name: &str, a: &Value, paths: &Paths) -> Vec<acp::ToolCallLocation> {
