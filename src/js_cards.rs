@@ -48,7 +48,10 @@ pub fn describe_exec(request: Value, options: Option<CardOptions>) -> Result<Opt
 /// in proto3 JSON): `status` (`completed` or `failed`), the content showing what the tool did
 /// (a read's range, the listing, the matches, the output), `locations`, and a small
 /// `rawOutput`.
-#[napi(ts_args_type = "request: ExecRequest, result: ExecResult, options?: CardOptions", ts_return_type = "ToolCardOutcome")]
+#[napi(
+    ts_args_type = "request: ExecRequest, result: ExecResult, options?: CardOptions",
+    ts_return_type = "ToolCardOutcome"
+)]
 pub fn describe_exec_result(request: Value, result: Value, options: Option<CardOptions>) -> Result<Value> {
     let empty = Value::Object(Default::default());
     let args = request.get("args").unwrap_or(&empty);

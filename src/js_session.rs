@@ -164,7 +164,12 @@ impl Session {
     /// (`subscription_notification_action`, with the request context): a turn of its own.
     /// Each entry is the text of a message or a `UserMessage` in proto3 JSON.
     #[napi(ts_args_type = "notifications: Array<string | agent.UserMessage>, options?: { signal?: AbortSignal }")]
-    pub fn notify_subscription(&self, env: Env, notifications: Vec<Value>, options: Option<Object>) -> Result<PromptTurn> {
+    pub fn notify_subscription(
+        &self,
+        env: Env,
+        notifications: Vec<Value>,
+        options: Option<Object>,
+    ) -> Result<PromptTurn> {
         let messages: Vec<Value> = notifications
             .into_iter()
             .map(|n| match n {

@@ -95,7 +95,12 @@ async fn a_turn_has_one_run_id_across_resume_attempts_and_injections_name_it() {
         assert_eq!(turn.result().await.unwrap().stop_reason, acp::StopReason::EndTurn, "{kind:?}");
         let records = backend.records();
         assert_eq!(records.len(), 2, "the first stream dropped, the turn resumed");
-        let run_id = |i: usize| records[i].messages[0].message["runRequest"]["runId"].as_str().unwrap_or_else(|| panic!("{:#?}", records[i].messages)).to_string();
+        let run_id = |i: usize| {
+            records[i].messages[0].message["runRequest"]["runId"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{:#?}", records[i].messages))
+                .to_string()
+        };
         assert_eq!(run_id(0), run_id(1), "one run id for the turn");
         assert_ne!(run_id(0), records[0].request_id, "the run id is not the request id");
         assert!(records[1].messages[0].message["runRequest"]["action"]["resumeAction"].is_object());
