@@ -33,6 +33,9 @@ impl Flipper {
         let flips = Arc::new(AtomicU64::new(0));
         let (link, inside, outside, flag, count) =
             (link.to_path_buf(), inside.to_path_buf(), outside.to_path_buf(), stop.clone(), flips.clone());
+        // The link exists before the tools start: otherwise the first write could make a real
+        // folder by that name before the thread's first flip.
+        std::os::unix::fs::symlink(&inside, &link).unwrap();
         let thread = std::thread::spawn(move || {
             let staged = link.with_extension("staged");
             let mut out = true;
