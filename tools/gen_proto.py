@@ -10,7 +10,8 @@ committed, and the build uses only the .proto files. docs/proto.md has the whole
 
 Usage:
   python3 tools/gen_proto.py [--sheet wire-schema.md] [--addendum wire-schema-2026.md]
-      read both sheets, write the digest and proto/ (defaults: the sheets in ../shared/protocol)
+      read both sheets, write the digest and proto/ (defaults: the sheets in
+      $CURSOR_ACP_SHEETS_DIR, when it is set)
   python3 tools/gen_proto.py --from-digest [--out DIR]
       write the .proto files from the committed digest only (into proto/, or DIR)
 """
@@ -29,7 +30,8 @@ from schema_model import Field, Message, SchemaError, package_of, read_digest, w
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DIGEST = os.path.join(ROOT, "proto", "schema-digest.json")
-SHARED = os.path.join(ROOT, "..", "shared", "protocol")
+# Where the two sheets are kept on a maintainer's machine (they are not in the repository).
+SHEETS_DIR = os.environ.get("CURSOR_ACP_SHEETS_DIR")
 
 
 def add_newer_build_fields(schema):
@@ -120,11 +122,14 @@ def write_protos(schema, out_dir):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    parser.add_argument("--sheet", default=os.path.join(SHARED, "wire-schema.md"), help="the older fact sheet")
-    parser.add_argument("--addendum", default=os.path.join(SHARED, "wire-schema-2026.md"), help="the 2026 addendum")
+    in_sheets_dir = lambda name: os.path.join(SHEETS_DIR, name) if SHEETS_DIR else None  # noqa: E731
+    parser.add_argument("--sheet", default=in_sheets_dir("wire-schema.md"), help="the older fact sheet")
+    parser.add_argument("--addendum", default=in_sheets_dir("wire-schema-2026.md"), help="the 2026 addendum")
     parser.add_argument("--from-digest", action="store_true", help="regenerate the .proto files from the digest only")
     parser.add_argument("--out", default=os.path.join(ROOT, "proto"), help="where the .proto files go")
     args = parser.parse_args()
+    if not args.from_digest and not (args.sheet and args.addendum):
+        parser.error("name both sheets (--sheet, --addendum) or set CURSOR_ACP_SHEETS_DIR")
     try:
         if not args.from_digest:
             schema = from_sheets(args.sheet, args.addendum)
