@@ -9,6 +9,7 @@ import path from 'node:path'
 
 import { Credentials, isCursorHost } from './auth.mjs'
 import { initializeResponse } from './initialize.mjs'
+import { ModelCache } from './model-cache.mjs'
 import { toRequestError } from './request-errors.mjs'
 import { RequestError, loadSdk } from './sdk.mjs'
 import { AgentSession } from './session.mjs'
@@ -84,6 +85,8 @@ export function createAgent(config) {
   const credentials = new Credentials({ baseUrl: config.baseUrl, env: config.env ?? process.env, needsAuth, store: config.credentialStore, log })
   /** The addon's `accessToken`: asked before every stream, so a login made meanwhile is used. */
   const accessToken = (/** @type {{ reason: 'request' | 'unauthenticated' }} */ request) => credentials.token(request)
+  /** The account's models, shared by the sessions of this process. */
+  const models = new ModelCache()
   /** @type {AgentContext | null} */
   let client = null
   /** @type {ClientCapabilities} */
@@ -125,7 +128,7 @@ export function createAgent(config) {
       throw toRequestError(e)
     }
     // The account's models for the picker (bounded: without them the picker has Auto and --models).
-    await session.loadModels()
+    await session.loadModels(() => models.get(() => session.client.listModels()))
     sessions.set(sessionId, session)
     return session
   }
@@ -194,10 +197,12 @@ export function createAgent(config) {
         return initializeResponse(params)
       })
       .onRequest('authenticate', async ({ params }) => {
+        models.clear()
         await credentials.authenticate(params.methodId)
         return {}
       })
       .onRequest('logout', async () => {
+        models.clear()
         config.credentialStore.remove()
         return {}
       })

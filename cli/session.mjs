@@ -154,15 +154,17 @@ export class AgentSession {
   }
 
   /**
-   * Asks the server for the account's models (once per session, bounded), and sends the
-   * session's model with its details from now on.
+   * Asks for the account's models (bounded), and sends the session's model with its details
+   * from now on.
+   * @param {() => Promise<import('../index.js').UsableModel[]>} [list]  where they come from
+   *   (the agent's per-process cache); by default this session's client asks the server
    */
-  async loadModels() {
+  async loadModels(list = () => this.client.listModels()) {
     /** @type {ReturnType<typeof setTimeout> | undefined} */
     let timer
     const late = new Promise((_, reject) => { timer = setTimeout(() => reject(new Error(`no answer within ${MODELS_TIMEOUT_MS} ms`)), MODELS_TIMEOUT_MS) })
     try {
-      this.models = await Promise.race([this.client.listModels(), late])
+      this.models = await Promise.race([list(), late])
     } catch (e) {
       this.log.warn('could not get the account\'s models; the picker offers Auto and --models:', e)
       return
