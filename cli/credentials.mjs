@@ -10,6 +10,8 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 
+import { PRIVATE_FILE_MODE, privateDir, tighten, writePrivateFile } from './private-files.mjs'
+
 /**
  * A login as stored: what `/auth/poll` gave, and where.
  * @typedef {object} StoredLogin
@@ -69,18 +71,11 @@ export class CredentialStore {
    * @param {Omit<StoredLogin, 'savedAt'>} login
    */
   write(login) {
-    fs.mkdirSync(this.dir, { recursive: true, mode: 0o700 })
-    if (process.platform !== 'win32') fs.chmodSync(this.dir, 0o700)
+    privateDir(this.dir)
     const temporary = path.join(this.dir, `.${FILE}.${crypto.randomBytes(6).toString('hex')}.tmp`)
     const record = { ...login, savedAt: new Date().toISOString() }
-    // `wx`: never follow or reuse a file someone put there; 0600 from the first byte.
-    const fd = fs.openSync(temporary, 'wx', 0o600)
-    try {
-      if (process.platform !== 'win32') fs.fchmodSync(fd, 0o600)
-      fs.writeFileSync(fd, `${JSON.stringify(record, null, 2)}\n`)
-    } finally {
-      fs.closeSync(fd)
-    }
+    // Exclusive: never follow or reuse a file someone put there; 0600 from the first byte.
+    writePrivateFile(temporary, `${JSON.stringify(record, null, 2)}\n`, { exclusive: true })
     try {
       fs.renameSync(temporary, this.file)
     } catch (e) {
@@ -98,9 +93,8 @@ export class CredentialStore {
 
   /** A file others can read (copied in, or made before this product set modes) is made private. */
   tighten() {
-    if (process.platform === 'win32') return
     try {
-      if ((fs.statSync(this.file).mode & 0o077) !== 0) fs.chmodSync(this.file, 0o600)
+      tighten(this.file, PRIVATE_FILE_MODE)
     } catch {}
   }
 }
