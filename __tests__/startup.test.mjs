@@ -61,6 +61,26 @@ function rawAgent() {
   }
 }
 
+/**
+ * In-process stdio for `serveStdio`: what the agent writes, as JSON lines, and a wait for one.
+ */
+function pipes() {
+  const input = new PassThrough()
+  const output = new PassThrough()
+  let out = ''
+  output.on('data', (c) => { out += c })
+  const lines = () => out.split('\n').filter(Boolean).map((l) => JSON.parse(l))
+  /** @param {() => boolean} predicate */
+  const until = async (predicate) => {
+    const deadline = Date.now() + 5000
+    while (!predicate()) {
+      if (Date.now() > deadline) throw new Error(`not reached; output: ${out}`)
+      await new Promise((resolve) => setTimeout(resolve, 10))
+    }
+  }
+  return { input, output, lines, until }
+}
+
 const INITIALIZE = { method: 'initialize', params: { protocolVersion: 1, clientCapabilities: { fs: { readTextFile: true } }, clientInfo: { name: 'startup-test', version: '1' } } }
 const NEW_SESSION = { method: 'session/new', params: { cwd: process.cwd(), mcpServers: [] } }
 
@@ -169,18 +189,7 @@ test('what the client sends after the early answer reaches the agent once the SD
       handled.push('session/new')
       return { sessionId: 'slow-1' }
     })
-  const input = new PassThrough()
-  const output = new PassThrough()
-  let out = ''
-  output.on('data', (c) => { out += c })
-  const lines = () => out.split('\n').filter(Boolean).map((l) => JSON.parse(l))
-  const until = async (predicate) => {
-    const deadline = Date.now() + 5000
-    while (!predicate()) {
-      if (Date.now() > deadline) throw new Error(`not reached; output: ${out}`)
-      await new Promise((resolve) => setTimeout(resolve, 10))
-    }
-  }
+  const { input, output, lines, until } = pipes()
   input.write(`${JSON.stringify({ jsonrpc: '2.0', id: 1, ...INITIALIZE })}\n`)
   const connecting = serveStdio({ input, output, loadAgent: async () => app, log: createLogger('error') })
   await until(() => lines().some((m) => m.id === 1))
@@ -284,18 +293,7 @@ test('session/new is answered early before the SDK is loaded; the SDK\'s answer 
   /** @type {() => void} */
   let release = () => {}
   const loaded = new Promise((resolve) => { release = () => resolve(app) })
-  const input = new PassThrough()
-  const output = new PassThrough()
-  let out = ''
-  output.on('data', (c) => { out += c })
-  const lines = () => out.split('\n').filter(Boolean).map((l) => JSON.parse(l))
-  const until = async (predicate) => {
-    const deadline = Date.now() + 5000
-    while (!predicate()) {
-      if (Date.now() > deadline) throw new Error(`not reached; output: ${out}`)
-      await new Promise((resolve) => setTimeout(resolve, 10))
-    }
-  }
+  const { input, output, lines, until } = pipes()
   const earlyCalls = []
   const connecting = serveStdio({
     input,
