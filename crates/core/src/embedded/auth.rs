@@ -194,41 +194,34 @@ impl Auth {
         format!("{signed_part}.{signature}")
     }
 
-    /// The subject of a token of `kind` this backend issued and that has not expired.
-    fn verify(&self, token: &str, kind: Kind) -> Result<String, Refusal> {
-        let mut parts = token.rsplitn(2, '.');
-        let (Some(signature), Some(signed_part)) = (parts.next(), parts.next()) else {
-            return Err(Refusal::Unknown);
-        };
-        if self.sign(signed_part) != signature {
-            return Err(Refusal::Unknown);
-        }
-        let payload = signed_part.split('.').nth(1).ok_or(Refusal::Unknown)?;
-        let payload: serde_json::Value = URL_SAFE_NO_PAD
-            .decode(payload)
-            .ok()
-            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
-            .ok_or(Refusal::Unknown)?;
-        if payload["type"] != kind.as_str() {
-            return Err(Refusal::Unknown);
-        }
-        let exp = payload["exp"].as_f64().ok_or(Refusal::Unknown)?;
-        if now().as_secs_f64() >= exp {
-            return Err(Refusal::Expired);
-        }
-        Ok(payload["sub"].as_str().unwrap_or_default().to_string())
-    }
-
-    /// `access token 3` for a token this backend signed (of any kind, expired or not): its kind
-    /// and serial number, which say which token a record's request carried without holding it.
-    pub(super) fn describe_issued(&self, token: &str) -> Option<String> {
+    /// The claims of a token this backend signed (of any kind, expired or not).
+    fn signed_claims(&self, token: &str) -> Option<serde_json::Value> {
         let (signed_part, signature) = token.rsplit_once('.')?;
         if self.sign(signed_part) != signature {
             return None;
         }
         let payload = URL_SAFE_NO_PAD.decode(signed_part.split('.').nth(1)?).ok()?;
-        let payload: serde_json::Value = serde_json::from_slice(&payload).ok()?;
-        Some(format!("{} token {}", payload["type"].as_str()?, payload["jti"].as_u64()?))
+        serde_json::from_slice(&payload).ok()
+    }
+
+    /// The subject of a token of `kind` this backend issued and that has not expired.
+    fn verify(&self, token: &str, kind: Kind) -> Result<String, Refusal> {
+        let claims = self.signed_claims(token).ok_or(Refusal::Unknown)?;
+        if claims["type"] != kind.as_str() {
+            return Err(Refusal::Unknown);
+        }
+        let exp = claims["exp"].as_f64().ok_or(Refusal::Unknown)?;
+        if now().as_secs_f64() >= exp {
+            return Err(Refusal::Expired);
+        }
+        Ok(claims["sub"].as_str().unwrap_or_default().to_string())
+    }
+
+    /// `access token 3` for a token this backend signed (of any kind, expired or not): its kind
+    /// and serial number, which say which token a record's request carried without holding it.
+    pub(super) fn describe_issued(&self, token: &str) -> Option<String> {
+        let claims = self.signed_claims(token)?;
+        Some(format!("{} token {}", claims["type"].as_str()?, claims["jti"].as_u64()?))
     }
 
     fn pair(&self, subject: &str) -> (String, String) {
