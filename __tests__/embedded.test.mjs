@@ -46,3 +46,15 @@ test('the ACP schema check used by every suite rejects malformed updates', async
   assert.throws(() => assertAcpStopReason('done'))
   assertAcpUpdate({ sessionUpdate: 'tool_call', toolCallId: 'a', title: 'ok' })
 })
+
+test('auth and models options that are not what they must be reject with E_INVALID', async () => {
+  const scenario = { steps: [{ type: 'turnEnded' }] }
+  for (const [options, message] of [
+    [{ models: 'gpt' }, /models must be an array of ModelDetails/],
+    [{ models: [{ modelId: 7 }] }, /model/i],
+    [{ auth: { accessTokenTtlMs: 'soon' } }, /invalid auth options/],
+    [{ auth: { colour: 'red' } }, /invalid auth options/],
+  ]) {
+    await assert.rejects(startEmbeddedBackend({ scenario, ...options }), (e) => e.code === 'E_INVALID' && message.test(e.message), JSON.stringify(options))
+  }
+})
