@@ -28,6 +28,7 @@ fn main() {
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR"));
     std::fs::write(out.join("descriptors.bin"), prost::Message::encode_to_vec(&embedded)).expect("write descriptors");
     std::fs::write(out.join("fields.rs"), field_constants(&descriptors)).expect("write fields.rs");
+    split_descriptors(&embedded, &out);
     let mut config = prost_build::Config::new();
     config.bytes(["."]);
     config.include_file("protos.rs");
@@ -106,4 +107,226 @@ fn module_name(name: &str) -> String {
     } else {
         name.to_string()
     }
+}
+
+/// The oneofs the client dispatches on by field number (an exec request's branch, the result
+/// that answers it, an interaction's query and response, a tool call's tool): their members are
+/// listed in `descriptor_index.rs`, so the client reads them without a descriptor pool.
+const DISPATCH_ONEOFS: &[(&str, &str)] = &[
+    ("agent.v1.ExecServerMessage", "message"),
+    ("agent.v1.ExecClientMessage", "message"),
+    ("agent.v1.InteractionQuery", "query"),
+    ("agent.v1.InteractionResponse", "result"),
+    ("agent.v1.ToolCall", "tool"),
+];
+
+/// A top-level message or enum of the schema.
+struct Definition<'a> {
+    file: &'a prost_types::FileDescriptorProto,
+    full_name: String,
+    message: Option<&'a DescriptorProto>,
+    enumeration: Option<&'a prost_types::EnumDescriptorProto>,
+}
+
+/// The schema split into small descriptor files, so that a process builds descriptors only for
+/// the messages it converts (a read result needs 8 of the schema's 900 messages; the whole pool
+/// keeps about 5 MiB). Each file holds one strongly connected group of top-level definitions
+/// (types that refer to each other in a cycle must share a file: imports cannot be cyclic) and
+/// imports the files of every type it refers to. Writes `descriptor_files.bin` (the encoded
+/// `FileDescriptorProto`s, one after another) and `descriptor_index.rs` (where each starts, what
+/// it imports, which file defines each message, and the members of [`DISPATCH_ONEOFS`]).
+fn split_descriptors(set: &FileDescriptorSet, out: &std::path::Path) {
+    use std::collections::{BTreeSet, HashMap};
+    let mut definitions: Vec<Definition> = Vec::new();
+    // Every message and enum, nested ones too (".agent.v1.ReadResult.Foo"), to its definition.
+    let mut owner: HashMap<String, usize> = HashMap::new();
+    let mut messages: Vec<(String, usize)> = Vec::new();
+    /// The full names of `message` and of the messages and enums nested in it.
+    fn nested_names(prefix: &str, message: &DescriptorProto, messages: &mut Vec<String>, enums: &mut Vec<String>) {
+        let name = format!("{prefix}.{}", message.name());
+        for nested in &message.nested_type {
+            nested_names(&name, nested, messages, enums);
+        }
+        enums.extend(message.enum_type.iter().map(|e| format!("{name}.{}", e.name())));
+        messages.push(name);
+    }
+    for file in &set.file {
+        let package = file.package();
+        for message in &file.message_type {
+            let index = definitions.len();
+            let (mut nested_messages, mut nested_enums) = (Vec::new(), Vec::new());
+            nested_names(package, message, &mut nested_messages, &mut nested_enums);
+            for name in nested_enums.iter().chain(&nested_messages) {
+                owner.insert(format!(".{name}"), index);
+            }
+            messages.extend(nested_messages.into_iter().map(|name| (name, index)));
+            let full_name = format!("{package}.{}", message.name());
+            definitions.push(Definition { file, full_name, message: Some(message), enumeration: None });
+        }
+        for e in &file.enum_type {
+            let full_name = format!("{package}.{}", e.name());
+            owner.insert(format!(".{full_name}"), definitions.len());
+            definitions.push(Definition { file, full_name, message: None, enumeration: Some(e) });
+        }
+    }
+    fn referenced(message: &DescriptorProto, into: &mut BTreeSet<String>) {
+        for field in &message.field {
+            if !field.type_name().is_empty() {
+                into.insert(field.type_name().to_string());
+            }
+        }
+        for nested in &message.nested_type {
+            referenced(nested, into);
+        }
+    }
+    let edges: Vec<BTreeSet<usize>> = definitions
+        .iter()
+        .enumerate()
+        .map(|(index, definition)| {
+            let mut names = BTreeSet::new();
+            if let Some(message) = definition.message {
+                referenced(message, &mut names);
+            }
+            names
+                .iter()
+                .map(|name| *owner.get(name).unwrap_or_else(|| panic!("{name} is not defined in proto/")))
+                .filter(|&to| to != index)
+                .collect()
+        })
+        .collect();
+    let groups = strongly_connected(&edges);
+    let mut group_of = vec![0; definitions.len()];
+    for (group, members) in groups.iter().enumerate() {
+        for &member in members {
+            group_of[member] = group;
+        }
+    }
+    let file_name = |group: usize| format!("{}.proto", definitions[groups[group][0]].full_name);
+    let mut blob = Vec::new();
+    let mut index = String::from("// Generated by build.rs from the compiled descriptors of proto/. Do not edit.\n");
+    index.push_str("pub static FILES: &[DescriptorFile] = &[\n");
+    for (group, members) in groups.iter().enumerate() {
+        let first = &definitions[members[0]];
+        assert!(
+            members.iter().all(|&m| definitions[m].file.package() == first.file.package()),
+            "{} is in a cycle of types across packages",
+            first.full_name
+        );
+        let imports: BTreeSet<usize> =
+            members.iter().flat_map(|&m| edges[m].iter().map(|&to| group_of[to])).filter(|&g| g != group).collect();
+        let file = prost_types::FileDescriptorProto {
+            name: Some(file_name(group)),
+            package: first.file.package.clone(),
+            syntax: first.file.syntax.clone(),
+            dependency: imports.iter().map(|&g| file_name(g)).collect(),
+            message_type: members.iter().filter_map(|&m| definitions[m].message.cloned()).collect(),
+            enum_type: members.iter().filter_map(|&m| definitions[m].enumeration.cloned()).collect(),
+            ..Default::default()
+        };
+        let start = blob.len();
+        prost::Message::encode(&file, &mut blob).expect("a Vec grows");
+        let imports: Vec<String> = imports.iter().map(usize::to_string).collect();
+        writeln!(index, "    DescriptorFile {{ bytes: {start}..{}, imports: &[{}] }},", blob.len(), imports.join(", "))
+            .unwrap();
+    }
+    index.push_str("];\n\n/// Every message's full name and the file in `FILES` that defines it, sorted by name.\n");
+    index.push_str("pub static MESSAGES: &[(&str, usize)] = &[\n");
+    messages.sort();
+    for (name, definition) in &messages {
+        writeln!(index, "    ({name:?}, {}),", group_of[*definition]).unwrap();
+    }
+    index.push_str("];\n\n/// The members of the oneofs the client dispatches on: (message, oneof, members).\n");
+    index.push_str("pub static DISPATCH: &[(&str, &str, &[Branch])] = &[\n");
+    for (container, oneof) in DISPATCH_ONEOFS {
+        let (package, name) = container.rsplit_once('.').expect("a full name");
+        let message = set
+            .file
+            .iter()
+            .filter(|f| f.package() == package)
+            .flat_map(|f| &f.message_type)
+            .find(|m| m.name() == name)
+            .unwrap_or_else(|| panic!("{container} is not in proto/"));
+        let oneof_index = message
+            .oneof_decl
+            .iter()
+            .position(|o| o.name() == *oneof)
+            .unwrap_or_else(|| panic!("{container} has no oneof {oneof}")) as i32;
+        writeln!(index, "    ({container:?}, {oneof:?}, &[").unwrap();
+        for field in message.field.iter().filter(|f| f.oneof_index == Some(oneof_index) && !f.proto3_optional()) {
+            assert!(!field.json_name().is_empty(), "protox names {}'s JSON name", field.name());
+            let message_type = field.type_name().trim_start_matches('.');
+            writeln!(
+                index,
+                "        Branch {{ number: {}, name: {:?}, json_name: {:?}, message: {message_type:?} }},",
+                field.number(),
+                field.name(),
+                field.json_name(),
+            )
+            .unwrap();
+        }
+        index.push_str("    ]),\n");
+    }
+    index.push_str("];\n");
+    std::fs::write(out.join("descriptor_files.bin"), blob).expect("write descriptor_files.bin");
+    std::fs::write(out.join("descriptor_index.rs"), index).expect("write descriptor_index.rs");
+}
+
+/// Tarjan's strongly connected components of the graph `edges` (node → nodes it refers to),
+/// each component's members in ascending order.
+fn strongly_connected(edges: &[std::collections::BTreeSet<usize>]) -> Vec<Vec<usize>> {
+    struct State<'a> {
+        edges: &'a [std::collections::BTreeSet<usize>],
+        next: usize,
+        order: Vec<Option<usize>>,
+        low: Vec<usize>,
+        on_stack: Vec<bool>,
+        stack: Vec<usize>,
+        groups: Vec<Vec<usize>>,
+    }
+    fn visit(s: &mut State, node: usize) {
+        s.order[node] = Some(s.next);
+        s.low[node] = s.next;
+        s.next += 1;
+        s.stack.push(node);
+        s.on_stack[node] = true;
+        for &to in s.edges[node].iter() {
+            match s.order[to] {
+                None => {
+                    visit(s, to);
+                    s.low[node] = s.low[node].min(s.low[to]);
+                }
+                Some(order) if s.on_stack[to] => s.low[node] = s.low[node].min(order),
+                Some(_) => {}
+            }
+        }
+        if Some(s.low[node]) == s.order[node] {
+            let mut group = Vec::new();
+            loop {
+                let member = s.stack.pop().expect("the node itself is on the stack");
+                s.on_stack[member] = false;
+                group.push(member);
+                if member == node {
+                    break;
+                }
+            }
+            group.sort_unstable();
+            s.groups.push(group);
+        }
+    }
+    let n = edges.len();
+    let mut state = State {
+        edges,
+        next: 0,
+        order: vec![None; n],
+        low: vec![0; n],
+        on_stack: vec![false; n],
+        stack: Vec::new(),
+        groups: Vec::new(),
+    };
+    for node in 0..n {
+        if state.order[node].is_none() {
+            visit(&mut state, node);
+        }
+    }
+    state.groups
 }

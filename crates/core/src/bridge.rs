@@ -7,33 +7,19 @@ use bytes::{Bytes, BytesMut};
 use prost::encoding::{encode_key, encode_varint, WireType};
 use prost_reflect::{DynamicMessage, Kind, MessageDescriptor, ReflectMessage, SerializeOptions, Value};
 
+use crate::descriptors::{self, dispatch, Field};
 use crate::field::agent::v1 as f;
 use crate::host::{ExecRequest, InteractionRequest};
 use crate::proto::agent::v1 as pb;
-use crate::protojson::pool;
 use crate::wire::{put_length_delimited, Pieces};
-
-fn descriptor(name: &str) -> MessageDescriptor {
-    pool().get_message_by_name(name).unwrap_or_else(|| panic!("{name} is in proto/"))
-}
 
 fn to_json(msg: &DynamicMessage) -> serde_json::Value {
     let options = SerializeOptions::new().skip_default_fields(true);
     msg.serialize_with_options(serde_json::value::Serializer, &options).unwrap_or(serde_json::Value::Null)
 }
 
-/// The set member of oneof `oneof` in `msg`: (field number, json name, value).
-fn set_oneof_member(msg: &DynamicMessage, oneof: &str) -> Option<(u32, String, DynamicMessage)> {
-    let desc = msg.descriptor();
-    let oneof = desc.oneofs().find(|o| o.name() == oneof)?;
-    for field in oneof.fields() {
-        if msg.has_field(&field) {
-            if let Value::Message(m) = msg.get_field(&field).into_owned() {
-                return Some((field.number(), field.json_name().to_string(), m));
-            }
-        }
-    }
-    None
+fn wrong_wire_type(message: &str, number: u32) -> String {
+    format!("{message} field {number}: not of its type on the wire")
 }
 
 fn strip_suffixes(name: &str, suffixes: &[&str]) -> String {
@@ -48,45 +34,59 @@ fn strip_suffixes(name: &str, suffixes: &[&str]) -> String {
 /// Decodes an `ExecServerMessage`. `Ok(None)`: a branch this schema does not know (answer with
 /// throw + close); `Err`: the bytes are not an `ExecServerMessage`.
 pub fn decode_exec(raw: &[u8]) -> Result<(u32, String, Option<ExecRequest>), String> {
-    let msg = DynamicMessage::decode(descriptor("agent.v1.ExecServerMessage"), raw).map_err(|e| e.to_string())?;
-    let id = msg.get_field_by_name("id").and_then(|v| v.as_u32()).unwrap_or(0);
-    let exec_id = msg.get_field_by_name("exec_id").and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
-    let Some((field, name, args)) = set_oneof_member(&msg, "message") else {
-        return Ok((id, exec_id, None));
-    };
-    let kind = strip_suffixes(&name, &["ExecArgs", "Args"]);
-    let accept_hook_additional_contexts =
-        msg.get_field_by_name("accept_hook_additional_contexts").and_then(|v| v.as_bool()).unwrap_or(false);
+    use f::exec_server_message::{ACCEPT_HOOK_ADDITIONAL_CONTEXTS, EXEC_ID, ID};
+    const NAME: &str = "agent.v1.ExecServerMessage";
+    let (mut id, mut exec_id, mut accept_hook_additional_contexts) = (0, String::new(), false);
+    let branch = dispatch(NAME, descriptors::branches(NAME, "message"), raw, |number, value| {
+        match (number, value) {
+            // A larger varint is truncated to 32 bits, as protobuf reads a uint32.
+            (ID, Field::Varint(v)) => id = v as u32,
+            (ACCEPT_HOOK_ADDITIONAL_CONTEXTS, Field::Varint(v)) => accept_hook_additional_contexts = v != 0,
+            (EXEC_ID, Field::LengthDelimited(bytes)) => {
+                exec_id = std::str::from_utf8(bytes).map_err(|_| format!("{NAME}.exec_id is not UTF-8"))?.to_string()
+            }
+            (ID | ACCEPT_HOOK_ADDITIONAL_CONTEXTS | EXEC_ID, _) => return Err(wrong_wire_type(NAME, number)),
+            _ => {}
+        }
+        Ok(())
+    })?;
+    let Some((branch, args)) = branch else { return Ok((id, exec_id, None)) };
     let request = ExecRequest {
         id,
         exec_id: exec_id.clone(),
-        kind,
+        kind: strip_suffixes(branch.json_name, &["ExecArgs", "Args"]),
         args: to_json(&args),
         accept_hook_additional_contexts,
-        field,
+        field: branch.number,
     };
     Ok((id, exec_id, Some(request)))
 }
 
 /// Decodes an `InteractionQuery`; `None` branch as for [`decode_exec`].
 pub fn decode_interaction(raw: &[u8]) -> Result<(u32, Option<InteractionRequest>), String> {
-    let msg = DynamicMessage::decode(descriptor("agent.v1.InteractionQuery"), raw).map_err(|e| e.to_string())?;
-    let id = msg.get_field_by_name("id").and_then(|v| v.as_u32()).unwrap_or(0);
-    let Some((field, name, query)) = set_oneof_member(&msg, "query") else {
-        return Ok((id, None));
-    };
-    let kind = strip_suffixes(&name, &["RequestQuery", "InteractionQuery", "Args"]);
-    Ok((id, Some(InteractionRequest { id, kind, query: to_json(&query), field })))
+    use f::interaction_query::ID;
+    const NAME: &str = "agent.v1.InteractionQuery";
+    let mut id = 0;
+    let branch = dispatch(NAME, descriptors::branches(NAME, "query"), raw, |number, value| {
+        match (number, value) {
+            (ID, Field::Varint(v)) => id = v as u32,
+            (ID, _) => return Err(wrong_wire_type(NAME, number)),
+            _ => {}
+        }
+        Ok(())
+    })?;
+    let Some((branch, query)) = branch else { return Ok((id, None)) };
+    let kind = strip_suffixes(branch.json_name, &["RequestQuery", "InteractionQuery", "Args"]);
+    Ok((id, Some(InteractionRequest { id, kind, query: to_json(&query), field: branch.number })))
 }
 
-/// The message type of field `number` of `container`.
-fn field_type(container: &str, number: u32) -> Result<MessageDescriptor, String> {
-    let desc = descriptor(container);
-    let field = desc.get_field(number).ok_or_else(|| format!("{container} has no field {number}"))?;
-    match field.kind() {
-        Kind::Message(m) => Ok(m),
-        _ => Err(format!("{container}.{} is not a message", field.name())),
-    }
+/// The message type of member `number` of dispatch oneof `container`.`oneof`.
+fn field_type(container: &str, oneof: &str, number: u32) -> Result<MessageDescriptor, String> {
+    let branch = descriptors::branches(container, oneof)
+        .iter()
+        .find(|b| b.number == number)
+        .ok_or_else(|| format!("{container} has no field {number}"))?;
+    descriptors::message(branch.message).ok_or_else(|| format!("{} is not in proto/", branch.message))
 }
 
 /// The `ExecClientMessage` field that carries the host's result for `request`: the branch
@@ -96,10 +96,11 @@ fn field_type(container: &str, number: u32) -> Result<MessageDescriptor, String>
 /// `hook_additional_contexts`). A streaming shell (`shell_stream_args`) is answered by stream
 /// events and finally a `shell_result`, which is what the host returns.
 pub fn result_field(request: &ExecRequest) -> Result<u32, String> {
-    let args = descriptor("agent.v1.ExecServerMessage")
-        .get_field(request.field)
+    let args = descriptors::branches("agent.v1.ExecServerMessage", "message")
+        .iter()
+        .find(|b| b.number == request.field)
         .ok_or_else(|| format!("ExecServerMessage has no field {}", request.field))?;
-    let result_name = match args.name() {
+    let result_name = match args.name {
         "shell_stream_args" => "shell_result".to_string(),
         name => match (name.strip_suffix("_args"), name.strip_suffix("_request")) {
             (Some(stem), _) => format!("{stem}_result"),
@@ -107,16 +108,22 @@ pub fn result_field(request: &ExecRequest) -> Result<u32, String> {
             (None, None) => return Err(format!("ExecServerMessage.{name} names no result branch")),
         },
     };
-    descriptor("agent.v1.ExecClientMessage")
-        .get_field_by_name(&result_name)
-        .filter(|f| f.containing_oneof().is_some_and(|o| o.name() == "message"))
-        .map(|f| f.number())
-        .ok_or_else(|| format!("ExecClientMessage has no {result_name} branch answering {}", args.name()))
+    descriptors::branches("agent.v1.ExecClientMessage", "message")
+        .iter()
+        .find(|b| b.name == result_name)
+        .map(|b| b.number)
+        .ok_or_else(|| format!("ExecClientMessage has no {result_name} branch answering {}", args.name))
+}
+
+/// The message type of the result that answers `request`.
+fn result_type(request: &ExecRequest) -> Result<(u32, MessageDescriptor), String> {
+    let field = result_field(request)?;
+    Ok((field, field_type("agent.v1.ExecClientMessage", "message", field)?))
 }
 
 /// Name of the result message that answers `request` (e.g. `agent.v1.ReadResult`).
 pub fn exec_result_type(request: &ExecRequest) -> Result<String, String> {
-    Ok(field_type("agent.v1.ExecClientMessage", result_field(request)?)?.full_name().to_string())
+    Ok(result_type(request)?.1.full_name().to_string())
 }
 
 /// The JSON for a byte array the host returned at `path` of its result for `request`: base64
@@ -126,7 +133,7 @@ pub fn byte_array_json(request: &ExecRequest, path: &[String], data: Vec<u8>) ->
     use base64::Engine as _;
     let shown = path.join(".");
     let (last, parents) = path.split_last().ok_or("a byte array is not a result")?;
-    let mut desc = field_type("agent.v1.ExecClientMessage", result_field(request)?)?;
+    let mut desc = result_type(request)?.1;
     let field_named = |desc: &MessageDescriptor, name: &str| {
         desc.get_field_by_json_name(name)
             .or_else(|| desc.get_field_by_name(name))
@@ -210,8 +217,8 @@ pub fn exec_client_message(
 /// Large values (a file's content, a command's output) are moved into the encoding, not copied:
 /// a 12 MiB read result goes from the host's JSON to the wire without a second 12 MiB buffer.
 pub fn exec_result(request: &ExecRequest, result: serde_json::Value, extras: &ReplyExtras) -> Result<Pieces, String> {
-    let field = result_field(request)?;
-    let message = from_json(field_type("agent.v1.ExecClientMessage", field)?, result)?;
+    let (field, desc) = result_type(request)?;
+    let message = from_json(desc, result)?;
     let result_len = prost::Message::encoded_len(&message);
     Ok(exec_reply(request.id, &request.exec_id, field, extras, result_len, 0, |out| encode_spliced(message, out)))
 }
@@ -316,8 +323,7 @@ fn encode_spliced(mut msg: DynamicMessage, out: &mut Splicer) {
 /// The result type's own error branch (`{error:{error, path?}}`), when it has one whose message
 /// carries an `error` string; otherwise `None` (the caller then throws).
 pub fn exec_error_result(request: &ExecRequest, message: &str, extras: &ReplyExtras) -> Option<Bytes> {
-    let field = result_field(request).ok()?;
-    let desc = field_type("agent.v1.ExecClientMessage", field).ok()?;
+    let (field, desc) = result_type(request).ok()?;
     let error_field = desc.get_field_by_name("error")?;
     let Kind::Message(error_desc) = error_field.kind() else { return None };
     let mut error = DynamicMessage::new(error_desc.clone());
@@ -338,7 +344,7 @@ pub fn exec_error_result(request: &ExecRequest, message: &str, extras: &ReplyExt
 /// Encodes the host's JSON response to `query`. A response that chooses none of its type's
 /// answers (`{}` for a web search approval) is refused: the server must get an explicit one.
 pub fn interaction_response(query: &InteractionRequest, response: serde_json::Value) -> Result<Bytes, String> {
-    let desc = field_type("agent.v1.InteractionResponse", query.field)?;
+    let desc = field_type("agent.v1.InteractionResponse", "result", query.field)?;
     let message = from_json(desc, response)?;
     if !chooses_an_answer(&message) {
         return Err(format!("{} sets none of its branches", message.descriptor().full_name()));
@@ -408,7 +414,7 @@ fn refuse(msg: &mut DynamicMessage, reason: &str) -> bool {
 
 /// The response that refuses `query` (used when no host callback answers it, or on cancel).
 pub fn interaction_rejection(query: &InteractionRequest, reason: &str) -> Bytes {
-    let bytes = match field_type("agent.v1.InteractionResponse", query.field) {
+    let bytes = match field_type("agent.v1.InteractionResponse", "result", query.field) {
         Ok(desc) => {
             let mut msg = DynamicMessage::new(desc);
             refuse(&mut msg, reason);
@@ -423,6 +429,12 @@ pub fn interaction_rejection(query: &InteractionRequest, reason: &str) -> Bytes 
 mod tests {
     use super::*;
     use prost::Message;
+
+    /// A message of the whole schema: the tests below read it independently of the dispatch
+    /// tables the code under test uses.
+    fn descriptor(name: &str) -> MessageDescriptor {
+        descriptors::whole_schema().get_message_by_name(name).unwrap()
+    }
 
     /// The `ExecClientMessage` inside an encoded `AgentClientMessage`.
     fn exec_client_message_of(bytes: Bytes) -> pb::ExecClientMessage {
@@ -506,8 +518,8 @@ mod tests {
         // The content is a piece of its own (moved, not copied into a bigger buffer).
         assert!(pieces.chunks().iter().any(|c| c.len() == content.len() && c[..] == *content.as_bytes()));
         // Byte for byte what prost-reflect encodes for the same message in one buffer.
-        let field = result_field(&req).unwrap();
-        let message = from_json(field_type("agent.v1.ExecClientMessage", field).unwrap(), json).unwrap();
+        let (field, desc) = result_type(&req).unwrap();
+        let message = from_json(desc, json).unwrap();
         let whole = exec_client_message(7, "e7", field, &message, &ReplyExtras::NONE);
         assert_eq!(pieces.len(), whole.len());
         let bytes = pieces.into_bytes();
@@ -532,6 +544,43 @@ mod tests {
 
     fn exec(m: pb::exec_server_message::Message) -> Vec<u8> {
         pb::ExecServerMessage { id: 7, exec_id: "e7".into(), message: Some(m), ..Default::default() }.encode_to_vec()
+    }
+
+    #[test]
+    fn exec_envelopes_that_are_not_well_formed_are_refused_by_name() {
+        use f::exec_server_message::{EXEC_ID, ID, READ_ARGS};
+        let read =
+            exec(pb::exec_server_message::Message::ReadArgs(pb::ReadArgs { path: "/a".into(), ..Default::default() }));
+        // Cut inside the read args: the length runs past the end.
+        assert!(decode_exec(&read[..read.len() - 1]).is_err());
+        let mut bad_id = BytesMut::new();
+        put_length_delimited(&mut bad_id, EXEC_ID, &[0xff, 0xfe]);
+        assert!(decode_exec(&bad_id).unwrap_err().contains("exec_id is not UTF-8"));
+        let mut id_as_bytes = BytesMut::new();
+        put_length_delimited(&mut id_as_bytes, ID, b"7");
+        assert!(decode_exec(&id_as_bytes).unwrap_err().contains("field 1"));
+        let mut args_as_varint = BytesMut::new();
+        encode_key(READ_ARGS, WireType::Varint, &mut args_as_varint);
+        encode_varint(1, &mut args_as_varint);
+        assert!(decode_exec(&args_as_varint).unwrap_err().contains("read_args"));
+        // Args that are not a ReadArgs: `path` (1) as a varint.
+        let mut wrong_args = BytesMut::new();
+        put_length_delimited(&mut wrong_args, READ_ARGS, &[0x08, 0x01]);
+        assert!(decode_exec(&wrong_args).unwrap_err().contains("ExecServerMessage.read_args"));
+    }
+
+    #[test]
+    fn an_exec_branch_of_a_newer_schema_is_none_and_the_last_branch_on_the_wire_wins() {
+        use f::exec_server_message::LS_ARGS;
+        let mut newer = BytesMut::new();
+        encode_key(f::exec_server_message::ID, WireType::Varint, &mut newer);
+        encode_varint(9, &mut newer);
+        put_length_delimited(&mut newer, 4000, b"\x0a\x01x");
+        let (id, _, request) = decode_exec(&newer).unwrap();
+        assert_eq!((id, request.is_none()), (9, true));
+        let mut both = BytesMut::from(&exec(pb::exec_server_message::Message::ReadArgs(Default::default()))[..]);
+        put_length_delimited(&mut both, LS_ARGS, &[]);
+        assert_eq!(decode_exec(&both).unwrap().2.unwrap().kind, "ls");
     }
 
     #[test]

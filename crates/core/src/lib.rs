@@ -5,6 +5,7 @@
 pub mod bridge;
 pub mod cards;
 pub mod connect;
+pub mod descriptors;
 pub mod embedded;
 pub mod error;
 pub mod field;

@@ -1,26 +1,16 @@
-//! proto3 JSON for any message of `proto/`, driven by the compiled descriptor set.
+//! proto3 JSON for any message of `proto/`, driven by its descriptors (`crate::descriptors`).
 //!
 //! The embedded backend uses it so scenarios can state any server message in JSON
 //! (`{"interactionUpdate":{"textDelta":{"text":"hi"}}}`) and recordings can show exactly what the
 //! client sent, decoded, without a hand-written mapping per message.
 
-use std::sync::OnceLock;
+use prost_reflect::{DeserializeOptions, DynamicMessage, SerializeOptions};
 
-use prost_reflect::{DescriptorPool, DeserializeOptions, DynamicMessage, SerializeOptions};
-
-static POOL: OnceLock<DescriptorPool> = OnceLock::new();
-
-/// The descriptor pool of `agent.v1` and `aiserver.v1`.
-pub fn pool() -> &'static DescriptorPool {
-    POOL.get_or_init(|| {
-        DescriptorPool::decode(&include_bytes!(concat!(env!("OUT_DIR"), "/descriptors.bin"))[..])
-            .expect("embedded descriptor set is valid")
-    })
-}
+use crate::descriptors;
 
 /// Decodes `bytes` as `message_name` (e.g. `agent.v1.AgentClientMessage`) and renders proto3 JSON.
 pub fn to_json(message_name: &str, bytes: &[u8]) -> Result<serde_json::Value, String> {
-    let desc = pool().get_message_by_name(message_name).ok_or_else(|| format!("unknown message {message_name}"))?;
+    let desc = descriptors::message(message_name).ok_or_else(|| format!("unknown message {message_name}"))?;
     let msg = DynamicMessage::decode(desc, bytes).map_err(|e| format!("{message_name}: {e}"))?;
     let options = SerializeOptions::new().skip_default_fields(true);
     msg.serialize_with_options(serde_json::value::Serializer, &options).map_err(|e| e.to_string())
@@ -28,7 +18,7 @@ pub fn to_json(message_name: &str, bytes: &[u8]) -> Result<serde_json::Value, St
 
 /// Encodes proto3 JSON as `message_name` and decodes it into the prost type `M`.
 pub fn from_json<M: prost::Message + Default>(message_name: &str, json: &serde_json::Value) -> Result<M, String> {
-    let desc = pool().get_message_by_name(message_name).ok_or_else(|| format!("unknown message {message_name}"))?;
+    let desc = descriptors::message(message_name).ok_or_else(|| format!("unknown message {message_name}"))?;
     let options = DeserializeOptions::new().deny_unknown_fields(true);
     let msg = DynamicMessage::deserialize_with_options(desc, json, &options)
         .map_err(|e| format!("not a valid {message_name}: {e}"))?;

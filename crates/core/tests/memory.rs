@@ -1,38 +1,22 @@
 //! Memory the core keeps, measured by counting allocations. The tests take turns (`MEASURING`),
 //! so no other test allocates while one measures.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 
-struct Counting;
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: forwards to System; only counts.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        LIVE.fetch_add(layout.size(), Ordering::SeqCst);
-        System.alloc(layout)
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE.fetch_sub(layout.size(), Ordering::SeqCst);
-        System.dealloc(ptr, layout)
-    }
-}
-
-#[global_allocator]
-static ALLOCATOR: Counting = Counting;
+#[path = "common/counting.rs"]
+mod counting;
+use counting::LIVE;
 
 static MEASURING: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 #[test]
-fn the_descriptor_pool_stays_small() {
+fn the_whole_schemas_pool_stays_small() {
+    // The embedded backend and recordings use every message. For the older schema (580
+    // messages) the pool was 5.4 MiB with source info (comment locations) and under 3 without;
+    // the 2026 schema keeps 4.7 without, and would keep about 9 with.
     let _turn = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
-    // Built on the first exec result (proto3 JSON), then kept: every process using the addon
-    // pays it. For the older schema (580 messages) it was 5.4 MiB with source info (comment
-    // locations) and under 3 without; the 2026 schema (900 messages, 2,900 fields) keeps 4.7
-    // without, and would keep about 9 with.
     let before = LIVE.load(Ordering::SeqCst);
-    let pool = cursor_acp_core::protojson::pool();
+    let pool = cursor_acp_core::descriptors::whole_schema();
     let kept = LIVE.load(Ordering::SeqCst) - before;
     assert!(pool.get_message_by_name("agent.v1.AgentClientMessage").is_some());
     assert!(kept < 6 << 20, "the descriptor pool keeps {} KiB", kept / 1024);

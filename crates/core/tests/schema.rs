@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use cursor_acp_core::protojson::pool;
+use cursor_acp_core::descriptors::whole_schema as pool;
 use prost_reflect::{FieldDescriptor, Kind, MessageDescriptor};
 use serde_json::Value;
 

@@ -448,7 +448,7 @@ fn clients_with_compaction_support_get_compaction_updates() {
 /// a non-empty plain-text title, the Cursor key as `name`, and `completed` exactly for success.
 #[test]
 fn every_tool_type_and_result_branch_is_mapped() {
-    use cursor_acp_core::protojson::pool;
+    use cursor_acp_core::descriptors::whole_schema as pool;
     use prost::Message;
     use prost_reflect::{DynamicMessage, Kind, Value as PValue};
     let tool_call = pool().get_message_by_name("agent.v1.ToolCall").unwrap();

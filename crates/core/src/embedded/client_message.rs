@@ -15,7 +15,6 @@ use prost_reflect::{FieldDescriptor, Kind, MessageDescriptor};
 
 use super::inbox::Queued;
 use crate::proto::agent::v1::{agent_client_message, AgentClientMessage, ExecClientMessage};
-use crate::protojson;
 
 use crate::field::agent::v1::agent_client_message::EXEC_CLIENT_MESSAGE;
 
@@ -76,7 +75,7 @@ fn is_exec_reply(mut buf: &[u8]) -> bool {
 }
 
 fn descriptor(name: &str) -> MessageDescriptor {
-    protojson::pool().get_message_by_name(name).expect("the embedded schema has the message")
+    crate::descriptors::whole_schema().get_message_by_name(name).expect("the embedded schema has the message")
 }
 
 /// Checks that `buf` is a valid encoding of `message`, as prost's decode of the generated type
@@ -180,6 +179,7 @@ fn native_wire_type(kind: &Kind) -> WireType {
 mod tests {
     use super::*;
     use crate::proto::agent::v1::{exec_client_message, read_result, ReadResult, ReadSuccess};
+    use crate::protojson;
 
     /// A read reply like the client sends, with a multi-byte character in its content.
     fn read_reply(content: &str) -> Vec<u8> {

@@ -8,8 +8,9 @@ use prost_reflect::{DynamicMessage, ReflectMessage as _, Value};
 use serde::Serialize as _;
 use serde_json::json;
 
+use crate::descriptors::whole_schema as pool;
 use crate::proto::agent::v1 as pb;
-use crate::protojson::{self, pool};
+use crate::protojson;
 
 /// `call` with its result set to the one `reply` carries.
 pub(crate) fn with_exec_result(call: pb::ToolCall, reply: &pb::ExecClientMessage) -> Result<pb::ToolCall, String> {

@@ -134,7 +134,7 @@ impl EmbeddedBackend {
         tokio::spawn(accept_loop(listener, state.clone(), shutdown.clone()));
         // The schema exec replies are checked against (`client_message`), built now rather than
         // in the middle of a turn when the first reply arrives (8 ms once per process, release).
-        tokio::task::spawn_blocking(protojson::pool);
+        tokio::task::spawn_blocking(crate::descriptors::whole_schema);
         Ok(EmbeddedBackend { addr, state, shutdown })
     }
 

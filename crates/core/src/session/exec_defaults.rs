@@ -41,7 +41,7 @@ pub(super) fn default_answer(request: &ExecRequest) -> Option<Value> {
 mod tests {
     use super::*;
     use crate::bridge::{self, ReplyExtras};
-    use crate::protojson::pool;
+    use crate::descriptors::whole_schema as pool;
     use prost::Message as _;
     use prost_reflect::{DynamicMessage, Value as PValue};
 

@@ -2,13 +2,13 @@
 //! the one card source (`crate::cards`).
 
 use prost::Message as _;
-use prost_reflect::{DynamicMessage, ReflectMessage, SerializeOptions};
+use prost_reflect::{ReflectMessage, SerializeOptions};
 use serde_json::Value;
 
 use super::translator::Translator;
 use crate::cards::{self, Card, Outcome};
+use crate::descriptors::{branches, dispatch};
 use crate::proto::agent::v1 as pb;
-use crate::protojson::pool;
 
 /// A tool call's wire branch, args and result, read through the descriptors as proto3 JSON.
 pub(super) struct ToolView {
@@ -19,14 +19,12 @@ pub(super) struct ToolView {
 }
 
 pub(super) fn tool_view(call: &pb::ToolCall) -> Option<ToolView> {
-    let desc = pool().get_message_by_name("agent.v1.ToolCall")?;
-    let msg = DynamicMessage::decode(desc.clone(), call.encode_to_vec().as_slice()).ok()?;
     // The tool is the member of the `tool` oneof; the call's other fields (its id, times, hook
     // contexts) are not it.
-    let field = desc.oneofs().find(|o| o.name() == "tool")?.fields().find(|f| msg.has_field(f))?;
-    let value = msg.get_field(&field);
-    let name = field.name().strip_suffix("_tool_call").unwrap_or(field.name()).to_string();
-    let wrapper = value.as_message()?;
+    const NAME: &str = "agent.v1.ToolCall";
+    let encoded = call.encode_to_vec();
+    let (branch, wrapper) = dispatch(NAME, branches(NAME, "tool"), &encoded, |_, _| Ok(())).ok()??;
+    let name = branch.name.strip_suffix("_tool_call").unwrap_or(branch.name).to_string();
     let options = SerializeOptions::new().skip_default_fields(true);
     let json = |name: &str| {
         let f = wrapper.descriptor().get_field_by_name(name)?;
