@@ -60,7 +60,7 @@ struct State {
     scenario: Scenario,
     auth: Auth,
     checks: Arc<RunChecks>,
-    runs: Mutex<HashMap<String, Arc<Run>>>,
+    runs: Mutex<Runs>,
     records: Mutex<Vec<RunRecord>>,
     turns_started: AtomicUsize,
     connections_accepted: AtomicUsize,
@@ -91,8 +91,34 @@ impl Run {
     }
 }
 
-/// How long a run whose stream never arrives is kept (see [`State::run`]).
+/// How long a run whose stream never arrives is kept (see [`Runs::sweep_orphans`]).
 const ORPHAN_RUN_TTL: Duration = Duration::from_secs(60);
+
+/// How often the runs are looked through for orphans. Not on every new run: with 10,000 turns
+/// in play, that made each new run look at every other, and the backend's CPU grew with the
+/// square of the turns (15% of a 10,000-session run's samples, on the cores the client shares).
+const ORPHAN_SWEEP_INTERVAL: Duration = Duration::from_secs(5);
+
+/// The runs in play, by request id.
+#[derive(Default)]
+struct Runs {
+    by_id: HashMap<String, Arc<Run>>,
+    /// When orphans were last swept out.
+    swept: Option<Instant>,
+}
+
+impl Runs {
+    /// Runs whose stream never came (appends of an id the client gave up on, or that arrived
+    /// after their stream was over) go after [`ORPHAN_RUN_TTL`]: a long-lived backend that does
+    /// not record keeps only the runs in play. Looks at most once per [`ORPHAN_SWEEP_INTERVAL`].
+    fn sweep_orphans(&mut self, now: Instant) {
+        if self.swept.is_some_and(|at| now.saturating_duration_since(at) < ORPHAN_SWEEP_INTERVAL) {
+            return;
+        }
+        self.swept = Some(now);
+        self.by_id.retain(|_, run| run.started() || now.saturating_duration_since(run.created) < ORPHAN_RUN_TTL);
+    }
+}
 
 /// Appends may arrive out of order (16 in flight); messages are delivered by seqno.
 #[derive(Default)]
@@ -124,7 +150,7 @@ impl EmbeddedBackend {
             scenario,
             auth: Auth::new(options.auth.unwrap_or_default()),
             checks: Arc::new(RunChecks { models }),
-            runs: Mutex::new(HashMap::new()),
+            runs: Mutex::new(Runs::default()),
             records: Mutex::new(Vec::new()),
             turns_started: AtomicUsize::new(0),
             connections_accepted: AtomicUsize::new(0),
@@ -277,14 +303,11 @@ impl State {
     /// came first).
     fn run(&self, request_id: &str) -> Arc<Run> {
         let mut runs = self.runs.lock().expect("runs lock");
-        if let Some(run) = runs.get(request_id) {
+        if let Some(run) = runs.by_id.get(request_id) {
             return run.clone();
         }
         if !self.scenario.records() {
-            // Runs whose stream never came (appends of an id the client gave up on, or that
-            // arrived after their stream was over) go after a while: a long-lived backend that
-            // does not record keeps only the runs in play.
-            runs.retain(|_, run| run.started() || run.created.elapsed() < ORPHAN_RUN_TTL);
+            runs.sweep_orphans(Instant::now());
         }
         let record = self.scenario.records().then(|| {
             let mut records = self.records.lock().expect("records lock");
@@ -301,7 +324,7 @@ impl State {
             inbox_tx: tx,
             inbox_rx: Mutex::new(Some(rx)),
         });
-        runs.insert(request_id.to_string(), run.clone());
+        runs.by_id.insert(request_id.to_string(), run.clone());
         run
     }
 
@@ -309,7 +332,7 @@ impl State {
     /// an orphan run, gone in time); with recording its record must stay whole, so the run stays.
     fn finish(&self, run: &Run) {
         if !self.scenario.records() {
-            self.runs.lock().expect("runs lock").remove(&run.id);
+            self.runs.lock().expect("runs lock").by_id.remove(&run.id);
         }
     }
 
@@ -639,4 +662,39 @@ async fn handle_run(state: Arc<State>, req: Request<Incoming>) -> Result<Respons
         }
     });
     Ok(response)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(id: &str, created: Instant, started: bool) -> Arc<Run> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        Arc::new(Run {
+            id: id.to_string(),
+            record: None,
+            created,
+            stream_authorization: Mutex::new(None),
+            reorder: Mutex::new(Reorder::default()),
+            inbox_tx: tx,
+            inbox_rx: Mutex::new((!started).then_some(rx)),
+        })
+    }
+
+    #[test]
+    fn orphan_runs_go_after_their_time_and_are_looked_for_only_now_and_then() {
+        let t0 = Instant::now();
+        let mut runs = Runs::default();
+        runs.by_id.insert("orphan".into(), run("orphan", t0, false));
+        runs.by_id.insert("playing".into(), run("playing", t0, true));
+        let before_its_time = t0 + ORPHAN_RUN_TTL - Duration::from_secs(1);
+        runs.sweep_orphans(before_its_time);
+        assert_eq!(runs.by_id.len(), 2, "an orphan younger than its time stays");
+        // Past its time, but the last look was a moment ago: not looked at again yet.
+        runs.sweep_orphans(before_its_time + Duration::from_secs(2));
+        assert!(runs.by_id.contains_key("orphan"));
+        runs.sweep_orphans(before_its_time + ORPHAN_SWEEP_INTERVAL);
+        assert!(!runs.by_id.contains_key("orphan"), "the orphan is gone");
+        assert!(runs.by_id.contains_key("playing"), "a run whose stream came stays, however old");
+    }
 }
