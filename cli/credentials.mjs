@@ -5,8 +5,8 @@
 // Node needs a native module or a helper program per platform, and neither could be tested
 // here; a private file is what the official CLI falls back to as well. The tokens in it never
 // reach a log or an error message.
-import crypto from 'node:crypto'
 import fs from 'node:fs'
+import { createRequire } from 'node:module'
 import os from 'node:os'
 import path from 'node:path'
 
@@ -72,7 +72,10 @@ export class CredentialStore {
    */
   write(login) {
     privateDir(this.dir)
-    const temporary = path.join(this.dir, `.${FILE}.${crypto.randomBytes(6).toString('hex')}.tmp`)
+    // Loaded here, not with the module: the agent imports this at start-up, where node:crypto
+    // alone took 1.8 ms of the time to answer `initialize`.
+    const { randomBytes } = createRequire(import.meta.url)('node:crypto')
+    const temporary = path.join(this.dir, `.${FILE}.${randomBytes(6).toString('hex')}.tmp`)
     const record = { ...login, savedAt: new Date().toISOString() }
     // Exclusive: never follow or reuse a file someone put there; 0600 from the first byte.
     writePrivateFile(temporary, `${JSON.stringify(record, null, 2)}\n`, { exclusive: true })
