@@ -7,6 +7,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+#[path = "common/plain_config.rs"]
+mod plain_config;
 use cursor_acp_core::acp;
 use cursor_acp_core::embedded::{EmbeddedBackend, Scenario};
 use cursor_acp_core::host::*;
@@ -14,6 +16,7 @@ use cursor_acp_core::session::*;
 use cursor_acp_core::transport::*;
 use cursor_acp_core::CoreError;
 use futures::future::BoxFuture;
+use plain_config::plain_config;
 use serde_json::{json, Value};
 
 /// Execs wait until they are aborted (by the server or by cancel), then answer "aborted".
@@ -31,13 +34,7 @@ impl Host for WaitingHost {
 async fn session(scenario: Value, kind: TransportKind, cancel_grace: Duration) -> (EmbeddedBackend, Session) {
     let backend = EmbeddedBackend::start(Scenario::from_json(&scenario).unwrap()).await.unwrap();
     let timing = Timing { cancel_grace, ..Timing::default() };
-    let config = ClientConfig {
-        transport: TransportConfig { base_url: backend.url(), kind, ..Default::default() },
-        timing,
-        compaction_updates: false,
-        notices: false,
-        terminal_output: false,
-    };
+    let config = plain_config(backend.url(), kind, timing);
     let client = AgentClient::new(config, Arc::new(WaitingHost), None).unwrap();
     let session = client.new_session(SessionOptions::default()).unwrap();
     (backend, session)

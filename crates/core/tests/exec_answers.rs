@@ -10,14 +10,17 @@ mod common;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+#[path = "common/plain_config.rs"]
+mod plain_config;
 use cursor_acp_core::acp;
 use cursor_acp_core::embedded::{EmbeddedBackend, RunRecord, Scenario};
 use cursor_acp_core::host::{ExecContext, ExecEvent, ExecRequest, Host};
-use cursor_acp_core::session::{AgentClient, ClientConfig, SessionOptions, Timing};
+use cursor_acp_core::session::{AgentClient, SessionOptions, Timing};
 use cursor_acp_core::tools::LocalTools;
-use cursor_acp_core::transport::{TransportConfig, TransportKind};
+use cursor_acp_core::transport::TransportKind;
 use cursor_acp_core::CoreError;
 use futures::future::BoxFuture;
+use plain_config::plain_config;
 use serde_json::{json, Value};
 
 const KINDS: [TransportKind; 2] = [TransportKind::Sse, TransportKind::H2];
@@ -76,13 +79,7 @@ async fn play(steps: Vec<Value>, kind: TransportKind, host: Recording) -> RunRec
     let mut steps = steps;
     steps.push(json!({ "type": "turnEnded" }));
     let backend = EmbeddedBackend::start(Scenario::from_json(&json!({ "steps": steps })).unwrap()).await.unwrap();
-    let config = ClientConfig {
-        transport: TransportConfig { base_url: backend.url(), kind, ..Default::default() },
-        timing: timing(),
-        compaction_updates: false,
-        notices: false,
-        terminal_output: false,
-    };
+    let config = plain_config(backend.url(), kind, timing());
     let client = AgentClient::new(config, Arc::new(host), None).unwrap();
     let session = client.new_session(SessionOptions::default()).unwrap();
     let turn = session.prompt(vec![acp::ContentBlock::Text(acp::TextContent::new("go"))]).unwrap();

@@ -5,13 +5,16 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+#[path = "common/plain_config.rs"]
+mod plain_config;
 use cursor_acp_core::acp;
 use cursor_acp_core::embedded::{EmbeddedBackend, RunRecord, Scenario};
 use cursor_acp_core::host::{ExecContext, ExecRequest, Host, InteractionRequest, NoHost};
-use cursor_acp_core::session::{AgentClient, ClientConfig, SessionOptions, Timing};
-use cursor_acp_core::transport::{TransportConfig, TransportKind};
+use cursor_acp_core::session::{AgentClient, SessionOptions, Timing};
+use cursor_acp_core::transport::TransportKind;
 use cursor_acp_core::{CancellationToken, CoreError};
 use futures::future::BoxFuture;
+use plain_config::plain_config;
 use serde_json::{json, Value};
 
 const KINDS: [TransportKind; 2] = [TransportKind::Sse, TransportKind::H2];
@@ -53,13 +56,7 @@ async fn play(host: Arc<dyn Host>, kind: TransportKind) -> RunRecord {
         .collect();
     steps.push(json!({ "type": "turnEnded" }));
     let backend = EmbeddedBackend::start(Scenario::from_json(&json!({ "steps": steps })).unwrap()).await.unwrap();
-    let config = ClientConfig {
-        transport: TransportConfig { base_url: backend.url(), kind, ..Default::default() },
-        timing: Timing { callback: Duration::from_secs(5), ..Timing::default() },
-        compaction_updates: false,
-        notices: false,
-        terminal_output: false,
-    };
+    let config = plain_config(backend.url(), kind, Timing { callback: Duration::from_secs(5), ..Timing::default() });
     let client = AgentClient::new(config, host, None).unwrap();
     let turn = client
         .new_session(SessionOptions::default())

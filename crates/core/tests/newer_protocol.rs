@@ -7,13 +7,16 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+#[path = "common/plain_config.rs"]
+mod plain_config;
 use cursor_acp_core::acp;
 use cursor_acp_core::embedded::{EmbeddedBackend, Scenario};
 use cursor_acp_core::host::{ExecContext, ExecRequest, Host};
-use cursor_acp_core::session::{AgentClient, ClientConfig, PromptExtras, Session, SessionOptions, Timing, Turn};
-use cursor_acp_core::transport::{TransportConfig, TransportKind};
+use cursor_acp_core::session::{AgentClient, PromptExtras, Session, SessionOptions, Timing, Turn};
+use cursor_acp_core::transport::TransportKind;
 use cursor_acp_core::{CancellationToken, CoreError};
 use futures::future::BoxFuture;
+use plain_config::plain_config;
 use serde_json::{json, Value};
 
 const KINDS: [TransportKind; 2] = [TransportKind::Sse, TransportKind::H2];
@@ -42,18 +45,16 @@ impl Host for ContextHost {
 
 async fn client(scenario: Value, kind: TransportKind) -> (EmbeddedBackend, AgentClient) {
     let backend = EmbeddedBackend::start(Scenario::from_json(&scenario).unwrap()).await.unwrap();
-    let config = ClientConfig {
-        transport: TransportConfig { base_url: backend.url(), kind, ..Default::default() },
-        timing: Timing {
+    let config = plain_config(
+        backend.url(),
+        kind,
+        Timing {
             resume_backoff: Duration::from_millis(10),
             resume_backoff_max: Duration::from_millis(20),
             callback: Duration::from_secs(5),
             ..Timing::default()
         },
-        compaction_updates: false,
-        notices: false,
-        terminal_output: false,
-    };
+    );
     (backend, AgentClient::new(config, Arc::new(ContextHost), None).unwrap())
 }
 

@@ -6,6 +6,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
+#[path = "common/plain_config.rs"]
+mod plain_config;
 use cursor_acp_core::acp;
 use cursor_acp_core::embedded::{EmbeddedBackend, RunRecord, Scenario};
 use cursor_acp_core::host::*;
@@ -13,6 +15,7 @@ use cursor_acp_core::session::*;
 use cursor_acp_core::transport::*;
 use cursor_acp_core::CoreError;
 use futures::future::BoxFuture;
+use plain_config::plain_config;
 use serde_json::{json, Value};
 
 const KINDS: [TransportKind; 2] = [TransportKind::Sse, TransportKind::H2];
@@ -98,13 +101,7 @@ fn fast_timing() -> Timing {
 
 async fn setup(scenario: Value, kind: TransportKind, host: TestHost, timing: Timing) -> (EmbeddedBackend, AgentClient) {
     let backend = EmbeddedBackend::start(Scenario::from_json(&scenario).unwrap()).await.unwrap();
-    let config = ClientConfig {
-        transport: TransportConfig { base_url: backend.url(), kind, ..Default::default() },
-        timing,
-        compaction_updates: false,
-        notices: false,
-        terminal_output: false,
-    };
+    let config = plain_config(backend.url(), kind, timing);
     let client = AgentClient::new(config, Arc::new(host), None).unwrap();
     (backend, client)
 }
@@ -657,13 +654,7 @@ async fn save_and_load_continue_the_conversation_on_a_new_client() {
          { "type": "turnEnded" }]
     ]});
     let backend = EmbeddedBackend::start(Scenario::from_json(&scenario).unwrap()).await.unwrap();
-    let config = || ClientConfig {
-        transport: TransportConfig { base_url: backend.url(), kind: TransportKind::H2, ..Default::default() },
-        timing: fast_timing(),
-        compaction_updates: false,
-        notices: false,
-        terminal_output: false,
-    };
+    let config = || plain_config(backend.url(), TransportKind::H2, fast_timing());
     let first_client = AgentClient::new(config(), Arc::new(TestHost::reading()), None).unwrap();
     let session =
         first_client.new_session(SessionOptions { model: Some("embedded-fast".into()), ..Default::default() }).unwrap();
