@@ -37,7 +37,7 @@ pub fn decode_exec(raw: &[u8]) -> Result<(u32, String, Option<ExecRequest>), Str
     use f::exec_server_message::{ACCEPT_HOOK_ADDITIONAL_CONTEXTS, EXEC_ID, ID};
     const NAME: &str = "agent.v1.ExecServerMessage";
     let (mut id, mut exec_id, mut accept_hook_additional_contexts) = (0, String::new(), false);
-    let branch = dispatch(NAME, descriptors::branches(NAME, "message"), raw, |number, value| {
+    let branch = dispatch(NAME, "message", raw, |number, value| {
         match (number, value) {
             // A larger varint is truncated to 32 bits, as protobuf reads a uint32.
             (ID, Field::Varint(v)) => id = v as u32,
@@ -67,7 +67,7 @@ pub fn decode_interaction(raw: &[u8]) -> Result<(u32, Option<InteractionRequest>
     use f::interaction_query::ID;
     const NAME: &str = "agent.v1.InteractionQuery";
     let mut id = 0;
-    let branch = dispatch(NAME, descriptors::branches(NAME, "query"), raw, |number, value| {
+    let branch = dispatch(NAME, "query", raw, |number, value| {
         match (number, value) {
             (ID, Field::Varint(v)) => id = v as u32,
             (ID, _) => return Err(wrong_wire_type(NAME, number)),

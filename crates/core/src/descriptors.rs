@@ -105,14 +105,15 @@ pub fn read_fields<'a>(
     Ok(())
 }
 
-/// The member set of a dispatch oneof of encoded message `raw` (see [`branches`]),
+/// The member set of oneof `oneof` (one of [`branches`]) in `raw`, an encoded `container`,
 /// decoded through its type's descriptor; the message's other fields go to `other`.
 pub fn dispatch<'a>(
     container: &str,
-    branches: &'static [Branch],
+    oneof: &str,
     raw: &'a [u8],
     mut other: impl FnMut(u32, Field<'a>) -> Result<(), String>,
 ) -> Result<Option<(&'static Branch, DynamicMessage)>, String> {
+    let branches = branches(container, oneof);
     let mut set = None;
     read_fields(raw, |number, value| match (branches.iter().find(|b| b.number == number), value) {
         // The last member on the wire is the one set, as protobuf parsers read a oneof.

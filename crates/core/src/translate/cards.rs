@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::translator::Translator;
 use crate::cards::{self, Card, Outcome};
-use crate::descriptors::{branches, dispatch};
+use crate::descriptors::dispatch;
 use crate::proto::agent::v1 as pb;
 
 /// A tool call's wire branch, args and result, read through the descriptors as proto3 JSON.
@@ -23,7 +23,7 @@ pub(super) fn tool_view(call: &pb::ToolCall) -> Option<ToolView> {
     // contexts) are not it.
     const NAME: &str = "agent.v1.ToolCall";
     let encoded = call.encode_to_vec();
-    let (branch, wrapper) = dispatch(NAME, branches(NAME, "tool"), &encoded, |_, _| Ok(())).ok()??;
+    let (branch, wrapper) = dispatch(NAME, "tool", &encoded, |_, _| Ok(())).ok()??;
     let name = branch.name.strip_suffix("_tool_call").unwrap_or(branch.name).to_string();
     let options = SerializeOptions::new().skip_default_fields(true);
     let json = |name: &str| {
