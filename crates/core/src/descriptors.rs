@@ -45,12 +45,15 @@ static FILE_BYTES: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/descriptor_
 static WHOLE: OnceLock<DescriptorPool> = OnceLock::new();
 static POOLS: OnceLock<Box<[OnceLock<DescriptorPool>]>> = OnceLock::new();
 
-/// The pool of every message of `agent.v1` and `aiserver.v1`.
+/// The pool of every message of `agent.v1` and `aiserver.v1`, built once per process.
 pub fn whole_schema() -> &'static DescriptorPool {
-    WHOLE.get_or_init(|| {
-        DescriptorPool::decode(&include_bytes!(concat!(env!("OUT_DIR"), "/descriptors.bin"))[..])
-            .expect("embedded descriptor set is valid")
-    })
+    WHOLE.get_or_init(build_whole_schema)
+}
+
+/// A new pool of the whole schema, not kept (`whole_schema()` keeps one); for measuring it.
+pub fn build_whole_schema() -> DescriptorPool {
+    DescriptorPool::decode(&include_bytes!(concat!(env!("OUT_DIR"), "/descriptors.bin"))[..])
+        .expect("embedded descriptor set is valid")
 }
 
 /// The descriptor of message `full_name` (e.g. `agent.v1.ReadResult`), or `None` when the schema

@@ -2,11 +2,9 @@
 //! binary of its own: a test here that started an embedded backend (which builds the whole
 //! schema's pool) would make the measurement below meaningless.
 
-use std::sync::atomic::Ordering;
-
 #[path = "common/counting.rs"]
 mod counting;
-use counting::LIVE;
+use counting::this_thread;
 
 #[test]
 fn an_exec_round_trip_builds_descriptors_for_its_own_messages_only() {
@@ -26,11 +24,11 @@ fn an_exec_round_trip_builds_descriptors_for_its_own_messages_only() {
         ..Default::default()
     }
     .encode_to_vec();
-    let before = LIVE.load(Ordering::SeqCst);
+    let before = this_thread();
     let (_, _, read) = bridge::decode_exec(&request).unwrap();
     let answer = serde_json::json!({"success": {"path": "/a", "content": "hi"}});
     let reply = bridge::exec_result(&read.unwrap(), answer, &bridge::ReplyExtras::NONE).unwrap();
     drop(reply);
-    let kept = LIVE.load(Ordering::SeqCst) - before;
+    let kept = this_thread() - before;
     assert!(kept < 256 << 10, "a read's round trip keeps {} KiB of descriptors", kept / 1024);
 }
