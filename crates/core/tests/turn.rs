@@ -590,6 +590,31 @@ async fn resume_after_a_drop_and_after_a_stall() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stall_is_counted_from_the_last_frame_not_the_first() {
+    // The stall window is 800 ms. Frames 300 ms apart for 1.5 s keep the stream alive; the
+    // silence after them is a stall, found 800 ms after the last frame, and the turn resumes.
+    for kind in KINDS {
+        let mut first = vec![json!({ "type": "text", "text": "a" })];
+        for _ in 0..5 {
+            first.push(json!({ "type": "sleep", "ms": 300 }));
+            first.push(json!({ "type": "text", "text": "a" }));
+        }
+        first.push(json!({ "type": "stall", "ms": 5000 }));
+        let scenario = json!({ "turns": [first, [{ "type": "text", "text": "b" }, { "type": "turnEnded" }]] });
+        let (backend, client) = setup(scenario, kind, TestHost::reading(), fast_timing()).await;
+        let started = std::time::Instant::now();
+        let turn = client.new_session(SessionOptions::default()).unwrap().prompt(text("go")).unwrap();
+        let updates = collect(&turn).await;
+        assert_eq!(turn.result().await.unwrap().stop_reason, acp::StopReason::EndTurn, "{kind:?}");
+        let took = started.elapsed();
+        let text: String = updates.iter().filter_map(|u| u["content"]["text"].as_str()).collect();
+        assert_eq!(text, "aaaaaab", "{kind:?}: no resume while frames came");
+        assert_eq!(backend.records().len(), 2, "{kind:?}: one resume, after the silence");
+        assert!(took >= Duration::from_millis(2300), "{kind:?}: the stall was found {took:?} after the start");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn resume_gives_up_after_bounded_attempts() {
     let scenario = json!({ "steps": [{ "type": "drop" }] });
     let (backend, client) = setup(scenario, TransportKind::H2, TestHost::reading(), fast_timing()).await;

@@ -205,7 +205,7 @@ impl Session {
             // (docs/protocol.md, "The messages of a turn").
             FirstAction::Resume
         } else {
-            FirstAction::User { message: Box::new(message), parts }
+            FirstAction::User { message: message.encode_to_vec().into(), parts }
         };
         self.start(first, cancel)
     }

@@ -4,6 +4,7 @@
 
 use bytes::{Bytes, BytesMut};
 
+use crate::error::CoreError;
 use crate::field::agent::v1 as f;
 use crate::models;
 use crate::proto::agent::v1 as pb;
@@ -11,9 +12,11 @@ use crate::wire;
 
 /// What the first attempt of a turn asks for; resume attempts always send a resume action.
 pub(super) enum FirstAction {
-    /// A user message, and the large context parts sent by blob reference, if any.
+    /// A user message, and the large context parts sent by blob reference, if any. The message
+    /// is kept encoded (tens of bytes for a short prompt): the struct takes 1.7 KiB, held by
+    /// every turn in flight for the whole turn although only its first attempt reads it.
     User {
-        message: Box<pb::UserMessage>,
+        message: Bytes,
         parts: Option<Box<pb::RequestContextPartReferences>>,
     },
     Resume,
@@ -22,12 +25,15 @@ pub(super) enum FirstAction {
 
 /// The action an attempt sends, with `context` where the action carries a request context and
 /// the caller left it out: the first attempt's action, or (`None`) a resume.
-pub(super) fn action(first: Option<&FirstAction>, context: pb::RequestContext) -> pb::ConversationAction {
+pub(super) fn action(
+    first: Option<&FirstAction>,
+    context: pb::RequestContext,
+) -> Result<pb::ConversationAction, CoreError> {
     use pb::conversation_action::Action as A;
-    match first {
+    Ok(match first {
         Some(FirstAction::User { message, parts }) => pb::ConversationAction {
             action: Some(A::UserMessageAction(pb::UserMessageAction {
-                user_message: Some((**message).clone()),
+                user_message: Some(decode_own(message)?),
                 request_context: Some(context),
                 ..Default::default()
             })),
@@ -53,7 +59,13 @@ pub(super) fn action(first: Option<&FirstAction>, context: pb::RequestContext) -
             action: Some(A::ResumeAction(pb::ResumeAction { request_context: Some(context) })),
             ..Default::default()
         },
-    }
+    })
+}
+
+/// A user message this process encoded (prost reads back what it wrote).
+fn decode_own(message: &Bytes) -> Result<pb::UserMessage, CoreError> {
+    use prost::Message as _;
+    pb::UserMessage::decode(message.as_ref()).map_err(|e| CoreError::Protocol(format!("the turn's user message: {e}")))
 }
 
 pub(super) fn client_msg(m: pb::agent_client_message::Message) -> pb::AgentClientMessage {
