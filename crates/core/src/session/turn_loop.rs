@@ -404,29 +404,17 @@ impl TurnLoop {
         let _heartbeat_guard = AbortOnDrop(heartbeat);
         let stall = self.timing().stall;
         let mut last_frame = Instant::now();
-        // Both made once per attempt, not once per read: a timer or a cancel waiter made per
-        // read is registered and unlinked again each time, next to other turns' entries (10,000
-        // turns in flight make that a cache miss each). The stall timer is moved on lazily:
-        // when it fires, a frame since means its deadline moved.
-        let stall_timer = tokio::time::sleep_until(last_frame + stall);
-        tokio::pin!(stall_timer);
-        let cancelled = self.shared.cancel.clone().cancelled_owned();
-        tokio::pin!(cancelled);
         loop {
             let cancel_requested = matches!(self.phase, Phase::Cancelling { .. });
             tokio::select! {
                 biased;
-                _ = &mut cancelled, if !cancel_requested => {
+                _ = self.shared.cancel.cancelled(), if !cancel_requested => {
                     self.start_cancel(&sender).await;
                 }
                 _ = sleep_until_opt(self.phase.deadline()), if cancel_requested => {
                     return AttemptEnd::Cancelled;
                 }
-                _ = &mut stall_timer => {
-                    if last_frame + stall > Instant::now() {
-                        stall_timer.as_mut().reset(last_frame + stall);
-                        continue;
-                    }
+                _ = tokio::time::sleep_until(last_frame + stall) => {
                     if cancel_requested {
                         return AttemptEnd::Cancelled;
                     }
