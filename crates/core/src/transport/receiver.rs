@@ -66,8 +66,7 @@ pub struct AgentReceiver {
     /// can be read: dropping it frees the place.
     _slot: Option<StreamSlot>,
     run_check: RunCheck,
-    /// Where [`next_buffered_after`](Self::next_buffered_after) decodes each frame, so that the
-    /// frames it merges into a run cost no box of their own.
+    /// Where [`next_buffered_after`](Self::next_buffered_after) decodes the frame it returns.
     scratch: Box<AgentServerMessage>,
 }
 
@@ -148,13 +147,13 @@ impl AgentReceiver {
     }
 
     /// As [`next_buffered`](Self::next_buffered), after first giving `run` every buffered
-    /// message that `extend` takes into it (the turn loop merging a run of text deltas): those
-    /// are decoded one after the other into the same message and cost no frame of their own.
-    /// The first message `extend` refuses is the one returned.
+    /// message that `extend` takes into it from its encoded bytes (the turn loop merging a run
+    /// of text deltas): those are never decoded and cost no frame of their own. The first
+    /// message `extend` refuses is decoded and returned.
     pub fn next_buffered_after(
         &mut self,
         run: &mut ServerFrame,
-        mut extend: impl FnMut(&mut ServerFrame, &AgentServerMessage) -> bool,
+        mut extend: impl FnMut(&mut ServerFrame, &[u8]) -> bool,
     ) -> Option<Result<Option<ServerFrame>, CoreError>> {
         loop {
             if let Some(outcome) = self.finished() {
@@ -163,12 +162,12 @@ impl AgentReceiver {
             match self.decoder.next_frame() {
                 Ok(Some(Frame::Message(raw))) => {
                     self.run_check.message_arrived();
+                    if extend(run, &raw) {
+                        continue;
+                    }
                     self.scratch.clear();
                     if let Err(e) = decode_frame(&mut self.scratch, &raw) {
                         return Some(self.fail(e));
-                    }
-                    if extend(run, &self.scratch) {
-                        continue;
                     }
                     let message = std::mem::take(&mut self.scratch);
                     return Some(Ok(Some(ServerFrame { message, raw })));
