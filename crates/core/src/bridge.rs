@@ -563,6 +563,21 @@ mod tests {
         encode_key(READ_ARGS, WireType::Varint, &mut args_as_varint);
         encode_varint(1, &mut args_as_varint);
         assert!(decode_exec(&args_as_varint).unwrap_err().contains("read_args"));
+        // Fixed-width encodings of known fields, which protobuf parsers refuse too.
+        let mut id_as_fixed32 = BytesMut::new();
+        encode_key(ID, WireType::ThirtyTwoBit, &mut id_as_fixed32);
+        id_as_fixed32.extend_from_slice(&7u32.to_le_bytes());
+        assert!(pb::ExecServerMessage::decode(&id_as_fixed32[..]).is_err());
+        assert!(decode_exec(&id_as_fixed32).unwrap_err().contains("field 1"));
+        let mut args_as_fixed64 = BytesMut::new();
+        encode_key(READ_ARGS, WireType::SixtyFourBit, &mut args_as_fixed64);
+        args_as_fixed64.extend_from_slice(&[0; 8]);
+        assert!(decode_exec(&args_as_fixed64).unwrap_err().contains("read_args"));
+        // An unknown fixed-width field is skipped, as protobuf skips it.
+        let mut unknown_fixed = BytesMut::from(&read[..]);
+        encode_key(3999, WireType::ThirtyTwoBit, &mut unknown_fixed);
+        unknown_fixed.extend_from_slice(&[0; 4]);
+        assert_eq!(decode_exec(&unknown_fixed).unwrap().2.unwrap().kind, "read");
         // Args that are not a ReadArgs: `path` (1) as a varint.
         let mut wrong_args = BytesMut::new();
         put_length_delimited(&mut wrong_args, READ_ARGS, &[0x08, 0x01]);

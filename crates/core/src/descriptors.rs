@@ -81,10 +81,13 @@ pub fn branches(container: &str, oneof: &str) -> &'static [Branch] {
 pub enum Field<'a> {
     Varint(u64),
     LengthDelimited(&'a [u8]),
+    /// A fixed-width field or a group: skipped, and reported so that a known field given with
+    /// such a wire type can be refused, as protobuf parsers refuse it.
+    Other,
 }
 
-/// Walks the fields of encoded message `raw` in order, handing `on_field` every varint and
-/// length-delimited one (others are skipped); `on_field` may refuse one with an error.
+/// Walks the fields of encoded message `raw` in order, handing each to `on_field`, which may
+/// refuse one with an error.
 pub fn read_fields<'a>(
     mut raw: &'a [u8],
     mut on_field: impl FnMut(u32, Field<'a>) -> Result<(), String>,
@@ -102,7 +105,10 @@ pub fn read_fields<'a>(
                 raw = rest;
                 on_field(number, Field::LengthDelimited(value))?;
             }
-            other => prost::encoding::skip_field(other, number, &mut raw, Default::default()).map_err(malformed)?,
+            other => {
+                prost::encoding::skip_field(other, number, &mut raw, Default::default()).map_err(malformed)?;
+                on_field(number, Field::Other)?;
+            }
         }
     }
     Ok(())
@@ -124,7 +130,7 @@ pub fn dispatch<'a>(
             set = Some((branch, bytes));
             Ok(())
         }
-        (Some(branch), Field::Varint(_)) => Err(format!("{container}.{}: not a message on the wire", branch.name)),
+        (Some(branch), _) => Err(format!("{container}.{}: not a message on the wire", branch.name)),
         (None, value) => other(number, value),
     })?;
     let Some((branch, bytes)) = set else { return Ok(None) };

@@ -5,8 +5,7 @@
 //! costs a message and a string on the heap, freed again as soon as its text is appended, and
 //! a turn is mostly deltas (a model streams a few characters per frame).
 
-use prost::encoding::{decode_key, decode_varint, skip_field, DecodeContext, WireType};
-
+use crate::descriptors::{read_fields, Field};
 use crate::field::agent::v1 as f;
 use crate::proto::agent::v1 as pb;
 use crate::transport::ServerFrame;
@@ -78,37 +77,35 @@ fn only_field(raw: &[u8], number: u32) -> Option<&[u8]> {
 }
 
 /// The number and payload of `raw`'s only field, when it is length-delimited.
-fn single_length_delimited(mut raw: &[u8]) -> Option<(u32, &[u8])> {
-    let (number, wire_type) = decode_key(&mut raw).ok()?;
-    if wire_type != WireType::LengthDelimited {
-        return None;
-    }
-    let payload = length_delimited(&mut raw)?;
-    raw.is_empty().then_some((number, payload))
+fn single_length_delimited(raw: &[u8]) -> Option<(u32, &[u8])> {
+    let mut only = None;
+    read_fields(raw, |number, value| match (only, value) {
+        (None, Field::LengthDelimited(payload)) => {
+            only = Some((number, payload));
+            Ok(())
+        }
+        // A second field, or one of another wire type (the error is not kept).
+        _ => Err(String::new()),
+    })
+    .ok()?;
+    only
 }
 
 /// A delta message's string field `text` (empty when absent) and varint field `flag`; the last
 /// of each on the wire wins, and unknown fields are skipped, as prost decodes.
-fn text_and_varint(mut raw: &[u8], text: u32, flag: u32) -> Option<(&str, Option<u64>)> {
+fn text_and_varint(raw: &[u8], text: u32, flag: u32) -> Option<(&str, Option<u64>)> {
     let (mut text_value, mut flag_value) = (&b""[..], None);
-    while !raw.is_empty() {
-        let (number, wire_type) = decode_key(&mut raw).ok()?;
-        match (number, wire_type) {
-            (n, WireType::LengthDelimited) if n == text => text_value = length_delimited(&mut raw)?,
-            (n, WireType::Varint) if n == flag => flag_value = Some(decode_varint(&mut raw).ok()?),
-            (n, _) if n == text || n == flag => return None,
-            (n, other) => skip_field(other, n, &mut raw, DecodeContext::default()).ok()?,
+    read_fields(raw, |number, value| {
+        match (number, value) {
+            (n, Field::LengthDelimited(bytes)) if n == text => text_value = bytes,
+            (n, Field::Varint(v)) if n == flag => flag_value = Some(v),
+            (n, _) if n == text || n == flag => return Err(String::new()),
+            _ => {}
         }
-    }
+        Ok(())
+    })
+    .ok()?;
     Some((std::str::from_utf8(text_value).ok()?, flag_value))
-}
-
-/// The next length-delimited payload of `raw`, which moves past it.
-fn length_delimited<'a>(raw: &mut &'a [u8]) -> Option<&'a [u8]> {
-    let len = usize::try_from(decode_varint(raw).ok()?).ok().filter(|&len| len <= raw.len())?;
-    let (payload, rest) = raw.split_at(len);
-    *raw = rest;
-    Some(payload)
 }
 
 #[cfg(test)]
@@ -195,6 +192,8 @@ mod tests {
             ("the update given twice (prost merges them)", [&delta[..], &delta[..]].concat()),
             ("text that is not UTF-8", vec![0x0a, 5, 0x0a, 3, 0x0a, 1, 0xff]),
             ("text as a varint", vec![0x0a, 4, 0x0a, 2, 0x08, 1]),
+            ("text as a fixed32", vec![0x0a, 7, 0x0a, 5, 0x0d, 0, 0, 0, 0]),
+            ("the update as a fixed64", vec![0x09, 0, 0, 0, 0, 0, 0, 0, 0]),
             ("a flag as a length-delimited field", vec![0x0a, 6, 0x0a, 4, 0x12, 2, 0, 0]),
             ("a length past the end", vec![0x0a, 5, 0x0a, 3, 0x0a, 9, b'a']),
             ("a truncated key", vec![0x0a, 1, 0x8a]),
