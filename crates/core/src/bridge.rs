@@ -7,10 +7,11 @@ use bytes::{Bytes, BytesMut};
 use prost::encoding::{encode_key, encode_varint, WireType};
 use prost_reflect::{DynamicMessage, Kind, MessageDescriptor, ReflectMessage, SerializeOptions, Value};
 
-use crate::descriptors::{self, dispatch, Field};
+use crate::descriptors::{self, dispatch};
 use crate::field::agent::v1 as f;
 use crate::host::{ExecRequest, InteractionRequest};
 use crate::proto::agent::v1 as pb;
+use crate::wire::Field;
 use crate::wire::{put_length_delimited, Pieces};
 
 fn to_json(msg: &DynamicMessage) -> serde_json::Value {

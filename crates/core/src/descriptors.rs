@@ -14,8 +14,10 @@
 use std::ops::Range;
 use std::sync::OnceLock;
 
-use prost::encoding::{decode_key, decode_varint, encode_key, encode_varint, WireType};
+use prost::encoding::{encode_key, encode_varint, WireType};
 use prost_reflect::{DescriptorPool, DynamicMessage, MessageDescriptor};
+
+use crate::wire::{read_fields, Field};
 
 /// One of build.rs's descriptor files: where its encoded `FileDescriptorProto` lies in the
 /// embedded bytes, and the files it imports (indexes into the same table).
@@ -75,43 +77,6 @@ pub fn branches(container: &str, oneof: &str) -> &'static [Branch] {
         .find(|(message, name, _)| *message == container && *name == oneof)
         .map(|(_, _, members)| *members)
         .unwrap_or_else(|| panic!("{container}.{oneof} is not listed in build.rs's DISPATCH_ONEOFS"))
-}
-
-/// A field of an encoded message, as [`read_fields`] hands it over.
-pub enum Field<'a> {
-    Varint(u64),
-    LengthDelimited(&'a [u8]),
-    /// A fixed-width field or a group: skipped, and reported so that a known field given with
-    /// such a wire type can be refused, as protobuf parsers refuse it.
-    Other,
-}
-
-/// Walks the fields of encoded message `raw` in order, handing each to `on_field`, which may
-/// refuse one with an error.
-pub fn read_fields<'a>(
-    mut raw: &'a [u8],
-    mut on_field: impl FnMut(u32, Field<'a>) -> Result<(), String>,
-) -> Result<(), String> {
-    let malformed = |e: prost::DecodeError| e.to_string();
-    while !raw.is_empty() {
-        let (number, wire_type) = decode_key(&mut raw).map_err(malformed)?;
-        match wire_type {
-            WireType::Varint => on_field(number, Field::Varint(decode_varint(&mut raw).map_err(malformed)?))?,
-            WireType::LengthDelimited => {
-                let len = decode_varint(&mut raw).map_err(malformed)?;
-                let len =
-                    usize::try_from(len).ok().filter(|&len| len <= raw.len()).ok_or("a field runs past the end")?;
-                let (value, rest) = raw.split_at(len);
-                raw = rest;
-                on_field(number, Field::LengthDelimited(value))?;
-            }
-            other => {
-                prost::encoding::skip_field(other, number, &mut raw, Default::default()).map_err(malformed)?;
-                on_field(number, Field::Other)?;
-            }
-        }
-    }
-    Ok(())
 }
 
 /// The member set of oneof `oneof` (one of [`branches`]) in `raw`, an encoded `container`,

@@ -1,37 +1,60 @@
 //! Byte-level protobuf helpers for the places where the core must not re-encode through prost:
 //! the checkpoint is kept as the exact bytes the server sent (prost would drop unknown fields),
-//! and it is spliced back into the next run request unchanged.
+//! and it is spliced back into the next run request unchanged. [`read_fields`] is the one walk
+//! over an encoded message's fields: envelopes read field by field, runs of deltas read from
+//! their bytes, and a field sliced out of a frame.
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
-use prost::encoding::{decode_key, decode_varint, encode_key, encode_varint, WireType};
+use prost::encoding::{decode_key, decode_varint, encode_key, encode_varint, skip_field, WireType};
+
+/// A field of an encoded message, as [`read_fields`] hands it over.
+pub enum Field<'a> {
+    Varint(u64),
+    LengthDelimited(&'a [u8]),
+    /// A fixed-width field or a group: skipped, and reported so that a known field given with
+    /// such a wire type can be refused, as protobuf parsers refuse it.
+    Other,
+}
+
+/// Walks the fields of encoded message `raw` in order, handing each to `on_field`, which may
+/// refuse one with an error.
+pub fn read_fields<'a>(
+    mut raw: &'a [u8],
+    mut on_field: impl FnMut(u32, Field<'a>) -> Result<(), String>,
+) -> Result<(), String> {
+    let malformed = |e: prost::DecodeError| e.to_string();
+    while !raw.is_empty() {
+        let (number, wire_type) = decode_key(&mut raw).map_err(malformed)?;
+        match wire_type {
+            WireType::Varint => on_field(number, Field::Varint(decode_varint(&mut raw).map_err(malformed)?))?,
+            WireType::LengthDelimited => {
+                let len = decode_varint(&mut raw).map_err(malformed)?;
+                let len =
+                    usize::try_from(len).ok().filter(|&len| len <= raw.len()).ok_or("a field runs past the end")?;
+                let (value, rest) = raw.split_at(len);
+                raw = rest;
+                on_field(number, Field::LengthDelimited(value))?;
+            }
+            other => {
+                skip_field(other, number, &mut raw, Default::default()).map_err(malformed)?;
+                on_field(number, Field::Other)?;
+            }
+        }
+    }
+    Ok(())
+}
 
 /// The payload of the last occurrence of length-delimited field `field` in `message`, sliced
 /// out of `message` without copying. `None` when absent or when `message` is malformed.
 pub fn length_delimited_field(message: &Bytes, field: u32) -> Option<Bytes> {
-    let mut buf: &[u8] = message;
     let mut found = None;
-    while !buf.is_empty() {
-        let (tag, wire_type) = decode_key(&mut buf).ok()?;
-        match wire_type {
-            WireType::Varint => {
-                decode_varint(&mut buf).ok()?;
-            }
-            WireType::SixtyFourBit => buf = buf.get(8..)?,
-            WireType::ThirtyTwoBit => buf = buf.get(4..)?,
-            WireType::LengthDelimited => {
-                let len = usize::try_from(decode_varint(&mut buf).ok()?).ok()?;
-                if len > buf.len() {
-                    return None;
-                }
-                if tag == field {
-                    let start = message.len() - buf.len();
-                    found = Some(message.slice(start..start + len));
-                }
-                buf = &buf[len..];
-            }
-            WireType::StartGroup | WireType::EndGroup => return None,
+    read_fields(message, |number, value| {
+        if let (true, Field::LengthDelimited(payload)) = (number == field, value) {
+            found = Some(message.slice_ref(payload));
         }
-    }
+        Ok(())
+    })
+    .ok()?;
     found
 }
 
@@ -196,6 +219,13 @@ mod tests {
             assert_eq!(reader.copy_to_bytes(message.len()), Bytes::from(message.clone()));
             assert_eq!((reader.remaining(), reader.chunk()), (0, &[][..]));
         }
+    }
+
+    #[test]
+    fn other_wire_types_are_skipped_as_prost_skips_them() {
+        // field 5 as a group holding a varint, field 6 as a fixed32, then field 3 = "ok".
+        let message = Bytes::from_static(&[0x2b, 0x08, 0x01, 0x2c, 0x35, 0, 0, 0, 0, 0x1a, 2, b'o', b'k']);
+        assert_eq!(length_delimited_field(&message, 3).unwrap(), Bytes::from_static(b"ok"));
     }
 
     #[test]

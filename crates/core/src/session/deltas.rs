@@ -5,10 +5,10 @@
 //! costs a message and a string on the heap, freed again as soon as its text is appended, and
 //! a turn is mostly deltas (a model streams a few characters per frame).
 
-use crate::descriptors::{read_fields, Field};
 use crate::field::agent::v1 as f;
 use crate::proto::agent::v1 as pb;
 use crate::transport::ServerFrame;
+use crate::wire::{read_fields, Field};
 
 /// Appends the delta in `next` (an encoded `AgentServerMessage`) to `current` when both are
 /// plain text deltas with the same `is_server_notice`, or both thinking deltas of one style:
