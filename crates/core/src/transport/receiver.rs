@@ -66,8 +66,6 @@ pub struct AgentReceiver {
     /// can be read: dropping it frees the place.
     _slot: Option<StreamSlot>,
     run_check: RunCheck,
-    /// Where [`next_buffered_after`](Self::next_buffered_after) decodes the frame it returns.
-    scratch: Box<AgentServerMessage>,
 }
 
 impl Drop for AgentReceiver {
@@ -96,7 +94,6 @@ impl AgentReceiver {
             response_headers: HeaderMap::new(),
             _slot: slot,
             run_check,
-            scratch: Box::default(),
         }
     }
 
@@ -135,14 +132,20 @@ impl AgentReceiver {
         match self.decoder.next_frame() {
             Ok(Some(Frame::Message(raw))) => {
                 self.run_check.message_arrived();
-                // Decoded in place on the heap, never moved whole (see `ServerFrame`).
-                let mut message = Box::<AgentServerMessage>::default();
-                Some(match decode_frame(&mut message, &raw) {
-                    Ok(()) => Ok(Some(ServerFrame { message, raw })),
-                    Err(e) => self.fail(e),
-                })
+                Some(self.decoded(raw))
             }
             other => self.not_a_message(other),
+        }
+    }
+
+    /// The frame of message `raw`, or the stream's failure when it is not an
+    /// `AgentServerMessage`.
+    fn decoded(&mut self, raw: Bytes) -> Result<Option<ServerFrame>, CoreError> {
+        // Decoded in place on the heap, never moved whole (see `ServerFrame`).
+        let mut message = Box::<AgentServerMessage>::default();
+        match decode_frame(&mut message, &raw) {
+            Ok(()) => Ok(Some(ServerFrame { message, raw })),
+            Err(e) => self.fail(e),
         }
     }
 
@@ -165,12 +168,7 @@ impl AgentReceiver {
                     if extend(run, &raw) {
                         continue;
                     }
-                    self.scratch.clear();
-                    if let Err(e) = decode_frame(&mut self.scratch, &raw) {
-                        return Some(self.fail(e));
-                    }
-                    let message = std::mem::take(&mut self.scratch);
-                    return Some(Ok(Some(ServerFrame { message, raw })));
+                    return Some(self.decoded(raw));
                 }
                 other => return self.not_a_message(other),
             }
