@@ -11,8 +11,7 @@ use crate::descriptors::{self, dispatch};
 use crate::field::agent::v1 as f;
 use crate::host::{ExecRequest, InteractionRequest};
 use crate::proto::agent::v1 as pb;
-use crate::wire::Field;
-use crate::wire::{put_length_delimited, Pieces};
+use crate::wire::{put_length_delimited, Field, Pieces};
 
 fn to_json(msg: &DynamicMessage) -> serde_json::Value {
     let options = SerializeOptions::new().skip_default_fields(true);
@@ -83,10 +82,8 @@ pub fn decode_interaction(raw: &[u8]) -> Result<(u32, Option<InteractionRequest>
 
 /// The message type of member `number` of dispatch oneof `container`.`oneof`.
 fn field_type(container: &str, oneof: &str, number: u32) -> Result<MessageDescriptor, String> {
-    let branch = descriptors::branches(container, oneof)
-        .iter()
-        .find(|b| b.number == number)
-        .ok_or_else(|| format!("{container} has no field {number}"))?;
+    let branch =
+        descriptors::branch(container, oneof, number).ok_or_else(|| format!("{container} has no field {number}"))?;
     descriptors::message(branch.message).ok_or_else(|| format!("{} is not in proto/", branch.message))
 }
 
@@ -97,9 +94,7 @@ fn field_type(container: &str, oneof: &str, number: u32) -> Result<MessageDescri
 /// `hook_additional_contexts`). A streaming shell (`shell_stream_args`) is answered by stream
 /// events and finally a `shell_result`, which is what the host returns.
 pub fn result_field(request: &ExecRequest) -> Result<u32, String> {
-    let args = descriptors::branches("agent.v1.ExecServerMessage", "message")
-        .iter()
-        .find(|b| b.number == request.field)
+    let args = descriptors::branch("agent.v1.ExecServerMessage", "message", request.field)
         .ok_or_else(|| format!("ExecServerMessage has no field {}", request.field))?;
     let result_name = match args.name {
         "shell_stream_args" => "shell_result".to_string(),

@@ -14,10 +14,10 @@
 use std::ops::Range;
 use std::sync::OnceLock;
 
-use prost::encoding::{encode_key, encode_varint, WireType};
+use bytes::BytesMut;
 use prost_reflect::{DescriptorPool, DynamicMessage, MessageDescriptor};
 
-use crate::wire::{read_fields, Field};
+use crate::wire::{put_length_delimited, read_fields, Field};
 
 /// One of build.rs's descriptor files: where its encoded `FileDescriptorProto` lies in the
 /// embedded bytes, and the files it imports (indexes into the same table).
@@ -79,6 +79,11 @@ pub fn branches(container: &str, oneof: &str) -> &'static [Branch] {
         .unwrap_or_else(|| panic!("{container}.{oneof} is not listed in build.rs's DISPATCH_ONEOFS"))
 }
 
+/// Member `number` of oneof `oneof` of message `container` (see [`branches`]), if it has one.
+pub fn branch(container: &str, oneof: &str, number: u32) -> Option<&'static Branch> {
+    branches(container, oneof).iter().find(|b| b.number == number)
+}
+
 /// The member set of oneof `oneof` (one of [`branches`]) in `raw`, an encoded `container`,
 /// decoded through its type's descriptor; the message's other fields go to `other`.
 pub fn dispatch<'a>(
@@ -87,9 +92,8 @@ pub fn dispatch<'a>(
     raw: &'a [u8],
     mut other: impl FnMut(u32, Field<'a>) -> Result<(), String>,
 ) -> Result<Option<(&'static Branch, DynamicMessage)>, String> {
-    let branches = branches(container, oneof);
     let mut set = None;
-    read_fields(raw, |number, value| match (branches.iter().find(|b| b.number == number), value) {
+    read_fields(raw, |number, value| match (branch(container, oneof, number), value) {
         // The last member on the wire is the one set, as protobuf parsers read a oneof.
         (Some(branch), Field::LengthDelimited(bytes)) => {
             set = Some((branch, bytes));
@@ -117,14 +121,11 @@ fn pool_of_file(root: usize) -> DescriptorPool {
         }
     }
     // A `FileDescriptorSet` (field 1: its files), written from the files' bytes as they are.
-    let mut set = Vec::new();
+    let mut set = BytesMut::new();
     for (file, _) in wanted.iter().enumerate().filter(|(_, wanted)| **wanted) {
-        let bytes = &FILE_BYTES[index::FILES[file].bytes.clone()];
-        encode_key(1, WireType::LengthDelimited, &mut set);
-        encode_varint(bytes.len() as u64, &mut set);
-        set.extend_from_slice(bytes);
+        put_length_delimited(&mut set, 1, &FILE_BYTES[index::FILES[file].bytes.clone()]);
     }
-    DescriptorPool::decode(set.as_slice()).expect("build.rs writes descriptor files that import what they use")
+    DescriptorPool::decode(&set[..]).expect("build.rs writes descriptor files that import what they use")
 }
 
 #[cfg(test)]
