@@ -36,5 +36,18 @@ mod settle;
 /// Large buffers (exec results, checkpoints) are backed by huge pages where the OS allows:
 /// first-touching fresh 4 KiB pages was most of a large upload's time (see the
 /// `cursor-acp-hugepages` crate).
+///
+/// On x86-64 Linux with glibc the blocks come from jemalloc. With thousands of turns in flight,
+/// glibc's malloc spent a fifth of the client's time coalescing and sorting its free lists
+/// (`malloc_consolidate`, `unlink_chunk`), more per turn the more turns were live; jemalloc's
+/// size classes and per-thread caches do not (bench/README.md, many-10k). Only the addon's own
+/// allocations move: Node and V8 keep the system's allocator.
+#[cfg(all(target_os = "linux", target_env = "gnu", target_arch = "x86_64"))]
 #[global_allocator]
-static ALLOCATOR: cursor_acp_hugepages::HugePageAllocator = cursor_acp_hugepages::HugePageAllocator;
+static ALLOCATOR: cursor_acp_hugepages::HugePageAllocator<tikv_jemallocator::Jemalloc> =
+    cursor_acp_hugepages::HugePageAllocator(tikv_jemallocator::Jemalloc);
+
+/// Elsewhere the system's allocator, with the same huge-page advice.
+#[cfg(not(all(target_os = "linux", target_env = "gnu", target_arch = "x86_64")))]
+#[global_allocator]
+static ALLOCATOR: cursor_acp_hugepages::HugePageAllocator = cursor_acp_hugepages::HugePageAllocator(std::alloc::System);

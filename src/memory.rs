@@ -6,8 +6,9 @@
 //! live allocations pinned between the freed ones keep whole pages resident (measured after the
 //! bench's burst: 122 MiB of arenas for 29 MiB in use). `malloc_trim` returns every free page,
 //! so the idle process shrinks to what it uses. It runs only when no turn is active, on a
-//! blocking thread, at most one at a time. Other allocators (macOS, Windows, musl) do not need
-//! or offer it, so elsewhere this only counts.
+//! blocking thread, at most one at a time. Where the addon's own allocator is jemalloc, its
+//! free pages are purged the same way. Other allocators (macOS, Windows, musl) do not need or
+//! offer it, so elsewhere this only counts.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
@@ -51,9 +52,33 @@ impl Drop for Trimming {
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 fn release_free_memory() {
     // SAFETY: malloc_trim only walks the allocator's own free lists under its arena locks.
+    // glibc's heap is Node's, and the addon's where it is the addon's allocator.
     unsafe {
         libc::malloc_trim(0);
     }
+    #[cfg(target_arch = "x86_64")]
+    purge_jemalloc_arenas();
+}
+
+/// jemalloc keeps freed pages for seconds, for reuse (its decay); once idle, the addon hands
+/// them back at once, as `malloc_trim` does for glibc.
+#[cfg(all(target_os = "linux", target_env = "gnu", target_arch = "x86_64"))]
+fn purge_jemalloc_arenas() {
+    // jemalloc's `MALLCTL_ARENAS_ALL`: the command applies to every arena.
+    const ALL_ARENAS_PURGE: &std::ffi::CStr = c"arena.4096.purge";
+    // SAFETY: `arena.<i>.purge` reads and writes nothing through the pointers, which are null
+    // with zero lengths as mallctl's contract for a void command asks.
+    let status = unsafe {
+        tikv_jemalloc_sys::mallctl(
+            ALL_ARENAS_PURGE.as_ptr(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            0,
+        )
+    };
+    // Refused only for a misspelt command: the pages then stay for jemalloc to reuse.
+    debug_assert_eq!(status, 0, "jemalloc refused {ALL_ARENAS_PURGE:?}");
 }
 
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]

@@ -1,6 +1,7 @@
-//! New memory for large buffers, made cheaper: a global allocator for the addon (the system
-//! allocator, with large blocks backed by huge pages), and [`populate_during`], which faults a
-//! large destination in on another thread while the copy into it still waits.
+//! New memory for large buffers, made cheaper: a global allocator for the addon (another
+//! allocator, the system's by default, with large blocks backed by huge pages), and
+//! [`populate_during`], which faults a large destination in on another thread while the copy
+//! into it still waits.
 //!
 //! A large exec result or checkpoint passes through a few buffers of its full size (the string
 //! N-API copies out of V8, the embedded backend's request body and decoded message). Each is new
@@ -17,26 +18,27 @@ use std::alloc::{GlobalAlloc, Layout, System};
 pub const HUGE_BLOCK_MIN: usize = 4 << 20;
 const HUGE_PAGE: usize = 2 << 20;
 
-/// Use as `#[global_allocator] static A: HugePageAllocator = HugePageAllocator;`.
-pub struct HugePageAllocator;
+/// `A` with huge pages for its large blocks. Use as
+/// `#[global_allocator] static ALLOCATOR: HugePageAllocator = HugePageAllocator(System);`.
+pub struct HugePageAllocator<A = System>(pub A);
 
-// SAFETY: every call is forwarded to `System` unchanged; the advice only changes how the kernel
+// SAFETY: every call is forwarded to `A` unchanged; the advice only changes how the kernel
 // backs pages the block already owns, never their contents.
-unsafe impl GlobalAlloc for HugePageAllocator {
+unsafe impl<A: GlobalAlloc> GlobalAlloc for HugePageAllocator<A> {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        advised(System.alloc(layout), layout.size())
+        advised(self.0.alloc(layout), layout.size())
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        advised(System.alloc_zeroed(layout), layout.size())
+        advised(self.0.alloc_zeroed(layout), layout.size())
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        System.dealloc(ptr, layout)
+        self.0.dealloc(ptr, layout)
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        advised(System.realloc(ptr, layout, new_size), new_size)
+        advised(self.0.realloc(ptr, layout, new_size), new_size)
     }
 }
 
@@ -179,7 +181,7 @@ mod tests {
             eprintln!("skipped: this kernel has no transparent huge pages");
             return;
         }
-        let a = HugePageAllocator;
+        let a = HugePageAllocator(System);
         let advised = |flags: String| flags.split(' ').any(|f| f == "hg");
         unsafe {
             let small = Layout::from_size_align(64 << 10, 8).unwrap();
