@@ -402,19 +402,31 @@ impl TurnLoop {
         }
         let heartbeat = spawn_heartbeat(sender.clone(), self.timing().client_heartbeat);
         let _heartbeat_guard = AbortOnDrop(heartbeat);
+        // The cancel signal and the stall timer are made once per stream, not once per read: a
+        // future made in the loop would register with the token and the timer wheel, and leave
+        // them again, for every frame. The timer is moved on only when it fires early.
+        let cancel = self.shared.cancel.clone();
+        let cancelled = cancel.cancelled();
+        tokio::pin!(cancelled);
         let stall = self.timing().stall;
         let mut last_frame = Instant::now();
+        let stalled = tokio::time::sleep_until(last_frame + stall);
+        tokio::pin!(stalled);
         loop {
             let cancel_requested = matches!(self.phase, Phase::Cancelling { .. });
             tokio::select! {
                 biased;
-                _ = self.shared.cancel.cancelled(), if !cancel_requested => {
+                _ = &mut cancelled, if !cancel_requested => {
                     self.start_cancel(&sender).await;
                 }
                 _ = sleep_until_opt(self.phase.deadline()), if cancel_requested => {
                     return AttemptEnd::Cancelled;
                 }
-                _ = tokio::time::sleep_until(last_frame + stall) => {
+                _ = &mut stalled => {
+                    if last_frame + stall > Instant::now() {
+                        stalled.as_mut().reset(last_frame + stall);
+                        continue;
+                    }
                     if cancel_requested {
                         return AttemptEnd::Cancelled;
                     }

@@ -3,9 +3,11 @@
 //! or the connection's end.
 
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::pin::Pin;
 
 use bytes::Bytes;
+use futures::future::{Fuse, FutureExt as _};
 use futures::{Stream, StreamExt};
 use prost::Message as _;
 use reqwest::header::HeaderMap;
@@ -45,6 +47,22 @@ fn decode_frame(message: &mut AgentServerMessage, raw: &Bytes) -> Result<(), Cor
 
 type BodyStream = Pin<Box<dyn Stream<Item = Result<Bytes, reqwest::Error>> + Send>>;
 
+/// Resolves once the request side of the stream has failed (an append, the request body), and
+/// never if every sender is gone first. Made once per stream: a wait made for every read would
+/// join the channel's waiters and leave them again for every chunk of the response.
+type FailureSignal = Fuse<Pin<Box<dyn Future<Output = ()> + Send>>>;
+
+fn failure_signal(mut failure: watch::Receiver<Option<CoreError>>) -> FailureSignal {
+    let signal: Pin<Box<dyn Future<Output = ()> + Send>> = Box::pin(async move {
+        while failure.borrow_and_update().is_none() {
+            if failure.changed().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        }
+    });
+    signal.fuse()
+}
+
 enum ResponseState {
     Pending(ResponseTask),
     Body(BodyStream),
@@ -60,6 +78,7 @@ pub struct AgentReceiver {
     state: ResponseState,
     decoder: FrameDecoder,
     failure: watch::Receiver<Option<CoreError>>,
+    failed: FailureSignal,
     trailers: BTreeMap<String, Vec<String>>,
     response_headers: HeaderMap,
     /// The stream's place on an HTTP/2 connection, held (never read) as long as the stream
@@ -89,6 +108,7 @@ impl AgentReceiver {
         AgentReceiver {
             state: ResponseState::Pending(task),
             decoder: FrameDecoder::new(limits),
+            failed: failure_signal(failure.clone()),
             failure,
             trailers: Default::default(),
             response_headers: HeaderMap::new(),
@@ -214,18 +234,11 @@ impl AgentReceiver {
             if let Some(err) = failed {
                 return self.fail(err);
             }
-            let mut failure = self.failure.clone();
-            // Wakes when an append fails; once every sender is gone it can never fire.
-            let append_failed = async move {
-                if failure.changed().await.is_err() {
-                    std::future::pending::<()>().await
-                }
-            };
             match &mut self.state {
                 ResponseState::Pending(task) => {
                     let outcome = tokio::select! {
                         biased;
-                        _ = append_failed => continue,
+                        _ = &mut self.failed => continue,
                         r = task => r,
                     };
                     match outcome {
@@ -241,7 +254,7 @@ impl AgentReceiver {
                 ResponseState::Body(body) => {
                     let chunk = tokio::select! {
                         biased;
-                        _ = append_failed => continue,
+                        _ = &mut self.failed => continue,
                         c = body.next() => c,
                     };
                     match chunk {
