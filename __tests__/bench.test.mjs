@@ -21,7 +21,7 @@ test('bench smoke run: every scenario measured for all three clients, and they p
   const results = JSON.parse(fs.readFileSync(out, 'utf8'))
   assert.equal(results.results.check.pass, true)
   assert.ok(results.results.check.addon.updates.length >= 5, 'the check scenario produced updates')
-  for (const name of ['stream', 'large-up', 'large-down', 'many', 'cancel-ack', 'cancel-silent', 'first']) {
+  for (const name of ['stream', 'stream-frames', 'large-up', 'large-down', 'many', 'cancel-ack', 'cancel-silent', 'first']) {
     for (const impl of ['addon', 'baseline', 'connect']) {
       const { transport, ...figures } = results.results[name]?.[impl] ?? {}
       assert.ok(Object.keys(figures).length && Object.values(figures).every(Number.isFinite), `${name} ${impl}: ${JSON.stringify(figures)}`)
@@ -54,4 +54,6 @@ test('bench smoke run: every scenario measured for all three clients, and they p
   // for many-10k and three for the start-up.
   assert.equal(results.targets.length, 22)
   assert.match(run.stdout, /\| stream \| wall ms \|/)
+  assert.match(run.stdout, /\| stream-frames \| frames\/s \|/)
+  assert.equal(results.results['stream-frames'].addon.frames, results.size.streamFrames.count)
 })

@@ -20,6 +20,7 @@ const { values: opts } = parseArgs({ options: { smoke: { type: 'boolean', defaul
 const FULL = {
   runs: 5,
   stream: { count: 200_000, text: 'tok ' },
+  streamFrames: { count: 20_000, text: 'tok ' },
   large: { bytes: 12 * 1024 * 1024 },
   many: { sessions: 1000, deltas: 100 },
   many10k: { sessions: 10_000, deltas: 100 },
@@ -30,6 +31,7 @@ const FULL = {
 const SMOKE = {
   runs: 1,
   stream: { count: 2_000, text: 'tok ' },
+  streamFrames: { count: 200, text: 'tok ' },
   large: { bytes: 256 * 1024 },
   many: { sessions: 20, deltas: 100 },
   many10k: { sessions: 200, deltas: 100 },
@@ -59,6 +61,9 @@ const scenarios = {
     { type: 'turnEnded' },
   ] }),
   stream: () => ({ record: false, steps: [{ type: 'textBurst', text: size.stream.text, count: size.stream.count }, { type: 'turnEnded' }] }),
+  // The deltas as a model streams them: each one written alone, so each is a DATA frame (and a
+  // read) of its own, where `stream` writes them 64 KiB at a time.
+  'stream-frames': () => ({ record: false, steps: [...Array.from({ length: size.streamFrames.count }, () => ({ type: 'text', text: size.streamFrames.text })), { type: 'turnEnded' }] }),
   'large-up': () => ({ record: false, steps: [{ type: 'exec', id: 1, args: { readArgs: { path: '/bench/big.txt' } } }, { type: 'turnEnded' }] }),
   'large-down': () => ({ record: false, steps: [
     { type: 'text', text: 'start' },
@@ -81,7 +86,7 @@ const scenarios = {
 }
 
 const sizeFor = {
-  check: {}, stream: size.stream, 'large-up': size.large, 'large-down': size.large, many: size.many, 'many-10k': size.many10k, floor: size.many,
+  check: {}, stream: size.stream, 'stream-frames': size.streamFrames, 'large-up': size.large, 'large-down': size.large, many: size.many, 'many-10k': size.many10k, floor: size.many,
   'cancel-ack': size.cancel, 'cancel-silent': size.cancel, first: size.first,
 }
 
@@ -176,7 +181,7 @@ if (!checkPass) {
   process.exitCode = 1
 }
 
-for (const name of ['stream', 'large-up', 'large-down', 'many', 'cancel-ack', 'cancel-silent', 'first']) {
+for (const name of ['stream', 'stream-frames', 'large-up', 'large-down', 'many', 'cancel-ack', 'cancel-silent', 'first']) {
   if (!want(name)) continue
   log(`  ${name}…`)
   const runs = ['cancel-ack', 'cancel-silent', 'first'].includes(name) ? 1 : size.runs
@@ -277,6 +282,11 @@ if (r.stream) {
   row('stream', 'JS-thread busy ms', ...each('stream', 'busyMs'))
   row('stream', 'updates delivered', ...each('stream', 'updates'))
   row('stream', 'frames/s (decode ceiling ' + fmt(r.decodeCeiling.framesPerSec) + ')', ...each('stream', 'framesPerSec'))
+}
+if (r['stream-frames']) {
+  row('stream-frames', 'wall ms', ...each('stream-frames', 'wallMs'))
+  row('stream-frames', 'JS-thread busy ms', ...each('stream-frames', 'busyMs'))
+  row('stream-frames', 'frames/s', ...each('stream-frames', 'framesPerSec'))
 }
 for (const dir of ['large-up', 'large-down']) {
   if (!r[dir]) continue
