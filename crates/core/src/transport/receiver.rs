@@ -77,8 +77,10 @@ enum ResponseState {
 pub struct AgentReceiver {
     state: ResponseState,
     decoder: FrameDecoder,
+    /// The request side's failure, once there is one.
     failure: watch::Receiver<Option<CoreError>>,
-    failed: FailureSignal,
+    /// Wakes a waiting read when that failure arrives.
+    request_failed: FailureSignal,
     trailers: BTreeMap<String, Vec<String>>,
     response_headers: HeaderMap,
     /// The stream's place on an HTTP/2 connection, held (never read) as long as the stream
@@ -108,7 +110,7 @@ impl AgentReceiver {
         AgentReceiver {
             state: ResponseState::Pending(task),
             decoder: FrameDecoder::new(limits),
-            failed: failure_signal(failure.clone()),
+            request_failed: failure_signal(failure.clone()),
             failure,
             trailers: Default::default(),
             response_headers: HeaderMap::new(),
@@ -230,15 +232,15 @@ impl AgentReceiver {
             if let Some(outcome) = self.next_buffered() {
                 return outcome;
             }
-            let failed = self.failure.borrow().clone();
-            if let Some(err) = failed {
+            let failure = self.failure.borrow().clone();
+            if let Some(err) = failure {
                 return self.fail(err);
             }
             match &mut self.state {
                 ResponseState::Pending(task) => {
                     let outcome = tokio::select! {
                         biased;
-                        _ = &mut self.failed => continue,
+                        _ = &mut self.request_failed => continue,
                         r = task => r,
                     };
                     match outcome {
@@ -254,7 +256,7 @@ impl AgentReceiver {
                 ResponseState::Body(body) => {
                     let chunk = tokio::select! {
                         biased;
-                        _ = &mut self.failed => continue,
+                        _ = &mut self.request_failed => continue,
                         c = body.next() => c,
                     };
                     match chunk {
