@@ -33,6 +33,11 @@ test('bench smoke run: every scenario measured for all three clients, and they p
   assert.equal(results.results.many.addon.completed, results.size.many.sessions)
   assert.equal(results.results.many10k.completed, results.size.many10k.sessions, 'many-10k: every turn completed')
   assert.ok(results.results.many10k.perIdleSessionKiB > 0)
+  // Its wall ratio is read pair by pair against many's runs alternated with it.
+  const { wallRatios, wallRatio, alternatedManyWallMs } = results.results.many10k
+  assert.equal(wallRatios.length, results.size.many10k.pairs)
+  assert.ok(wallRatios.every((x) => x > 0) && wallRatio > 0 && alternatedManyWallMs > 0, JSON.stringify(results.results.many10k))
+  assert.match(run.stdout, /\| many-10k \| total wall \/ many's, pair by pair \|/)
   assert.ok(results.results.decodeCeiling.framesPerSec > 0)
   // The bounds the targets are read against, measured in the same run.
   const floor = results.results.floor
