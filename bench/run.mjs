@@ -153,15 +153,19 @@ const median = (xs) => {
 }
 
 /**
- * Runs a scenario `runs` times per implementation (alternating), returning per-impl runs.
- * `impls: ['addon']` for what has no baseline side; `extra` goes into each worker's spec.
+ * Runs every arm (`{ key, impl, scenario, extra }`) `runs` times against one server of `script`,
+ * the arms in turn and in reverse order every other round; returns each arm's runs by its key.
+ * `beforeEach(server)` is awaited before every worker.
  */
-async function measure(name, runs, { impls = IMPLS, extra = {} } = {}) {
-  const server = await startServer(name)
-  const out = Object.fromEntries(impls.map((impl) => [impl, []]))
+async function alternate(script, arms, runs, beforeEach = async () => {}) {
+  const server = await startServer(script)
+  const out = Object.fromEntries(arms.map((arm) => [arm.key, []]))
   try {
     for (let i = 0; i < runs; i++) {
-      for (const impl of i % 2 ? [...impls].reverse() : impls) out[impl].push(await worker(impl, name, server.url, extra))
+      for (const arm of i % 2 ? [...arms].reverse() : arms) {
+        await beforeEach(server)
+        out[arm.key].push(await worker(arm.impl, arm.scenario, server.url, arm.extra))
+      }
     }
   } finally {
     server.stop()
@@ -170,28 +174,26 @@ async function measure(name, runs, { impls = IMPLS, extra = {} } = {}) {
 }
 
 /**
- * Two scenarios of the same server script (addon only), alternated against one server, `runs`
- * times each, `first` leading in even rounds and `second` in odd ones. For a ratio between the
- * two: this host's speed drifts by more than a target's margin from one minute to the next, and
- * two blocks measured minutes apart compare the drift as much as the scenarios.
+ * Runs a scenario `runs` times per implementation (alternating), returning per-impl runs.
+ * `impls: ['addon']` for what has no baseline side; `extra` goes into each worker's spec.
  */
-async function measureAlternated(first, second, runs) {
+function measure(name, runs, { impls = IMPLS, extra = {} } = {}) {
+  return alternate(name, impls.map((impl) => ({ key: impl, impl, scenario: name, extra })), runs)
+}
+
+/**
+ * Two scenarios of the same server script (addon only), alternated against one server, `runs`
+ * times each, `first` leading in even rounds and `second` in odd ones, each worker started on
+ * an idle server. For a ratio between the two: this host's speed drifts by more than a target's
+ * margin from one minute to the next, and two blocks measured minutes apart compare the drift
+ * as much as the scenarios.
+ */
+function measureAlternated(first, second, runs) {
   if (JSON.stringify(scenarios[first]()) !== JSON.stringify(scenarios[second]())) {
     throw new Error(`${first} and ${second} do not share a server script`)
   }
-  const server = await startServer(first)
-  const out = { [first]: [], [second]: [] }
-  try {
-    for (let i = 0; i < runs; i++) {
-      for (const name of i % 2 ? [second, first] : [first, second]) {
-        await quiesce(server)
-        out[name].push(await worker('addon', name, server.url))
-      }
-    }
-  } finally {
-    server.stop()
-  }
-  return out
+  const arms = [first, second].map((name) => ({ key: name, impl: 'addon', scenario: name }))
+  return alternate(first, arms, runs, quiesce)
 }
 
 /** Median of each numeric field over runs, and the transport the runs' turns used. */
