@@ -38,6 +38,14 @@ test('bench smoke run: every scenario measured for all three clients, and they p
   assert.equal(wallRatios.length, results.size.many10k.pairs)
   assert.ok(wallRatios.every((x) => x > 0) && wallRatio > 0 && alternatedManyWallMs > 0, JSON.stringify(results.results.many10k))
   assert.match(run.stdout, /\| many-10k \| total wall \/ many's, pair by pair \|/)
+  // The baselines' pairs beside it, every turn completed, one ratio per pair.
+  for (const base of ['baseline', 'connect']) {
+    const peer = results.results.many10kBaselines[base]
+    assert.equal(peer.completed, results.size.many10k.sessions, `many-10k ${base}: every turn completed`)
+    assert.equal(peer.wallRatios.length, results.size.many10k.baselinePairs, `many-10k ${base}`)
+    assert.ok(peer.wallRatio > 0 && peer.alternatedManyWallMs > 0 && peer.transport === 'h2', JSON.stringify(peer))
+  }
+  assert.match(run.stdout, /\| many-10k \| total wall \/ many's: median of the pairs \| [\d.]+× \| [\d.]+× \| [\d.]+× \|/)
   assert.ok(results.results.decodeCeiling.framesPerSec > 0)
   // The bounds the targets are read against, measured in the same run.
   const floor = results.results.floor

@@ -24,7 +24,9 @@ const FULL = {
   large: { bytes: 12 * 1024 * 1024 },
   many: { sessions: 1000, deltas: 100 },
   // Pairs of many and many-10k run alternately: a single pair's ratio spreads over ±20% here.
-  many10k: { sessions: 10_000, deltas: 100, pairs: 9 },
+  // The baselines get fewer pairs: theirs are context, not a target, and the Connect client's
+  // 10,000 sessions take about 20 s a run.
+  many10k: { sessions: 10_000, deltas: 100, pairs: 9, baselinePairs: 3 },
   cancel: { cancels: 200, boundMs: 500 },
   first: { prompts: 50 },
   startup: { runs: 15 },
@@ -35,7 +37,7 @@ const SMOKE = {
   streamFrames: { count: 200, text: 'tok ' },
   large: { bytes: 256 * 1024 },
   many: { sessions: 20, deltas: 100 },
-  many10k: { sessions: 200, deltas: 100, pairs: 2 },
+  many10k: { sessions: 200, deltas: 100, pairs: 2, baselinePairs: 1 },
   cancel: { cancels: 5, boundMs: 200 },
   first: { prompts: 5 },
   startup: { runs: 1 },
@@ -80,7 +82,7 @@ const scenarios = {
   // A server that ignores cancel_action: a stall (a sleep would end the stream on the cancel, as Cursor's does).
   'cancel-silent': () => ({ record: false, steps: [{ type: 'text', text: 'streaming' }, { type: 'stall', ms: 3_600_000 }] }),
   first: () => ({ record: false, steps: [{ type: 'text', text: 'hi' }, { type: 'turnEnded' }] }),
-  // The same turn as many's, for ten times the sessions (addon only).
+  // The same turn as many's, for ten times the sessions.
   'many-10k': () => scenarios.many(),
   // Not the embedded backend: the transport floor's server (bench/server.mjs).
   floor: () => ({ floorServer: true }),
@@ -182,17 +184,17 @@ function measure(name, runs, { impls = IMPLS, extra = {} } = {}) {
 }
 
 /**
- * Two scenarios of the same server script (addon only), alternated against one server, `runs`
- * times each, `first` leading in even rounds and `second` in odd ones, each worker started on
- * an idle server. For a ratio between the two: this host's speed drifts by more than a target's
- * margin from one minute to the next, and two blocks measured minutes apart compare the drift
- * as much as the scenarios.
+ * Two scenarios of the same server script, run by one implementation alternately against one
+ * server, `runs` times each, `first` leading in even rounds and `second` in odd ones, each
+ * worker started on an idle server. For a ratio between the two: this host's speed drifts by
+ * more than a target's margin from one minute to the next, and two blocks measured minutes
+ * apart compare the drift as much as the scenarios.
  */
-function measureAlternated(first, second, runs) {
+function measureAlternated(first, second, runs, impl = 'addon') {
   if (JSON.stringify(scenarios[first]()) !== JSON.stringify(scenarios[second]())) {
     throw new Error(`${first} and ${second} do not share a server script`)
   }
-  const arms = [first, second].map((name) => ({ key: name, impl: 'addon', scenario: name }))
+  const arms = [first, second].map((name) => ({ key: name, impl, scenario: name }))
   return alternate(first, arms, runs, quiesce)
 }
 
@@ -251,19 +253,25 @@ for (const name of ['stream', 'stream-frames', 'large-up', 'large-down', 'many',
   if (name.startsWith('cancel') || name === 'first') samples[name] = Object.fromEntries(IMPLS.map((impl) => [impl, raw[impl][0].samples]))
 }
 
-// Ten times many's sessions in one process (addon only). Its wall is read against `many`'s
-// (1,000 sessions) run alternately with it in this block, pair by pair: the median of the
-// pairs' ratios.
+// Ten times many's sessions in one process. Its wall is read against `many`'s (1,000
+// sessions) run alternately with it in this block, pair by pair: the median of the pairs'
+// ratios. The addon's pairs come first, in a block of their own; then each baseline's, as
+// context for the addon's ratio and wall (no target rests on them).
 if (want('many-10k')) {
   log('  many-10k…')
-  const pairs = await measureAlternated('many', 'many-10k', size.many10k.pairs)
-  const wallRatios = pairs['many-10k'].map((run, i) => run.wallMs / pairs.many[i].wallMs)
-  results.many10k = {
-    ...summarize(pairs['many-10k']),
-    alternatedManyWallMs: median(pairs.many.map((run) => run.wallMs)),
-    wallRatio: median(wallRatios),
-    wallRatios,
+  const alternatedPairs = async (impl, count) => {
+    const pairs = await measureAlternated('many', 'many-10k', count, impl)
+    const wallRatios = pairs['many-10k'].map((run, i) => run.wallMs / pairs.many[i].wallMs)
+    return {
+      ...summarize(pairs['many-10k']),
+      alternatedManyWallMs: median(pairs.many.map((run) => run.wallMs)),
+      wallRatio: median(wallRatios),
+      wallRatios,
+    }
   }
+  results.many10k = await alternatedPairs('addon', size.many10k.pairs)
+  results.many10kBaselines = {}
+  for (const base of BASELINES) results.many10kBaselines[base] = await alternatedPairs(base, size.many10k.baselinePairs)
 }
 
 // Addon-only context, measured right after: `many` on `transport: 'sse'` (RunSSE + BidiAppend
@@ -340,6 +348,8 @@ const fmt = (v) => (typeof v !== 'number' ? String(v) : Math.abs(v) >= 100 ? v.t
 const rows = []
 /** A row of figures: the addon's, then each baseline's (absent: an addon-only row), then the ratios. */
 const row = (scenario, metric, a, ...bases) => rows.push([scenario, metric, fmt(a), ...BASELINES.map((_, i) => (bases[i] === undefined ? '—' : fmt(bases[i]))), ...BASELINES.map((_, i) => (bases[i] ? `${fmt(a / bases[i])}×` : ''))])
+/** A row of figures already formatted, one per client, with no ratios between them. */
+const figures = (scenario, metric, ...cells) => rows.push([scenario, metric, ...cells, ...BASELINES.map(() => '')])
 const addonOnly = (scenario, metric, text) => rows.push([scenario, metric, text, ...BASELINES.map(() => '—'), ...BASELINES.map(() => '')])
 const each = (name, key) => [r[name].addon[key], ...BASELINES.map((base) => r[name][base][key])]
 if (r.stream) {
@@ -373,10 +383,12 @@ if (r.many) {
   row('many', 'RSS per idle session KiB', ...each('many', 'perIdleSessionKiB'))
 }
 if (r.many10k) {
-  addonOnly('many-10k', 'completed', fmt(r.many10k.completed))
-  addonOnly('many-10k', 'total wall ms', fmt(r.many10k.wallMs))
-  addonOnly('many-10k', 'many run alternately with it: total wall ms', fmt(r.many10k.alternatedManyWallMs))
-  addonOnly('many-10k', 'total wall / many\'s, pair by pair', r.many10k.wallRatios.map((x) => `${fmt(x)}×`).join(', '))
+  const peers = (key) => [r.many10k[key], ...BASELINES.map((base) => r.many10kBaselines[base][key])]
+  row('many-10k', 'completed', ...peers('completed'))
+  row('many-10k', 'total wall ms', ...peers('wallMs'))
+  row('many-10k', 'many run alternately with it: total wall ms', ...peers('alternatedManyWallMs'))
+  figures('many-10k', 'total wall / many\'s: median of the pairs', ...peers('wallRatio').map((x) => `${fmt(x)}×`))
+  figures('many-10k', 'total wall / many\'s, pair by pair', ...peers('wallRatios').map((xs) => xs.map((x) => `${fmt(x)}×`).join(', ')))
   addonOnly('many-10k', 'first update p50 / p99 ms', `${fmt(r.many10k.firstP50Ms)} / ${fmt(r.many10k.firstP99Ms)}`)
   addonOnly('many-10k', 'RSS per idle session KiB', fmt(r.many10k.perIdleSessionKiB))
 }
