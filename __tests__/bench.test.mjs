@@ -31,16 +31,16 @@ test('bench smoke run: every scenario measured for all three clients, and they p
   }
   assert.match(run.stdout, /All three clients on h2: the addon on its default transport/)
   assert.equal(results.results.many.addon.completed, results.size.many.sessions)
-  assert.equal(results.results.many10k.completed, results.size.many10k.sessions, 'many-10k: every turn completed')
-  assert.ok(results.results.many10k.perIdleSessionKiB > 0)
+  assert.equal(results.results.many10k.addon.completed, results.size.many10k.sessions, 'many-10k: every turn completed')
+  assert.ok(results.results.many10k.addon.perIdleSessionKiB > 0)
   // Its wall ratio is read pair by pair against many's runs alternated with it.
-  const { wallRatios, wallRatio, alternatedManyWallMs } = results.results.many10k
+  const { wallRatios, wallRatio, alternatedManyWallMs } = results.results.many10k.addon
   assert.equal(wallRatios.length, results.size.many10k.pairs)
-  assert.ok(wallRatios.every((x) => x > 0) && wallRatio > 0 && alternatedManyWallMs > 0, JSON.stringify(results.results.many10k))
+  assert.ok(wallRatios.every((x) => x > 0) && wallRatio > 0 && alternatedManyWallMs > 0, JSON.stringify(results.results.many10k.addon))
   assert.match(run.stdout, /\| many-10k \| total wall \/ many's, pair by pair \|/)
   // The baselines' pairs beside it, every turn completed, one ratio per pair.
   for (const base of ['baseline', 'connect']) {
-    const peer = results.results.many10kBaselines[base]
+    const peer = results.results.many10k[base]
     assert.equal(peer.completed, results.size.many10k.sessions, `many-10k ${base}: every turn completed`)
     assert.equal(peer.wallRatios.length, results.size.many10k.baselinePairs, `many-10k ${base}`)
     assert.ok(peer.wallRatio > 0 && peer.alternatedManyWallMs > 0 && peer.transport === 'h2', JSON.stringify(peer))
