@@ -229,6 +229,8 @@ connection = await serveStdio({
   log,
 })
 log.info(`cursor-acp-native ${VERSION} ready (${baseUrl}, sessions in ${store.dir})`)
+// Now that the first requests are answered: a visit to every saved session, in the background.
+void store.tidy()
 if (stopping) connection.close()
 await connection.closed
 if (args.record && backend) {

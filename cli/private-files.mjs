@@ -43,3 +43,14 @@ export function tighten(target, mode) {
   const current = fs.statSync(target).mode & 0o777
   if (current & 0o077) fs.chmodSync(target, mode)
 }
+
+/**
+ * `tighten`, off the JS thread: for a folder's worth of files, while the agent serves.
+ * @param {string} target
+ * @param {number} mode
+ */
+export async function tightenInBackground(target, mode) {
+  if (process.platform === 'win32') return
+  const current = (await fs.promises.stat(target)).mode & 0o777
+  if (current & 0o077) await fs.promises.chmod(target, mode)
+}

@@ -5,7 +5,7 @@
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, privateDir, tighten, writePrivateFile } from './private-files.mjs'
+import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, privateDir, tightenInBackground, writePrivateFile } from './private-files.mjs'
 
 /**
  * One saved session.
@@ -40,10 +40,11 @@ const TEMPORARY = /^[A-Za-z0-9._-]{1,128}\.json\.(\d+)\.tmp$/
 
 export class SessionStore {
   /**
-   * Opens (or makes) the store. Its folders become 0700 and its session files 0600 (as older
-   * versions left them under the umask); temporaries of writers that were killed are removed.
-   * The cache folder itself is made 0700 when missing, and left as it is otherwise (it may be
-   * one the user chose for more than this).
+   * Opens (or makes) the store: its folders, made 0700 or tightened to it. The cache folder
+   * itself is made 0700 when missing, and left as it is otherwise (it may be one the user chose
+   * for more than this). No saved session is touched: the agent opens the store before it
+   * answers `initialize`, and a user's history grows without bound; `tidy()` sees to the
+   * sessions once the agent is serving.
    * @param {string} dir
    */
   constructor(dir) {
@@ -53,17 +54,27 @@ export class SessionStore {
     fs.mkdirSync(dir, { recursive: true, mode: PRIVATE_DIR_MODE })
     privateDir(this.sessionsDir)
     privateDir(this.blobDir)
-    this.#tidy()
   }
 
-  /** Tightens saved sessions and removes the temporaries of processes that are gone. */
-  #tidy() {
-    for (const name of fs.readdirSync(this.sessionsDir)) {
+  /**
+   * Tightens saved sessions to 0600 (older versions left them under the umask) and removes the
+   * temporaries of writers that are gone. Every file operation is asynchronous, so that a
+   * history of thousands of sessions holds up no request; never rejects.
+   * @returns {Promise<void>}
+   */
+  async tidy() {
+    let names
+    try {
+      names = await fs.promises.readdir(this.sessionsDir)
+    } catch {
+      return // removed meanwhile: nothing to tidy
+    }
+    for (const name of names) {
       const file = path.join(this.sessionsDir, name)
       const writer = TEMPORARY.exec(name)
       try {
-        if (writer && !isRunning(Number(writer[1]))) fs.rmSync(file, { force: true })
-        else if (name.endsWith('.json')) tighten(file, PRIVATE_FILE_MODE)
+        if (writer && !isRunning(Number(writer[1]))) await fs.promises.rm(file, { force: true })
+        else if (name.endsWith('.json')) await tightenInBackground(file, PRIVATE_FILE_MODE)
       } catch {
         // Gone meanwhile (another agent tidied or saved it): nothing to do.
       }
@@ -134,7 +145,9 @@ export class SessionStore {
  * @param {number} pid
  */
 function isRunning(pid) {
-  if (pid === process.pid) return false // a temporary of an earlier process that had our pid
+  // Ours: a save may be under way (tidy() runs beside them). One left by an earlier process
+  // with our pid goes at the next start.
+  if (pid === process.pid) return true
   try {
     process.kill(pid, 0)
     return true
