@@ -62,6 +62,9 @@ test('bench smoke run: every scenario measured for all three clients, and they p
   // Start-up: the agent answered initialize and session/new; node -e 0 beside it.
   const startup = results.results.startup
   for (const key of ['nodeMs', 'initializeMs', 'sessionNewMs', 'initializeRatio', 'sessionNewRatio']) assert.ok(startup[key] > 0, `startup ${key}: ${startup[key]}`)
+  assert.equal(startup.history.sessions, 1000)
+  for (const key of ['initializeMs', 'sessionNewMs']) assert.ok(startup.history[key] > 0, `startup history ${key}: ${startup.history[key]}`)
+  assert.match(results.startupMd, /1,000 saved sessions: spawn → initialize answered/)
   assert.match(run.stdout, /\| cursor-acp-native: spawn → initialize answered \|/)
   // The first round's 13, the three ratios against the baseline again against Connect, three
   // for many-10k and three for the start-up.

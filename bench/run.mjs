@@ -413,6 +413,8 @@ if (r.startup) {
     line('node -e 0: spawn → exit', s.nodeMs),
     line('cursor-acp-native: spawn → initialize answered', s.initializeMs),
     line('cursor-acp-native: session/new sent on that answer → answered', s.sessionNewMs),
+    line(`cursor-acp-native, ${s.history.sessions.toLocaleString('en-US')} saved sessions: spawn → initialize answered`, s.history.initializeMs),
+    line(`cursor-acp-native, ${s.history.sessions.toLocaleString('en-US')} saved sessions: session/new → answered`, s.history.sessionNewMs),
     ...Object.entries(s.peers).map(([name, ms]) => line(`${name}: spawn → initialize answered`, ms)),
     ...(Object.keys(s.peers).length ? [] : ['| claude-agent-acp, codex-acp | not measured: no network namespace to keep them off the network, or not installed (npm run bench:peers) | |']),
   ].join('\n')

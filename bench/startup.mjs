@@ -2,7 +2,8 @@
 // @ts-check
 // Start-up of the stdio agent as an editor sees it: spawn `cursor-acp-native`, send `initialize`
 // at once, time its answer; then send `session/new` the moment that answer arrives and time its
-// answer. Beside it, in the same run, the floor of any Node program (spawn `node -e 0`, wait for
+// answer. Both again with a history: a cache holding `HISTORY_SESSIONS` saved sessions, as a
+// user's grows over months (start-up must not grow with it). Beside it, in the same run, the floor of any Node program (spawn `node -e 0`, wait for
 // it to exit) and, with `--peers`, the agents an editor would start instead: the
 // `@zed-industries/claude-agent-acp` and `@zed-industries/codex-acp` packages' commands (as
 // `npx` runs them), spawn → `initialize` answered. Prints medians and the ratios the start-up
@@ -58,6 +59,22 @@ const agentPath = options.agent ? path.resolve(options.agent) : fileURLToPath(ne
 const workspace = fileURLToPath(new URL('..', import.meta.url))
 const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'startup-bench-'))
 const cacheDir = path.join(scratch, 'cache')
+const historyCacheDir = path.join(scratch, 'history-cache')
+
+/** Saved sessions in the history's cache. */
+const HISTORY_SESSIONS = 1000
+{
+  // Records shaped as the agent saves them, each with a 4 KiB checkpoint, private as it makes them.
+  const sessions = path.join(historyCacheDir, 'sessions')
+  fs.mkdirSync(sessions, { recursive: true, mode: 0o700 })
+  const checkpoint = Buffer.alloc(3072, 7).toString('base64')
+  for (let i = 0; i < HISTORY_SESSIONS; i++) {
+    const sessionId = `history-${i}`
+    const updatedAt = new Date(Date.UTC(2026, 0, 1) + i * 60_000).toISOString()
+    const record = { sessionId, cwd: workspace, title: `Thread ${i}`, updatedAt, mode: 'agent', model: 'default', saved: { conversationId: sessionId, checkpoint, blobs: [] } }
+    fs.writeFileSync(path.join(sessions, `${sessionId}.json`), JSON.stringify(record), { mode: 0o600 })
+  }
+}
 const env = { ...process.env, CURSOR_ACCESS_TOKEN: '', CURSOR_API_KEY: '' }
 
 // The peers get a home of their own (their settings and state go there, none of the user's are
@@ -154,10 +171,11 @@ function spawnAgent(args, childEnv) {
 
 /**
  * Spawn → `initialize` answered, then `session/new` sent → answered.
+ * @param {string} cache  the agent's cache folder
  * @returns {Promise<{ initialize: number, sessionNew: number }>}
  */
-async function agent() {
-  const args = [agentPath, '--cache-dir', cacheDir, ...(options.embedded ? ['--embedded'] : ['--base-url', 'http://127.0.0.1:9'])]
+async function agent(cache) {
+  const args = [agentPath, '--cache-dir', cache, ...(options.embedded ? ['--embedded'] : ['--base-url', 'http://127.0.0.1:9'])]
   const start = nowMs()
   const a = spawnAgent(args, env)
   a.send(INITIALIZE)
@@ -199,7 +217,8 @@ const peerNames = options.peers ? Object.keys(peers) : []
 // One warm-up of each (file cache, the addon's first load, the peers' first-run state), then
 // interleaved runs so that the machine's drift during the run hits every side alike.
 await bareNode()
-await agent()
+await agent(cacheDir)
+await agent(historyCacheDir)
 for (const name of peerNames) await peer(name)
 /** @type {number[]} */
 const node = []
@@ -207,13 +226,20 @@ const node = []
 const initialize = []
 /** @type {number[]} */
 const sessionNew = []
+/** @type {number[]} */
+const historyInitialize = []
+/** @type {number[]} */
+const historySessionNew = []
 /** @type {Record<string, number[]>} */
 const peerInitialize = Object.fromEntries(peerNames.map((name) => [name, []]))
 for (let i = 0; i < runs; i++) {
   node.push(await bareNode())
-  const a = await agent()
+  const a = await agent(cacheDir)
   initialize.push(a.initialize)
   sessionNew.push(a.sessionNew)
+  const h = await agent(historyCacheDir)
+  historyInitialize.push(h.initialize)
+  historySessionNew.push(h.sessionNew)
   for (const name of peerNames) peerInitialize[name].push(await peer(name))
 }
 fs.rmSync(scratch, { recursive: true, force: true })
@@ -229,9 +255,11 @@ const figures = {
   sessionNewMs,
   initializeRatio: initializeMs / nodeMs,
   sessionNewRatio: sessionNewMs / nodeMs,
+  /** The same two with `history.sessions` saved sessions in the cache. */
+  history: { sessions: HISTORY_SESSIONS, initializeMs: median(historyInitialize), sessionNewMs: median(historySessionNew) },
   /** @type {Record<string, number>} the peers' median spawn → initialize answered, ms */
   peers: Object.fromEntries(peerNames.map((name) => [name, median(peerInitialize[name])])),
-  samples: { node, initialize, sessionNew, peers: peerInitialize },
+  samples: { node, initialize, sessionNew, historyInitialize, historySessionNew, peers: peerInitialize },
 }
 if (options.json) {
   process.stdout.write(`${JSON.stringify(figures)}\n`)
@@ -243,6 +271,7 @@ if (options.json) {
       `  node -e 0                      ${ms(figures.nodeMs)}\n` +
       `  initialize answered            ${ms(figures.initializeMs)}  ${figures.initializeRatio.toFixed(2)}× node -e 0  (target ≤ 1.5×)\n` +
       `  session/new after initialize   ${ms(figures.sessionNewMs)}  ${figures.sessionNewRatio.toFixed(2)}× node -e 0  (target ≤ 0.5×)\n` +
+      `  the same, ${HISTORY_SESSIONS.toLocaleString('en-US')} saved sessions ${ms(figures.history.initializeMs)}, ${ms(figures.history.sessionNewMs)}  (${(figures.history.initializeMs / initializeMs).toFixed(2)}× and ${(figures.history.sessionNewMs / sessionNewMs).toFixed(2)}× without)\n` +
       Object.entries(figures.peers)
         .map(([name, peerMs]) => `  ${`${name} initialize`.padEnd(31)}${ms(peerMs)}  (ours ${(initializeMs / peerMs).toFixed(2)}×${name === 'claude-agent-acp' ? ', target ≤ 0.5×' : ''})\n`)
         .join(''),
