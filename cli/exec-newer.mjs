@@ -148,7 +148,7 @@ export class NewerExecs {
         break
       }
       /** @type {ConversationSearchHit} */
-      const hit = { conversationId: record.saved?.conversationId ?? record.sessionId, title: record.title, source: 'CONVERSATION_SEARCH_SOURCE_LOCAL' }
+      const hit = { conversationId: record.conversationId ?? record.sessionId, title: record.title, source: 'CONVERSATION_SEARCH_SOURCE_LOCAL' }
       if (record.updatedAt) hit.updatedAtMs = String(Date.parse(record.updatedAt))
       hits.push(hit)
     }

@@ -21,6 +21,11 @@ import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, privateDir, tightenInBackground, w
  */
 
 /**
+ * What `session/list` and conversation search read of a saved session.
+ * @typedef {Pick<SessionRecord, 'sessionId' | 'cwd' | 'additionalDirectories' | 'title' | 'updatedAt'> & { conversationId?: string }} SessionSummary
+ */
+
+/**
  * `$XDG_CACHE_HOME` / `~/.cache` on Linux, `~/Library/Caches` on macOS, `%LOCALAPPDATA%` on Windows.
  * @param {NodeJS.ProcessEnv} [env]
  */
@@ -39,6 +44,13 @@ const SAFE_ID = /^[A-Za-z0-9._-]{1,128}$/
 const TEMPORARY = /^[A-Za-z0-9._-]{1,128}\.json\.(\d+)\.tmp$/
 
 export class SessionStore {
+  /**
+   * The summary of each session file read by `list()`, by file name, with the file's identity
+   * when it was read: a file written since (a new inode every save) is read again.
+   * @type {Map<string, { stamp: string, summary: SessionSummary | null }>}
+   */
+  #summaries = new Map()
+
   /**
    * Opens (or makes) the store: its folders, made 0700 or tightened to it. The cache folder
    * itself is made 0700 when missing, and left as it is otherwise (it may be one the user chose
@@ -123,20 +135,61 @@ export class SessionStore {
   }
 
   /**
-   * Newest first, optionally only for one cwd.
+   * Newest first, optionally only for one cwd. A session's file is read the first time it is
+   * listed and again only once rewritten: a history of thousands, each with its conversation,
+   * is a directory listing and a stat per file after the first call, not megabytes to parse on
+   * every page of `session/list`.
    * @param {string} [cwd]
-   * @returns {SessionRecord[]}
+   * @returns {SessionSummary[]}
    */
   list(cwd) {
-    /** @type {SessionRecord[]} */
+    /** @type {Map<string, { stamp: string, summary: SessionSummary | null }>} */
+    const current = new Map()
+    /** @type {SessionSummary[]} */
     const out = []
     for (const name of fs.readdirSync(this.sessionsDir)) {
       if (!name.endsWith('.json')) continue
-      const record = this.get(name.slice(0, -5))
-      if (!record || (cwd && record.cwd !== cwd)) continue
-      out.push(record)
+      const entry = this.#summaryOf(name)
+      if (!entry) continue
+      current.set(name, entry)
+      if (entry.summary && (!cwd || entry.summary.cwd === cwd)) out.push(entry.summary)
     }
+    // Sessions deleted since are forgotten.
+    this.#summaries = current
     return out.sort((a, b) => (b.updatedAt ?? '').localeCompare(a.updatedAt ?? ''))
+  }
+
+  /**
+   * The summary of session file `name`, from the last read while the file is the same one;
+   * null when it names no session file (an unsafe name, or gone).
+   * @param {string} name
+   */
+  #summaryOf(name) {
+    const sessionId = name.slice(0, -'.json'.length)
+    const file = this.file(sessionId)
+    if (!file) return null
+    let stat
+    try {
+      stat = fs.statSync(file)
+    } catch {
+      return null
+    }
+    const stamp = `${stat.ino}:${stat.size}:${stat.mtimeMs}`
+    const known = this.#summaries.get(name)
+    if (known?.stamp === stamp) return known
+    // A save between the stat and this read leaves a newer summary under the older stamp: the
+    // next call reads it again.
+    const record = this.get(sessionId)
+    /** @type {SessionSummary | null} */
+    const summary = record && {
+      sessionId: record.sessionId,
+      cwd: record.cwd,
+      ...(record.additionalDirectories ? { additionalDirectories: record.additionalDirectories } : {}),
+      title: record.title,
+      updatedAt: record.updatedAt,
+      ...(record.saved?.conversationId ? { conversationId: record.saved.conversationId } : {}),
+    }
+    return { stamp, summary }
   }
 }
 

@@ -1,0 +1,61 @@
+// The saved sessions' listing (`session/list`, conversation search): newest first, filtered by
+// cwd, and always what is on disk now, whoever wrote it, although each file is read again only
+// once it has been rewritten.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import fs from 'node:fs'
+import path from 'node:path'
+import { SessionStore } from '../cli/store.mjs'
+import { tempDir } from './acp-harness.mjs'
+
+/** @param {SessionStore} store */
+const listed = (store, cwd) => store.list(cwd).map((s) => [s.sessionId, s.title])
+
+test('list: newest first, by cwd, with the summary fields and nothing of the conversation', () => {
+  const store = new SessionStore(tempDir('acp-cache-'))
+  store.put({ sessionId: 'a', cwd: '/w', title: 'older', updatedAt: '2026-01-01T00:00:00.000Z', saved: { conversationId: 'conv-a', checkpoint: 'Y2hlY2s=', blobs: [] } })
+  store.put({ sessionId: 'b', cwd: '/v', additionalDirectories: ['/x'], title: 'newer', updatedAt: '2026-02-01T00:00:00.000Z' })
+  assert.deepEqual(listed(store), [['b', 'newer'], ['a', 'older']])
+  assert.deepEqual(listed(store, '/w'), [['a', 'older']])
+  const [b, a] = store.list()
+  assert.deepEqual(a, { sessionId: 'a', cwd: '/w', title: 'older', updatedAt: '2026-01-01T00:00:00.000Z', conversationId: 'conv-a' })
+  assert.deepEqual(b.additionalDirectories, ['/x'])
+})
+
+test('list sees every rewrite, deletion and new file, from this process or another', () => {
+  const store = new SessionStore(tempDir('acp-cache-'))
+  store.put({ sessionId: 'a', cwd: '/w', title: 'one', updatedAt: '2026-01-01T00:00:00.000Z' })
+  assert.deepEqual(listed(store), [['a', 'one']])
+  // The same size, within the same millisecond or not: a save is a new file.
+  store.put({ sessionId: 'a', cwd: '/w', title: 'two', updatedAt: '2026-01-01T00:00:00.000Z' })
+  assert.deepEqual(listed(store), [['a', 'two']])
+  // Another agent's save: written beside and renamed over, as put() does.
+  const other = path.join(store.sessionsDir, 'a.json.1.tmp')
+  fs.writeFileSync(other, JSON.stringify({ sessionId: 'a', cwd: '/w', title: 'six', updatedAt: '2026-01-01T00:00:00.000Z' }))
+  fs.renameSync(other, store.file('a'))
+  // And a file rewritten in place (an editor, a sync tool): its size or time changes.
+  fs.writeFileSync(path.join(store.sessionsDir, 'c.json'), JSON.stringify({ sessionId: 'c', cwd: '/w', title: 'c', updatedAt: '2026-03-01T00:00:00.000Z' }))
+  assert.deepEqual(listed(store), [['c', 'c'], ['a', 'six']])
+  fs.writeFileSync(path.join(store.sessionsDir, 'c.json'), JSON.stringify({ sessionId: 'c', cwd: '/w', title: 'c, renamed', updatedAt: '2026-03-01T00:00:00.000Z' }))
+  assert.deepEqual(listed(store), [['c', 'c, renamed'], ['a', 'six']])
+  store.delete('a')
+  assert.deepEqual(listed(store), [['c', 'c, renamed']])
+  // Put back after a deletion: listed again.
+  store.put({ sessionId: 'a', cwd: '/w', title: 'back', updatedAt: '2026-04-01T00:00:00.000Z' })
+  assert.deepEqual(listed(store), [['a', 'back'], ['c', 'c, renamed']])
+})
+
+test('list skips what is not a saved session: broken JSON, unsafe names, temporaries, other files', () => {
+  const store = new SessionStore(tempDir('acp-cache-'))
+  store.put({ sessionId: 'good', cwd: '/w', title: 'good' })
+  fs.writeFileSync(path.join(store.sessionsDir, 'broken.json'), '{"sessionId": "broken", "cwd"')
+  fs.writeFileSync(path.join(store.sessionsDir, 'un safe.json'), JSON.stringify({ sessionId: 'un safe', cwd: '/w' }))
+  fs.writeFileSync(path.join(store.sessionsDir, 'good.json.42.tmp'), JSON.stringify({ sessionId: 'tmp', cwd: '/w' }))
+  fs.writeFileSync(path.join(store.sessionsDir, 'notes.txt'), 'x')
+  fs.mkdirSync(path.join(store.sessionsDir, 'folder.json'))
+  assert.deepEqual(listed(store), [['good', 'good']])
+  assert.deepEqual(listed(store), [['good', 'good']], 'and again, from what it read the first time')
+  // A broken file repaired is listed.
+  fs.writeFileSync(path.join(store.sessionsDir, 'broken.json'), JSON.stringify({ sessionId: 'broken', cwd: '/w', title: 'fixed', updatedAt: '2026-05-01T00:00:00.000Z' }))
+  assert.deepEqual(listed(store), [['broken', 'fixed'], ['good', 'good']])
+})
