@@ -239,6 +239,8 @@ test('sessions are listed, loaded with their history replayed first, and resumed
   const ld = (n, bytes) => Buffer.concat([Buffer.from([(n << 3) | 2, bytes.length]), Buffer.from(bytes)])
   const turn = ld(1, Buffer.concat([ld(1, ld(1, Buffer.from('first question'))), ld(2, ld(1, ld(1, Buffer.from('first answer'))))]))
   const scenario = { steps: [
+    // A blob, as the server stores the conversation's prompts and results with the client.
+    { type: 'kvSet', id: 1, data: 'first question, as a blob' },
     { type: 'text', text: 'first answer' },
     { type: 'checkpoint', state: { turns: [turn.toString('base64')] } },
     { type: 'turnEnded' },
@@ -280,8 +282,11 @@ test('sessions are listed, loaded with their history replayed first, and resumed
     const r = await within(20_000, second.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'second' }] }))
     assert.equal(r.stopReason, 'end_turn')
     await second.agent.request('session/close', { sessionId })
+    const blobs = path.join(cacheDir, 'blobs', sessionId)
+    assert.ok(fs.readdirSync(blobs).length > 0, 'the conversation kept blobs')
     await second.agent.request('session/delete', { sessionId })
     assert.deepEqual((await second.agent.request('session/list', {})).sessions, [])
+    assert.ok(!fs.existsSync(blobs), 'and they went with it')
     const { records } = await second.stop()
     const run = messagesOf(records).find((m) => m.runRequest)?.runRequest
     assert.ok(run?.conversationState, 'the loaded checkpoint was sent back')

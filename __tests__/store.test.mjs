@@ -59,3 +59,40 @@ test('list skips what is not a saved session: broken JSON, unsafe names, tempora
   fs.writeFileSync(path.join(store.sessionsDir, 'broken.json'), JSON.stringify({ sessionId: 'broken', cwd: '/w', title: 'fixed', updatedAt: '2026-05-01T00:00:00.000Z' }))
   assert.deepEqual(listed(store), [['broken', 'fixed'], ['good', 'good']])
 })
+
+test('delete removes the session and its blobs, and nothing of any other', () => {
+  const dir = tempDir('acp-cache-')
+  const store = new SessionStore(dir)
+  for (const id of ['a', 'b']) {
+    store.put({ sessionId: id, cwd: '/w', title: id })
+    fs.mkdirSync(store.blobsOf(id), { recursive: true })
+    fs.writeFileSync(path.join(store.blobsOf(id), 'blob-1'), `the prompt of ${id}`)
+  }
+  store.delete('a')
+  assert.equal(store.get('a'), null)
+  assert.ok(!fs.existsSync(store.blobsOf('a')), 'the deleted conversation\'s blobs are gone')
+  assert.equal(fs.readFileSync(path.join(store.blobsOf('b'), 'blob-1'), 'utf8'), 'the prompt of b')
+  assert.deepEqual(listed(store), [['b', 'b']])
+  // A session that kept no blobs is deleted as well.
+  store.put({ sessionId: 'c', cwd: '/w' })
+  store.delete('c')
+  assert.equal(store.get('c'), null)
+})
+
+test('"." and ".." are no session ids: they name no file, and delete() removes nothing', () => {
+  const dir = tempDir('acp-cache-')
+  const store = new SessionStore(dir)
+  store.put({ sessionId: 'kept', cwd: '/w' })
+  fs.mkdirSync(store.blobsOf('kept'))
+  for (const id of ['.', '..', '', 'a/b', 'x'.repeat(129)]) {
+    assert.equal(store.file(id), null, JSON.stringify(id))
+    assert.equal(store.get(id), null)
+    store.delete(id)
+    assert.throws(() => store.blobsOf(id), /not a session id/)
+    assert.throws(() => store.put({ sessionId: id, cwd: '/w' }), /not a session id/)
+  }
+  assert.ok(fs.existsSync(store.blobsOf('kept')) && store.get('kept'), 'the cache is whole')
+  // Dots inside an id are fine.
+  store.put({ sessionId: '.a..b.', cwd: '/w' })
+  assert.equal(store.get('.a..b.').cwd, '/w')
+})

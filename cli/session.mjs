@@ -129,7 +129,7 @@ export class AgentSession {
       baseUrl: settings.baseUrl,
       accessToken,
       transport: settings.transport,
-      blobDir: path.join(store.blobDir, sessionId),
+      blobDir: store.blobsOf(sessionId),
       exec: (req, ctx) => execs.run(req, ctx),
       interaction: (q) => interactions.answer(q),
       requestContext: () => requestContext({ cwd, additionalDirectories, mcp: this.mcp, terminalsDir: this.tools.terminalsDir }),

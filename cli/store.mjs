@@ -39,7 +39,8 @@ export function defaultCacheDir(env = process.env) {
   return path.join(base, 'cursor-acp-native')
 }
 
-const SAFE_ID = /^[A-Za-z0-9._-]{1,128}$/
+/** A session id that can name a file and a folder: `.` and `..` name folders that are not its own. */
+const SAFE_ID = /^(?!\.{1,2}$)[A-Za-z0-9._-]{1,128}$/
 /** `<id>.json.<pid>.tmp`: a session being written by process `pid`. */
 const TEMPORARY = /^[A-Za-z0-9._-]{1,128}\.json\.(\d+)\.tmp$/
 
@@ -128,10 +129,25 @@ export class SessionStore {
     fs.renameSync(tmp, file)
   }
 
-  /** @param {string} sessionId */
+  /**
+   * Removes the session and its blobs (the conversation's prompts and results, kept by the
+   * addon under `blobs/<id>/`): a deleted conversation leaves nothing of itself behind.
+   * @param {string} sessionId
+   */
   delete(sessionId) {
     const file = this.file(sessionId)
-    if (file) fs.rmSync(file, { force: true })
+    if (!file) return
+    fs.rmSync(file, { force: true })
+    fs.rmSync(this.blobsOf(sessionId), { recursive: true, force: true })
+  }
+
+  /**
+   * The folder of a session's blobs.
+   * @param {string} sessionId  an id `file()` accepts
+   */
+  blobsOf(sessionId) {
+    if (!SAFE_ID.test(sessionId)) throw new Error(`not a session id: ${JSON.stringify(sessionId)}`)
+    return path.join(this.blobDir, sessionId)
   }
 
   /**
