@@ -125,7 +125,7 @@ pub fn spawn_background(t: &ShellContext<'_>, args: &pb::BackgroundShellSpawnArg
         .background
         .lock()
         .expect("shell table")
-        .insert(shell_id, Background { pid, stdin, output_len, _kill: GroupKill(pid) });
+        .insert(shell_id, Background { pid, stdin, output_len, _kill: GroupKill::new(pid) });
     pb::BackgroundShellSpawnResult {
         result: Some(R::Success(pb::BackgroundShellSpawnSuccess { shell_id, command, working_directory: wd, pid })),
     }

@@ -13,6 +13,7 @@ mod files;
 mod git_diff;
 mod ls;
 mod pi;
+mod reaper;
 mod search;
 mod shell;
 mod terminals;

@@ -13,6 +13,7 @@ use crate::proto::agent::v1 as pb;
 
 use super::background::{spawn_background, Shells};
 use super::environment::ShellEnvironment;
+use super::reaper;
 use super::workspace::Failure;
 use super::{TerminalsFolder, ToolOptions, Workspace};
 
@@ -23,12 +24,24 @@ const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(200);
 const KILL_GRACE: Duration = Duration::from_millis(1500);
 
 /// Kills a process group when dropped: an exec future dropped mid-run (turn cancelled, server
-/// abort) leaves no process behind.
-pub(super) struct GroupKill(pub(super) Option<u32>);
+/// abort) leaves no process behind. While armed, the group is also listed with the reaper,
+/// which kills it should this process end without dropping anything.
+pub(super) struct GroupKill(Option<u32>);
 
 impl GroupKill {
+    /// For the group led by `pid` (the shell's), when it started.
+    pub(super) fn new(pid: Option<u32>) -> Self {
+        if let Some(pid) = pid {
+            reaper::watch_group(pid);
+        }
+        GroupKill(pid)
+    }
+
+    /// The group is known to be empty: nothing to kill, now or after a crash.
     fn disarm(&mut self) {
-        self.0 = None;
+        if let Some(pid) = self.0.take() {
+            reaper::forget_group(pid);
+        }
     }
 }
 
@@ -36,6 +49,7 @@ impl Drop for GroupKill {
     fn drop(&mut self) {
         if let Some(pid) = self.0.take() {
             signal_group(pid, Signal::Kill);
+            reaper::forget_group(pid);
         }
     }
 }
@@ -274,7 +288,7 @@ pub async fn run(t: &ShellContext<'_>, args: &pb::ShellArgs, ctx: &ExecContext) 
     // Only now has anything started: a streaming shell's `start` goes out.
     ctx.started();
     let pid = child.id();
-    let mut kill = GroupKill(pid);
+    let mut kill = GroupKill::new(pid);
     let mut pipes_held = false;
     let mut stdout = child.stdout.take().expect("piped stdout");
     let mut stderr = child.stderr.take().expect("piped stderr");

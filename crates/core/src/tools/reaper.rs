@@ -1,0 +1,110 @@
+//! The shells' process groups end with this process, however it ends.
+//!
+//! A shell runs in a process group of its own, and [`super::shell::GroupKill`] kills the group
+//! when the tools are done with it. That needs this process to run its destructors: an agent
+//! killed outright (an editor's `SIGKILL`, a crash, the OOM killer) would leave every shell it
+//! started running, a dev server holding its port included. So the first shell also starts a
+//! watcher: a small `sh` in a process group of its own, told of each group as it starts and as
+//! it is killed or known empty, on a pipe only this process holds open. When this process ends,
+//! the kernel closes that pipe; the watcher then sends the groups still listed `SIGTERM`, then
+//! `SIGKILL` a second later, and exits. Unix only: Windows has no process groups here (a job
+//! object would be its equivalent).
+
+#[cfg(unix)]
+mod unix {
+    use std::io::Write;
+    use std::process::{ChildStdin, Command, Stdio};
+    use std::sync::Mutex;
+
+    /// The watcher's program. It reads `+<pgid>` (watch) and `-<pgid>` (forget) lines until its
+    /// input ends, then signals what is left. Only shell built-ins and `sleep`; it ignores the
+    /// terminal's hangup and interrupt, which reach the agent's process group, not its own.
+    const WATCHER: &str = r#"# cursor-acp-native: ends the shells of process $1 when it ends
+trap '' HUP INT
+groups=' '
+while IFS= read -r line; do
+  id=${line#?}
+  case $id in ''|*[!0-9]*) continue ;; esac
+  kept=' '
+  for g in $groups; do [ "$g" = "$id" ] || kept="$kept$g "; done
+  case $line in +*) kept="$kept$id " ;; esac
+  groups=$kept
+done
+[ "$groups" = ' ' ] && exit 0
+for g in $groups; do kill -s TERM -- "-$g" 2>/dev/null; done
+sleep 1
+for g in $groups; do kill -s KILL -- "-$g" 2>/dev/null; done
+exit 0
+"#;
+
+    enum State {
+        NotStarted,
+        Watching(ChildStdin),
+        /// It could not be started, or its pipe broke (someone ended it): shells still run and
+        /// are still killed by their `GroupKill`s, only not after a crash.
+        Gone,
+    }
+
+    static WATCHER_INPUT: Mutex<State> = Mutex::new(State::NotStarted);
+
+    fn start() -> std::io::Result<ChildStdin> {
+        let mut command = Command::new("/bin/sh");
+        command
+            .arg("-c")
+            .arg(WATCHER)
+            .arg("cursor-acp-native-reaper")
+            .arg(std::process::id().to_string())
+            .current_dir("/")
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        std::os::unix::process::CommandExt::process_group(&mut command, 0);
+        // The pipe's write end is close-on-exec here, so no shell started later holds it open.
+        // The child is not waited for: it exits only once this process has.
+        let mut child = command.spawn()?;
+        Ok(child.stdin.take().expect("piped stdin"))
+    }
+
+    fn tell(line: String) {
+        let mut state = WATCHER_INPUT.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if matches!(*state, State::NotStarted) {
+            *state = match start() {
+                Ok(input) => State::Watching(input),
+                Err(e) => {
+                    tracing::warn!("shells will not be ended should this process crash: cannot start /bin/sh ({e})");
+                    State::Gone
+                }
+            };
+        }
+        if let State::Watching(input) = &mut *state {
+            // A line is far below the pipe's buffer, and the watcher reads at once.
+            if input.write_all(line.as_bytes()).is_err() {
+                tracing::warn!("the shells' watcher is gone: shells will not be ended should this process crash");
+                *state = State::Gone;
+            }
+        }
+    }
+
+    pub(crate) fn watch_group(pgid: u32) {
+        tell(format!("+{pgid}\n"));
+    }
+
+    pub(crate) fn forget_group(pgid: u32) {
+        // Nothing to forget before the first watch.
+        if matches!(*WATCHER_INPUT.lock().unwrap_or_else(|p| p.into_inner()), State::NotStarted) {
+            return;
+        }
+        tell(format!("-{pgid}\n"));
+    }
+}
+
+#[cfg(unix)]
+pub(super) use unix::{forget_group, watch_group};
+
+#[cfg(not(unix))]
+pub(super) fn watch_group(_pgid: u32) {}
+
+#[cfg(not(unix))]
+pub(super) fn forget_group(_pgid: u32) {}
