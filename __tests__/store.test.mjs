@@ -60,18 +60,24 @@ test('list skips what is not a saved session: broken JSON, unsafe names, tempora
   assert.deepEqual(listed(store), [['broken', 'fixed'], ['good', 'good']])
 })
 
-test('delete removes the session and its blobs, and nothing of any other', () => {
+test('delete removes the session, its blobs and its shells\' output, and nothing of any other', () => {
   const dir = tempDir('acp-cache-')
   const store = new SessionStore(dir)
   for (const id of ['a', 'b']) {
     store.put({ sessionId: id, cwd: '/w', title: id })
     fs.mkdirSync(store.blobsOf(id), { recursive: true })
     fs.writeFileSync(path.join(store.blobsOf(id), 'blob-1'), `the prompt of ${id}`)
+    // As a killed agent's background shell left it.
+    fs.mkdirSync(store.terminalsOf(id), { recursive: true })
+    fs.writeFileSync(path.join(store.terminalsOf(id), '1.txt'), `the output of ${id}`)
   }
+  assert.equal(store.terminalsOf('a'), path.join(dir, 'terminals', 'a'))
   store.delete('a')
   assert.equal(store.get('a'), null)
   assert.ok(!fs.existsSync(store.blobsOf('a')), 'the deleted conversation\'s blobs are gone')
+  assert.ok(!fs.existsSync(store.terminalsOf('a')), 'and its shells\' output')
   assert.equal(fs.readFileSync(path.join(store.blobsOf('b'), 'blob-1'), 'utf8'), 'the prompt of b')
+  assert.equal(fs.readFileSync(path.join(store.terminalsOf('b'), '1.txt'), 'utf8'), 'the output of b')
   assert.deepEqual(listed(store), [['b', 'b']])
   // A session that kept no blobs is deleted as well.
   store.put({ sessionId: 'c', cwd: '/w' })
@@ -89,6 +95,7 @@ test('"." and ".." are no session ids: they name no file, and delete() removes n
     assert.equal(store.get(id), null)
     store.delete(id)
     assert.throws(() => store.blobsOf(id), /not a session id/)
+    assert.throws(() => store.terminalsOf(id), /not a session id/)
     assert.throws(() => store.put({ sessionId: id, cwd: '/w' }), /not a session id/)
   }
   assert.ok(fs.existsSync(store.blobsOf('kept')) && store.get('kept'), 'the cache is whole')

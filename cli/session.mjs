@@ -5,7 +5,6 @@
 // The server's exec requests, interaction queries and request context are answered by
 // exec-mapping.mjs, interaction-mapping.mjs and request-context.mjs, behind the permission flow
 // of permissions.mjs.
-import path from 'node:path'
 
 import { loadAddon } from './addon.mjs'
 import { ExecMapping } from './exec-mapping.mjs'
@@ -101,7 +100,7 @@ export class AgentSession {
     const turn = { cancel: () => this.cancel() }
     this.permissions = new PermissionFlow({ sessionId, client: peer.client, relay: this.relay, turn, log })
     this.mcp = new McpServers(mcpServers, { cwd, log })
-    this.tools = new LocalTools({ roots: [cwd, ...additionalDirectories], terminalsDir: path.join(store.dir, 'terminals', sessionId) })
+    this.tools = new LocalTools({ roots: [cwd, ...additionalDirectories], terminalsDir: store.terminalsOf(sessionId) })
     const execs = new ExecMapping({
       sessionId,
       cwd,

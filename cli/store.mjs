@@ -130,8 +130,9 @@ export class SessionStore {
   }
 
   /**
-   * Removes the session and its blobs (the conversation's prompts and results, kept by the
-   * addon under `blobs/<id>/`): a deleted conversation leaves nothing of itself behind.
+   * Removes the session, its blobs (the conversation's prompts and results, kept by the addon
+   * under `blobs/<id>/`) and its background shells' output (`terminals/<id>/`, left there by an
+   * agent that was killed): a deleted conversation leaves nothing of itself behind.
    * @param {string} sessionId
    */
   delete(sessionId) {
@@ -139,6 +140,7 @@ export class SessionStore {
     if (!file) return
     fs.rmSync(file, { force: true })
     fs.rmSync(this.blobsOf(sessionId), { recursive: true, force: true })
+    fs.rmSync(this.terminalsOf(sessionId), { recursive: true, force: true })
   }
 
   /**
@@ -146,8 +148,15 @@ export class SessionStore {
    * @param {string} sessionId  an id `file()` accepts
    */
   blobsOf(sessionId) {
-    if (!SAFE_ID.test(sessionId)) throw new Error(`not a session id: ${JSON.stringify(sessionId)}`)
-    return path.join(this.blobDir, sessionId)
+    return path.join(this.blobDir, checkedId(sessionId))
+  }
+
+  /**
+   * The folder a session's background shells write their output to.
+   * @param {string} sessionId  an id `file()` accepts
+   */
+  terminalsOf(sessionId) {
+    return path.join(this.dir, 'terminals', checkedId(sessionId))
   }
 
   /**
@@ -207,6 +216,15 @@ export class SessionStore {
     }
     return { stamp, summary }
   }
+}
+
+/**
+ * `sessionId`, when it can name a folder of its own.
+ * @param {string} sessionId
+ */
+function checkedId(sessionId) {
+  if (!SAFE_ID.test(sessionId)) throw new Error(`not a session id: ${JSON.stringify(sessionId)}`)
+  return sessionId
 }
 
 /**
