@@ -67,9 +67,13 @@ exit 0
         Ok(child.stdin.take().expect("piped stdin"))
     }
 
-    fn tell(line: String) {
+    /// Writes `line` to the watcher, starting it first if `start_if_needed` and it is not yet.
+    fn tell(line: String, start_if_needed: bool) {
         let mut state = WATCHER_INPUT.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         if matches!(*state, State::NotStarted) {
+            if !start_if_needed {
+                return;
+            }
             *state = match start() {
                 Ok(input) => State::Watching(input),
                 Err(e) => {
@@ -88,15 +92,12 @@ exit 0
     }
 
     pub(crate) fn watch_group(pgid: u32) {
-        tell(format!("+{pgid}\n"));
+        tell(format!("+{pgid}\n"), true);
     }
 
     pub(crate) fn forget_group(pgid: u32) {
         // Nothing to forget before the first watch.
-        if matches!(*WATCHER_INPUT.lock().unwrap_or_else(|p| p.into_inner()), State::NotStarted) {
-            return;
-        }
-        tell(format!("-{pgid}\n"));
+        tell(format!("-{pgid}\n"), false);
     }
 }
 
