@@ -3,8 +3,8 @@
 // Start-up of the stdio agent as an editor sees it: spawn `cursor-acp-native`, send `initialize`
 // at once, time its answer; then send `session/new` the moment that answer arrives and time its
 // answer. Both again with a history: a cache holding `HISTORY_SESSIONS` saved sessions, as a
-// user's grows over months (start-up must not grow with it). Beside it, in the same run, the floor of any Node program (spawn `node -e 0`, wait for
-// it to exit) and, with `--peers`, the agents an editor would start instead: the
+// user's grows over months (start-up must not grow with it). Beside it, in the same run, the
+// floor of any Node program (spawn `node -e 0`, wait for it to exit) and, with `--peers`, the agents an editor would start instead: the
 // `@zed-industries/claude-agent-acp` and `@zed-industries/codex-acp` packages' commands (as
 // `npx` runs them), spawn → `initialize` answered. Prints medians and the ratios the start-up
 // targets are read against. `npm run bench` runs it as its `startup` scenario; speed is
@@ -26,6 +26,8 @@ import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
+
+import { SessionStore } from '../cli/store.mjs'
 
 const { values: options } = parseArgs({
   options: {
@@ -54,38 +56,10 @@ if (options.peers && !isolated()) {
   process.exit(NO_ISOLATION)
 }
 
-const runs = Number(options.runs)
-const agentPath = options.agent ? path.resolve(options.agent) : fileURLToPath(new URL('../bin/cursor-acp-native.mjs', import.meta.url))
-const workspace = fileURLToPath(new URL('..', import.meta.url))
-const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'startup-bench-'))
-const cacheDir = path.join(scratch, 'cache')
-const historyCacheDir = path.join(scratch, 'history-cache')
-
-/** Saved sessions in the history's cache. */
-const HISTORY_SESSIONS = 1000
-{
-  // Records shaped as the agent saves them, each with a 4 KiB checkpoint, private as it makes them.
-  const sessions = path.join(historyCacheDir, 'sessions')
-  fs.mkdirSync(sessions, { recursive: true, mode: 0o700 })
-  const checkpoint = Buffer.alloc(3072, 7).toString('base64')
-  for (let i = 0; i < HISTORY_SESSIONS; i++) {
-    const sessionId = `history-${i}`
-    const updatedAt = new Date(Date.UTC(2026, 0, 1) + i * 60_000).toISOString()
-    const record = { sessionId, cwd: workspace, title: `Thread ${i}`, updatedAt, mode: 'agent', model: 'default', saved: { conversationId: sessionId, checkpoint, blobs: [] } }
-    fs.writeFileSync(path.join(sessions, `${sessionId}.json`), JSON.stringify(record), { mode: 0o600 })
-  }
-}
-const env = { ...process.env, CURSOR_ACCESS_TOKEN: '', CURSOR_API_KEY: '' }
-
-// The peers get a home of their own (their settings and state go there, none of the user's are
-// read) and an environment without any credentials.
-const peerHome = path.join(scratch, 'home')
-fs.mkdirSync(path.join(peerHome, '.codex'), { recursive: true })
-/** @type {NodeJS.ProcessEnv} */
-const peerEnv = { PATH: process.env.PATH, HOME: peerHome, CODEX_HOME: path.join(peerHome, '.codex'), LANG: 'C.UTF-8' }
 /**
  * The peers' commands, from `bench/peers` (`npm run bench:peers` installs them; `npm ci` does
- * not: together they are ~280 MB). Resolved only when they are measured.
+ * not: together they are ~280 MB). Resolved only when they are measured, and before anything
+ * is written, since without them the script exits.
  * @returns {Record<string, string[]>}
  */
 function peerCommands() {
@@ -101,6 +75,34 @@ function peerCommands() {
   }
 }
 const peers = options.peers ? peerCommands() : {}
+
+const runs = Number(options.runs)
+const agentPath = options.agent ? path.resolve(options.agent) : fileURLToPath(new URL('../bin/cursor-acp-native.mjs', import.meta.url))
+const workspace = fileURLToPath(new URL('..', import.meta.url))
+const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'startup-bench-'))
+const cacheDir = path.join(scratch, 'cache')
+const historyCacheDir = path.join(scratch, 'history-cache')
+
+/** Saved sessions in the history's cache. */
+const HISTORY_SESSIONS = 1000
+{
+  // Saved by the agent's own store, each with a 4 KiB checkpoint.
+  const history = new SessionStore(historyCacheDir)
+  const checkpoint = Buffer.alloc(3072, 7).toString('base64')
+  for (let i = 0; i < HISTORY_SESSIONS; i++) {
+    const sessionId = `history-${i}`
+    const updatedAt = new Date(Date.UTC(2026, 0, 1) + i * 60_000).toISOString()
+    history.put({ sessionId, cwd: workspace, title: `Thread ${i}`, updatedAt, mode: 'agent', model: 'default', saved: { conversationId: sessionId, checkpoint, blobs: [] } })
+  }
+}
+const env = { ...process.env, CURSOR_ACCESS_TOKEN: '', CURSOR_API_KEY: '' }
+
+// The peers get a home of their own (their settings and state go there, none of the user's are
+// read) and an environment without any credentials.
+const peerHome = path.join(scratch, 'home')
+fs.mkdirSync(path.join(peerHome, '.codex'), { recursive: true })
+/** @type {NodeJS.ProcessEnv} */
+const peerEnv = { PATH: process.env.PATH, HOME: peerHome, CODEX_HOME: path.join(peerHome, '.codex'), LANG: 'C.UTF-8' }
 
 const nowMs = () => Number(process.hrtime.bigint()) / 1e6
 const INITIALIZE = { id: 1, method: 'initialize', params: { protocolVersion: 1, clientCapabilities: {}, clientInfo: { name: 'startup-bench', version: '1' } } }
