@@ -376,6 +376,27 @@ export declare class Session {
   prewarm(): Promise<void>
   /** The updates that replay the stored conversation (for an ACP `session/load`). */
   replay(): Promise<SessionUpdate[]>
+  /**
+   * Opens a card of the host's own in the running turn: a tool it runs that came without the
+   * server's card, a question it asks. `id` is the host's name for the card and `card` what it
+   * shows (`describeExec`, `describeInteraction`). Resolves with the card's ACP id once the
+   * client has been told of it (a permission request names the card by it), at once if it
+   * is out already, or `null` when no turn runs, the turn was cancelled or ends first. A card
+   * the host does not settle fails when the turn ends.
+   */
+  openCard(id: string, card: ToolCard & { status?: 'pending' | 'in_progress' | 'completed' | 'failed' }): Promise<string | null>
+  /**
+   * The ACP id of the server's card `id` once the client has been told of it in the running
+   * turn (at once if it has), or `null` if the turn ends first or `timeoutMs` passes. A
+   * request about a tool call (a permission, a form) waits for its card with it.
+   */
+  cardAnnounced(id: string, timeoutMs: number): Promise<string | null>
+  /**
+   * Settles a card the host opened (`openCard`) with how its tool ended
+   * (`describeExecResult`), or updates it meanwhile. Like every update, it reaches the
+   * client only while the card is open in the running turn.
+   */
+  settleCard(id: string, outcome: ToolCardOutcome): void
   /** Cancels the running turn, if any (ACP `session/cancel`). */
   cancel(): void
   /**

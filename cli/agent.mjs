@@ -143,8 +143,7 @@ export function createAgent(config) {
    * Updates that must follow the response (clients drop updates for sessions they do not know yet).
    * @param {AgentSession} session
    */
-  const afterResponse = (session) =>
-    setImmediate(() => session.sendCommands().catch((e) => log.debug('available_commands_update failed:', e)))
+  const afterResponse = (session) => session.sendCommandsAfterResponse()
 
   /**
    * Made by `newSessionEarly`, answered, and waiting for the SDK's handler to reach the same

@@ -154,7 +154,7 @@ export class ExecMapping {
     } catch (e) {
       this.log.debug('fs/read_text_file failed, using the file on disk:', e)
     }
-    await this.permissions.settle(ref, about.outcome?.(answer) ?? { status: 'completed' })
+    this.permissions.settle(ref, about.outcome?.(answer) ?? { status: 'completed' })
     return answer
   }
 

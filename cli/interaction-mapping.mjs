@@ -107,7 +107,7 @@ export class InteractionMapping {
   async approval(about, key) {
     const decision = await this.permissions.permit({ ...about, key })
     if (decision.outcome === 'allow') {
-      await decision.finish({ success: {} })
+      decision.finish({ success: {} })
       return { approved: {} }
     }
     return { rejected: { reason: decision.outcome === 'cancelled' ? CANCELLED_BY_USER : REJECTED_BY_USER } }
@@ -163,6 +163,8 @@ export class InteractionMapping {
       const choice = answers.length ? ` (${question.allowMultiple ? 'any of' : 'one of'}: ${answers.join(', ')})` : ''
       return `${i + 1}. ${question.prompt ?? ''}${choice}`
     })
+    // The host's own words: none once the user cancelled.
+    if (this.relay.turn.cancelled) return reject(CANCELLED_BY_USER)
     await this.relay.send({
       sessionUpdate: 'agent_message_chunk',
       content: { type: 'text', text: `\n\n**${args.title || 'The agent has questions'}** — please answer in your next message:\n${lines.join('\n')}\n` },
@@ -196,8 +198,9 @@ export class InteractionMapping {
       requestedSchema: { type: 'object', properties, required: questions.map((q) => asSent(q.id)) },
     }
     const turn = this.relay.turn
-    // The form names its card only once the client shows it.
-    if (query.toolCallId && (await turn.waitForCard(query.toolCallId, CARD_WAIT_MS))) params.toolCallId = turn.acpId(query.toolCallId)
+    // The form names its card only once the client shows it, by the id the client knows.
+    const cardId = query.toolCallId ? await this.permissions.cards().cardAnnounced(query.toolCallId, CARD_WAIT_MS) : null
+    if (cardId) params.toolCallId = cardId
     if (turn.cancelled) return reject(CANCELLED_BY_USER)
     let response
     try {

@@ -1,11 +1,11 @@
 // @ts-check
-// The permission flow of one session, and the cards requests are about. Tools that change
-// things (edit, delete, execute, fetch, MCP) and some interaction queries ask the user first:
-// one `session/request_permission` per call, about a card the client already shows in this
-// turn — the server's own once it has reached the client, or else one this flow announces
-// and settles when the tool has run. Allow / Always allow / Reject (one option of each kind:
-// clients that key options by kind keep them all); "always allow" is remembered for the
-// session (shells by their program, everything else by tool).
+// The permission flow of one session. Tools that change things (edit, delete, execute, fetch,
+// MCP) and some interaction queries ask the user first: one `session/request_permission` per
+// call, about a card the client already shows in this turn — the server's own once the addon
+// says it is out, or else one this flow opens through the addon and settles when the tool has
+// run (the addon fails it at turn end if nothing settled it). Allow / Always allow / Reject
+// (one option of each kind: clients that key options by kind keep them all); "always allow" is
+// remembered for the session (shells by their program, everything else by tool).
 //
 // A request the client cancels, or one that fails, means "stop": it cancels the turn rather
 // than denying and going on. Cancelling the turn withdraws a pending request
@@ -14,12 +14,11 @@
 // to the turn that made it, and its answer never runs a tool in a later one.
 /** @typedef {import('@agentclientprotocol/sdk').AgentContext} AgentContext */
 /** @typedef {import('@agentclientprotocol/sdk').PermissionOption} PermissionOption */
-/** @typedef {import('@agentclientprotocol/sdk').ToolCallStatus} ToolCallStatus */
-/** @typedef {import('@agentclientprotocol/sdk').ToolCallUpdate} ToolCallUpdate */
 /** @typedef {import('../index.js').ToolCard} Card */
 /** @typedef {import('../index.js').ToolCardOutcome} Outcome */
+/** @typedef {import('../index.js').Session} NativeSession */
 /** @typedef {import('./update-relay.mjs').UpdateRelay} UpdateRelay */
-/** @typedef {import('./update-relay.mjs').TurnCards} TurnCards */
+/** @typedef {import('./update-relay.mjs').TurnScope} TurnScope */
 
 /**
  * The running turn, as the permission flow needs it.
@@ -40,14 +39,15 @@
 /**
  * A card a request is about, in one turn.
  * @typedef {object} CardRef
- * @property {string} id  its local id (the relay maps it to the ACP id)
- * @property {boolean} own  announced by this flow, which settles it
- * @property {TurnCards} turn
+ * @property {string} id  its ACP id (what the client knows it by)
+ * @property {string} local  its id in the addon's session (the server's call id, or this flow's)
+ * @property {boolean} own  opened by this flow, which settles it
+ * @property {TurnScope} turn
  */
 
 /**
- * What the user decided. `finish` settles the card this flow announced, once the tool has run.
- * @typedef {{ outcome: 'allow', finish: (result: unknown) => Promise<void> } | { outcome: 'reject' } | { outcome: 'cancelled' }} Decision
+ * What the user decided. `finish` settles the card this flow opened, once the tool has run.
+ * @typedef {{ outcome: 'allow', finish: (result: unknown) => void } | { outcome: 'reject' } | { outcome: 'cancelled' }} Decision
  */
 
 /** @type {PermissionOption[]} */
@@ -90,19 +90,19 @@ export class PermissionFlow {
    * @param {string} o.sessionId
    * @param {() => AgentContext} o.client
    * @param {UpdateRelay} o.relay
+   * @param {() => NativeSession} o.cards  the addon's session, which owns the cards
    * @param {TurnControl} o.turn
    * @param {import('./log.mjs').Logger} o.log
    */
-  constructor({ sessionId, client, relay, turn, log }) {
+  constructor({ sessionId, client, relay, cards, turn, log }) {
     this.sessionId = sessionId
     this.client = client
     this.relay = relay
+    this.cards = cards
     this.turn = turn
     this.log = log
     /** "Always allow" rules (see `ruleKey`). */
     this.rules = /** @type {Set<string>} */ (new Set())
-    /** Cards this flow announced itself and has not settled yet, by turn. */
-    this.ownCards = /** @type {Map<TurnCards, Set<string>>} */ (new Map())
   }
 
   /**
@@ -115,21 +115,21 @@ export class PermissionFlow {
 
   /**
    * The card a request is about, once the client shows it in this turn: the server's tool
-   * call, or one this flow announces (Cursor sometimes sends an exec without its tool call).
-   * Null when the turn was cancelled meanwhile.
+   * call, or one this flow opens (Cursor sometimes sends an exec without its tool call).
+   * Null when the turn was cancelled or ended meanwhile.
    * @param {CardRequest} request
    * @returns {Promise<CardRef | null>}
    */
   async card({ toolCallId, ownKey, card }) {
     const turn = this.relay.turn
-    if (toolCallId && (await turn.waitForCard(toolCallId, ANNOUNCE_WAIT_MS))) return { id: toolCallId, own: false, turn }
+    if (toolCallId) {
+      const id = await this.cards().cardAnnounced(toolCallId, ANNOUNCE_WAIT_MS)
+      if (id) return { id, local: toolCallId, own: false, turn }
+    }
     if (turn.cancelled || turn.over) return null
-    const id = `agent-${ownKey}`
-    await this.relay.send({ sessionUpdate: 'tool_call', toolCallId: id, status: 'pending', ...card })
-    const own = this.ownCards.get(turn) ?? new Set()
-    own.add(id)
-    this.ownCards.set(turn, own)
-    return { id, own: true, turn }
+    const local = `agent-${ownKey}`
+    const id = await this.cards().openCard(local, { status: 'pending', ...card })
+    return id ? { id, local, own: true, turn } : null
   }
 
   /**
@@ -137,10 +137,8 @@ export class PermissionFlow {
    * @param {CardRef} ref
    * @param {Outcome} outcome
    */
-  async settle(ref, outcome) {
-    const own = this.ownCards.get(ref.turn)
-    if (!ref.own || !own?.delete(ref.id) || ref.turn !== this.relay.turn) return
-    await this.relay.send({ sessionUpdate: 'tool_call_update', toolCallId: ref.id, ...outcome })
+  settle(ref, outcome) {
+    if (ref.own && ref.turn === this.relay.turn) this.cards().settleCard(ref.local, outcome)
   }
 
   /**
@@ -158,13 +156,13 @@ export class PermissionFlow {
     if (this.rules.has(request.key)) return allowed
     const chosen = await this.ask(ref, request.card, PERMISSION_OPTIONS)
     if (!chosen || ref.turn.cancelled) {
-      await this.settle(ref, { status: 'failed', content: [textContent('Cancelled by the user.')] })
+      this.settle(ref, { status: 'failed', content: [textContent('Cancelled by the user.')] })
       return { outcome: 'cancelled' }
     }
     if (chosen === 'allow-always') this.rules.add(request.key)
     if (chosen === 'allow-always' || chosen === 'allow-once') return allowed
-    await this.relay.send({ sessionUpdate: 'tool_call_update', toolCallId: ref.id, status: 'failed', content: [textContent('Rejected by the user')] })
-    this.ownCards.get(ref.turn)?.delete(ref.id)
+    // The server's card too: the user's rejection is what the client shows of it.
+    if (ref.turn === this.relay.turn) this.cards().settleCard(ref.local, { status: 'failed', content: [textContent('Rejected by the user')] })
     return { outcome: 'reject' }
   }
 
@@ -180,7 +178,7 @@ export class PermissionFlow {
     const decision = await this.permit(request)
     if (decision.outcome !== 'allow') return rejected(decision.outcome === 'cancelled' ? CANCELLED_BY_USER : REJECTED_BY_USER)
     const result = await run()
-    await decision.finish(result)
+    decision.finish(result)
     return result
   }
 
@@ -197,7 +195,7 @@ export class PermissionFlow {
     if (!ref) return null
     const chosen = await this.ask(ref, request.card, options)
     const kind = options.find((o) => o.optionId === chosen)?.kind
-    await this.settle(ref, { status: kind?.startsWith('allow') ? 'completed' : 'failed' })
+    this.settle(ref, { status: kind?.startsWith('allow') ? 'completed' : 'failed' })
     return ref.turn.cancelled ? null : chosen
   }
 
@@ -214,7 +212,7 @@ export class PermissionFlow {
     try {
       response = await this.client().request(
         'session/request_permission',
-        { sessionId: this.sessionId, toolCall: { ...card, toolCallId: ref.turn.acpId(ref.id), status: 'pending' }, options },
+        { sessionId: this.sessionId, toolCall: { ...card, toolCallId: ref.id, status: 'pending' }, options },
         { cancellationSignal: ref.turn.signal, stopWaitingOnCancel: true },
       )
     } catch (e) {
@@ -224,18 +222,5 @@ export class PermissionFlow {
     const chosen = outcome?.outcome === 'selected' ? outcome.optionId : null
     if (!chosen && !ref.turn.over) this.turn.cancel()
     return chosen
-  }
-
-  /**
-   * Cards this flow announced in `turn` and nothing settled end `failed` before the turn does.
-   * @param {TurnCards} turn
-   */
-  async settleOwnCards(turn) {
-    const own = this.ownCards.get(turn)
-    this.ownCards.delete(turn)
-    const reason = turn.cancelled ? 'Cancelled by the user.' : 'The turn ended before this tool call finished.'
-    for (const id of own ?? []) {
-      await this.relay.send({ sessionUpdate: 'tool_call_update', toolCallId: id, status: 'failed', content: [textContent(reason)] }).catch(() => {})
-    }
   }
 }

@@ -48,6 +48,8 @@ import { UpdateRelay } from './update-relay.mjs'
  */
 
 const TITLE_LENGTH = 80
+/** Updates taken from the addon at a time (at most; a read takes what is there). */
+const UPDATE_BATCH = 256
 /** How long a new session waits for the model list. */
 const MODELS_TIMEOUT_MS = 5_000
 
@@ -90,15 +92,17 @@ export class AgentSession {
     this.title = record?.title ?? null
     /** The account's models, once `loadModels` has them. @type {import('../index.js').UsableModel[]} */
     this.models = []
+    /** Settled once `available_commands_update` is out (see `sendCommandsAfterResponse`). */
+    this.commandsSent = Promise.resolve()
     /** The running turn, or null between turns. */
     this.turn = /** @type {PromptTurn | null} */ (null)
 
     const { AgentClient, LocalTools } = loadAddon()
-    /** The session's updates, and the cards and cancellation of its turns. */
+    /** The session's updates, and the scope (cancellation) of its turns. */
     this.relay = new UpdateRelay(peer.client, sessionId)
     /** @type {import('./permissions.mjs').TurnControl} */
     const turn = { cancel: () => this.cancel() }
-    this.permissions = new PermissionFlow({ sessionId, client: peer.client, relay: this.relay, turn, log })
+    this.permissions = new PermissionFlow({ sessionId, client: peer.client, relay: this.relay, cards: () => this.native, turn, log })
     this.mcp = new McpServers(mcpServers, { cwd, log })
     this.tools = new LocalTools({ roots: [cwd, ...additionalDirectories], terminalsDir: store.terminalsOf(sessionId) })
     const execs = new ExecMapping({
@@ -244,6 +248,17 @@ export class AgentSession {
     await this.update({ sessionUpdate: 'available_commands_update', availableCommands: COMMANDS })
   }
 
+  /**
+   * `available_commands_update` once the response that made the session known is out (clients
+   * drop updates for sessions they do not know yet). A prompt's updates wait for it: a prompt
+   * sent at once, and answered fast, would otherwise come before it.
+   */
+  sendCommandsAfterResponse() {
+    this.commandsSent = new Promise((resolve) => setImmediate(resolve))
+      .then(() => this.sendCommands())
+      .catch((e) => this.log.debug('available_commands_update failed:', e))
+  }
+
   // ---------- prompt / cancel ----------
 
   /**
@@ -256,7 +271,7 @@ export class AgentSession {
     if (this.turn) {
       throw RequestError.invalidParams(undefined, 'a prompt is already running in this session; cancel it first')
     }
-    const cards = this.relay.beginTurn()
+    const scope = this.relay.beginTurn()
     const first = firstText(blocks)
     let turn
     try {
@@ -268,15 +283,18 @@ export class AgentSession {
     const onAbort = () => this.cancel()
     requestSignal?.addEventListener('abort', onAbort, { once: true })
     try {
+      await this.commandsSent
       if (!this.title && first && first !== '/summarize') {
         this.title = first.length > TITLE_LENGTH ? `${first.slice(0, TITLE_LENGTH - 1)}…` : first
         await this.update({ sessionUpdate: 'session_info_update', title: this.title, updatedAt: new Date().toISOString() })
       }
-      for await (const update of turn) await this.update(update)
+      // In batches, each written at once (update-relay.mjs says why).
+      for (let batch = await turn.nextBatch(UPDATE_BATCH); batch.length; batch = await turn.nextBatch(UPDATE_BATCH)) {
+        await this.relay.sendAll(batch)
+      }
       const result = await turn.result
-      await this.permissions.settleOwnCards(cards)
       /** @type {PromptResponse & { usage?: PromptUsage }} */
-      const response = { stopReason: cards.cancelled ? 'cancelled' : result.stopReason }
+      const response = { stopReason: scope.cancelled ? 'cancelled' : result.stopReason }
       if (result.usage) {
         // ACP's own place (the prompt response's `usage`, in the schema's newer revisions),
         // and where this agent reported it before.
@@ -285,13 +303,12 @@ export class AgentSession {
       }
       return response
     } catch (e) {
-      await this.permissions.settleOwnCards(cards)
-      if (cards.cancelled) return { stopReason: 'cancelled' }
+      if (scope.cancelled) return { stopReason: 'cancelled' }
       this.log.warn('turn failed:', e)
       throw toRequestError(e)
     } finally {
       requestSignal?.removeEventListener('abort', onAbort)
-      cards.end()
+      scope.end()
       this.turn = null
       try {
         this.persist()

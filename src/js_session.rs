@@ -1,7 +1,8 @@
 //! `Session`: prompt, cancel, actions, save.
 
+use cursor_acp_core::acp;
 use cursor_acp_core::session;
-use cursor_acp_core::{prompt, CancellationToken};
+use cursor_acp_core::{prompt, CancellationToken, CoreError};
 use napi::bindgen_prelude::*;
 use napi::Env;
 use serde_json::{json, Value};
@@ -207,6 +208,52 @@ impl Session {
         )
     }
 
+    /// Opens a card of the host's own in the running turn: a tool it runs that came without the
+    /// server's card, a question it asks. `id` is the host's name for the card and `card` what it
+    /// shows (`describeExec`, `describeInteraction`). Resolves with the card's ACP id once the
+    /// client has been told of it (a permission request names the card by it), at once if it
+    /// is out already, or `null` when no turn runs, the turn was cancelled or ends first. A card
+    /// the host does not settle fails when the turn ends.
+    #[napi(
+        ts_args_type = "id: string, card: ToolCard & { status?: 'pending' | 'in_progress' | 'completed' | 'failed' }",
+        ts_return_type = "Promise<string | null>"
+    )]
+    pub fn open_card<'env>(&self, env: &'env Env, id: String, card: Value) -> Result<PromiseRaw<'env, Option<String>>> {
+        let call = match card_update("tool_call", &id, card).map_err(|e| coded(env, &e))? {
+            acp::SessionUpdate::ToolCall(call) => call,
+            _ => return Err(coded(env, &CoreError::InvalidInput("card: not a tool call".into()))),
+        };
+        let session = self.inner.clone();
+        promise(env, async move { Ok(session.open_card(call).await) }, |_, id| Ok(id))
+    }
+
+    /// The ACP id of the server's card `id` once the client has been told of it in the running
+    /// turn (at once if it has), or `null` if the turn ends first or `timeoutMs` passes. A
+    /// request about a tool call (a permission, a form) waits for its card with it.
+    #[napi(ts_return_type = "Promise<string | null>")]
+    pub fn card_announced<'env>(
+        &self,
+        env: &'env Env,
+        id: String,
+        timeout_ms: u32,
+    ) -> Result<PromiseRaw<'env, Option<String>>> {
+        let session = self.inner.clone();
+        let within = std::time::Duration::from_millis(u64::from(timeout_ms));
+        promise(env, async move { Ok(session.card_announced(&id, within).await) }, |_, id| Ok(id))
+    }
+
+    /// Settles a card the host opened (`openCard`) with how its tool ended
+    /// (`describeExecResult`), or updates it meanwhile. Like every update, it reaches the
+    /// client only while the card is open in the running turn.
+    #[napi(ts_args_type = "id: string, outcome: ToolCardOutcome")]
+    pub fn settle_card(&self, env: Env, id: String, outcome: Value) -> Result<()> {
+        match card_update("tool_call_update", &id, outcome).map_err(|e| coded(&env, &e))? {
+            acp::SessionUpdate::ToolCallUpdate(update) => self.inner.settle_card(update),
+            _ => return Err(coded(&env, &CoreError::InvalidInput("outcome: not a tool call update".into()))),
+        }
+        Ok(())
+    }
+
     /// Cancels the running turn, if any (ACP `session/cancel`).
     #[napi]
     pub fn cancel(&self) {
@@ -247,4 +294,15 @@ impl Session {
 
 fn uuid_v4() -> String {
     cursor_acp_core::new_id()
+}
+
+/// A card's fields (an object) as the ACP update `kind` about card `id`.
+fn card_update(kind: &str, id: &str, fields: Value) -> std::result::Result<acp::SessionUpdate, CoreError> {
+    let Value::Object(mut fields) = fields else {
+        return Err(CoreError::InvalidInput("a card must be an object".into()));
+    };
+    fields.insert("sessionUpdate".into(), Value::String(kind.into()));
+    fields.insert("toolCallId".into(), Value::String(id.into()));
+    serde_json::from_value(Value::Object(fields))
+        .map_err(|e| CoreError::InvalidInput(format!("not an ACP {kind}: {e}")))
 }

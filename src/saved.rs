@@ -38,6 +38,14 @@ pub fn from_json(v: &Value) -> Result<SavedSession, CoreError> {
         None | Some(Value::Null) => None,
         Some(details) => Some(crate::js_models::details_from_json(details)?),
     };
+    let card_ids = match v.get("cardIds") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(ids)) => ids
+            .iter()
+            .map(|id| id.as_str().map(str::to_string).ok_or_else(|| bad("cardIds must be strings")))
+            .collect::<Result<_, _>>()?,
+        Some(_) => return Err(bad("cardIds must be an array of strings")),
+    };
     Ok(SavedSession {
         conversation_id,
         checkpoint,
@@ -46,6 +54,7 @@ pub fn from_json(v: &Value) -> Result<SavedSession, CoreError> {
         model_details,
         mode: text("mode"),
         cwd: text("cwd"),
+        card_ids,
     })
 }
 
@@ -60,5 +69,6 @@ pub fn to_json(saved: SavedSession) -> Value {
         "modelDetails": saved.model_details.as_ref().map(crate::js_models::details_json),
         "mode": saved.mode,
         "cwd": saved.cwd,
+        "cardIds": saved.card_ids,
     })
 }

@@ -10,12 +10,20 @@
 //!
 //! Adjacent text chunks of one message are merged as they are read, and a batch never splits a
 //! merge: what a reader gets does not depend on how it reads.
+//!
+//! Every update passes the session's card ledger (`session/cards.rs`) as it is handed to its
+//! reader: that is the moment the client is told of it, so the ledger's rules (cards announced
+//! before they are updated, nothing new after a cancel) hold on what the reader gets. The host's
+//! own cards (opened and settled through the session) join the queue here too.
 
 use std::collections::VecDeque;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use agent_client_protocol_schema::v1 as acp;
 use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use crate::session::cards::{CardLedger, Reading, Wakes};
 
 /// An update in the turn's queue. Boxed because tokio's channel stores its slots inline, 32 to a
 /// block allocated up front: 32 × 496 bytes (16 KiB) for every turn, most of it never used, and
@@ -36,12 +44,44 @@ enum Reader {
 
 struct Queue {
     rx: mpsc::Receiver<QueuedUpdate>,
-    /// Taken from the channel and not delivered yet: the update after a merge, or a batch whose
-    /// reader was gone.
+    /// Taken from the channel and not delivered yet: the update after a merge.
     held: VecDeque<acp::SessionUpdate>,
+    /// The host's card updates (`Session::open_card`, `settle_card`), in the order it made them.
+    host: VecDeque<acp::SessionUpdate>,
+    /// Past the ledger already (ids mapped), and not delivered: a batch whose reader was gone.
+    admitted: VecDeque<acp::SessionUpdate>,
     /// The channel is closed and empty: the turn queues nothing more.
     closed: bool,
+    /// The ledger has closed the turn's cards (after the last update was read).
+    swept: bool,
+    cards: CardGate,
     readers: VecDeque<(usize, Reader)>,
+}
+
+/// What the queue asks the ledger with: the session's ledger and the turn's cancel.
+pub(crate) struct CardGate {
+    ledger: Arc<Mutex<CardLedger>>,
+    cancel: CancellationToken,
+}
+
+impl CardGate {
+    pub(crate) fn new(ledger: Arc<Mutex<CardLedger>>, cancel: CancellationToken) -> Self {
+        CardGate { ledger, cancel }
+    }
+
+    fn reading(&self) -> Reading {
+        if self.cancel.is_cancelled() {
+            Reading::Cancelled
+        } else {
+            Reading::Running
+        }
+    }
+
+    fn ledger(&self) -> MutexGuard<'_, CardLedger> {
+        // The ledger's state stays consistent between its calls: a panic elsewhere does not
+        // make it unusable.
+        self.ledger.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
 }
 
 /// The readers' side of a turn's update queue.
@@ -50,8 +90,27 @@ pub(crate) struct Updates {
 }
 
 impl Updates {
-    pub(crate) fn new(rx: mpsc::Receiver<QueuedUpdate>) -> Self {
-        Updates { queue: Mutex::new(Queue { rx, held: VecDeque::new(), closed: false, readers: VecDeque::new() }) }
+    pub(crate) fn new(rx: mpsc::Receiver<QueuedUpdate>, cards: CardGate) -> Self {
+        Updates {
+            queue: Mutex::new(Queue {
+                rx,
+                held: VecDeque::new(),
+                host: VecDeque::new(),
+                admitted: VecDeque::new(),
+                closed: false,
+                swept: false,
+                cards,
+                readers: VecDeque::new(),
+            }),
+        }
+    }
+
+    /// A card update of the host's own (a card it opens or settles), queued behind what the
+    /// queue holds already; the ledger judges it when it is read, like any other.
+    pub(crate) fn push_host(&self, update: acp::SessionUpdate) {
+        let mut queue = self.lock();
+        queue.host.push_back(update);
+        queue.serve();
     }
 
     fn lock(&self) -> MutexGuard<'_, Queue> {
@@ -90,9 +149,12 @@ impl Updates {
 }
 
 impl Queue {
-    /// The next update, from what is held first, then from the channel.
+    /// The next update, from what is held first, then the host's, then from the channel.
     fn pop(&mut self) -> Option<acp::SessionUpdate> {
         if let Some(update) = self.held.pop_front() {
+            return Some(update);
+        }
+        if let Some(update) = self.host.pop_front() {
             return Some(update);
         }
         match self.rx.try_recv() {
@@ -125,16 +187,33 @@ impl Queue {
         while let Some((max, _)) = self.readers.front() {
             let max = *max;
             let mut batch = Vec::new();
+            let mut wakes = Wakes::default();
             while batch.len() < max {
-                match self.next_merged() {
-                    Some(update) => batch.push(update),
-                    None => break,
+                if let Some(update) = self.admitted.pop_front() {
+                    batch.push(update);
+                    continue;
+                }
+                let Some(update) = self.next_merged() else { break };
+                let reading = self.cards.reading();
+                if let Some(update) = self.cards.ledger().admit(update, reading, &mut wakes) {
+                    batch.push(update);
                 }
             }
+            if batch.is_empty() && self.closed && !self.swept {
+                // The turn's last update is read: the cards it left open end now.
+                self.swept = true;
+                let reading = self.cards.reading();
+                let mut swept = self.cards.ledger().end_turn(reading, &mut wakes);
+                if swept.len() > max {
+                    self.admitted.extend(swept.split_off(max));
+                }
+                batch = swept;
+            }
             if batch.is_empty() && !self.closed {
+                wakes.send();
                 return;
             }
-            let (_, reader) = self.readers.pop_front().expect("a reader is waiting");
+            let Some((_, reader)) = self.readers.pop_front() else { return };
             match reader {
                 Reader::Callback(deliver) => deliver(batch),
                 Reader::Future(tx) => {
@@ -144,12 +223,15 @@ impl Queue {
                     }
                 }
             }
+            // After the batch is with its reader: a request about a card it announced goes
+            // out behind the card.
+            wakes.send();
         }
     }
 
     fn hand_back(&mut self, batch: Vec<acp::SessionUpdate>) {
         for update in batch.into_iter().rev() {
-            self.held.push_front(update);
+            self.admitted.push_front(update);
         }
     }
 }
@@ -203,6 +285,11 @@ mod tests {
 
     use super::*;
 
+    /// A queue whose turn runs (not cancelled), with a ledger of its own.
+    fn queue(rx: mpsc::Receiver<QueuedUpdate>) -> Updates {
+        Updates::new(rx, CardGate::new(Arc::default(), CancellationToken::new()))
+    }
+
     fn text(id: &str, text: &str) -> QueuedUpdate {
         let block = acp::ContentBlock::Text(acp::TextContent::new(text));
         Box::new(acp::SessionUpdate::AgentMessageChunk(
@@ -244,7 +331,7 @@ mod tests {
     #[test]
     fn a_read_takes_what_is_queued_at_once_merged_and_up_to_its_max() {
         let (tx, rx) = mpsc::channel(16);
-        let updates = Updates::new(rx);
+        let updates = queue(rx);
         for (id, t) in [("m1", "a"), ("m1", "b"), ("m2", "c"), ("m3", "d")] {
             tx.try_send(text(id, t)).unwrap();
         }
@@ -260,7 +347,7 @@ mod tests {
     #[test]
     fn a_waiting_read_is_served_by_the_thread_that_queues_and_reads_keep_their_order() {
         let (tx, rx) = mpsc::channel(16);
-        let updates = Arc::new(Updates::new(rx));
+        let updates = Arc::new(queue(rx));
         let (got, threads) = (Got::default(), Arc::default());
         updates.read_with(1, recorder(&got, &threads));
         updates.read_with(1, recorder(&got, &threads));
@@ -284,7 +371,7 @@ mod tests {
     #[test]
     fn once_the_turn_is_over_waiting_and_later_reads_get_the_rest_then_nothing() {
         let (tx, rx) = mpsc::channel(16);
-        let updates = Updates::new(rx);
+        let updates = queue(rx);
         let (got, threads) = (Got::default(), Arc::default());
         updates.read_with(4, recorder(&got, &threads));
         tx.try_send(text("m1", "last")).unwrap();
@@ -301,7 +388,7 @@ mod tests {
     #[tokio::test]
     async fn a_dropped_async_read_gives_its_updates_back() {
         let (tx, rx) = mpsc::channel(16);
-        let updates = Updates::new(rx);
+        let updates = queue(rx);
         {
             let read = updates.next_batch(8);
             tokio::pin!(read);

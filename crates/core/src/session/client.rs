@@ -1,18 +1,20 @@
 //! [`AgentClient`] (transport, host and KV override, shared by its sessions) and [`Session`]
 //! (one conversation: its checkpoint, model, mode and cwd, and the turn running now).
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
 
 use agent_client_protocol_schema::v1 as acp;
 use bytes::Bytes;
 use prost::Message as _;
 use tokio_util::sync::CancellationToken;
 
+use super::cards::CardLedger;
 use super::config::{ClientConfig, PromptExtras, SavedSession, SessionOptions, Timing};
 use super::inner::{SessionInner, SessionState};
 use super::messages::{self, FirstAction};
 use super::request_context;
-use super::turn::Turn;
+use super::turn::{Turn, TurnShared};
 use super::turn_loop;
 use crate::error::CoreError;
 use crate::host::{BlobStore, Host, MemoryBlobStore};
@@ -61,14 +63,13 @@ impl AgentClient {
 
     pub fn new_session(&self, options: SessionOptions) -> Result<Session, CoreError> {
         let model = models::choose(options.model.as_deref(), options.model_details)?;
-        self.session(
-            options.conversation_id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
-            None,
-            model,
-            options.mode,
-            options.cwd,
-            Vec::new(),
-        )
+        let fresh = SavedSession {
+            conversation_id: options.conversation_id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
+            mode: options.mode,
+            cwd: options.cwd,
+            ..SavedSession::default()
+        };
+        self.session(fresh, model)
     }
 
     /// Continues a saved conversation (its blobs are restored into the session's store).
@@ -76,19 +77,13 @@ impl AgentClient {
         if saved.conversation_id.is_empty() {
             return Err(CoreError::InvalidInput("saved session has no conversationId".into()));
         }
-        let model = models::choose(saved.model.as_deref(), saved.model_details)?;
-        self.session(saved.conversation_id, saved.checkpoint, model, saved.mode, saved.cwd, saved.blobs)
+        let model = models::choose(saved.model.as_deref(), saved.model_details.clone())?;
+        self.session(saved, model)
     }
 
-    fn session(
-        &self,
-        conversation_id: String,
-        checkpoint: Option<Bytes>,
-        model: pb::ModelDetails,
-        mode: Option<String>,
-        cwd: Option<String>,
-        blobs: Vec<(Bytes, Bytes)>,
-    ) -> Result<Session, CoreError> {
+    /// A session continuing `saved` (a new one: nothing but its id, mode and cwd), with `model`.
+    fn session(&self, saved: SavedSession, model: pb::ModelDetails) -> Result<Session, CoreError> {
+        let SavedSession { conversation_id, checkpoint, blobs, mode, cwd, card_ids, .. } = saved;
         if let Some(m) = &mode {
             prompt::mode_value(m)?;
         }
@@ -120,6 +115,7 @@ impl AgentClient {
                 terminal_output: self.terminal_output,
                 conversation_id,
                 injected: Default::default(),
+                cards: Arc::new(Mutex::new(CardLedger::with_used(card_ids))),
                 state: SessionState { checkpoint, model, mode, cwd, ..Default::default() }.into(),
             }),
         })
@@ -383,7 +379,55 @@ impl Session {
                 }
             }
         }
-        out
+        self.inner.cards().replay(out)
+    }
+
+    /// The ACP id of card `local` (a server's call id) once the client has been told of it in
+    /// the running turn: at once if it has, `None` if the turn ends first or `within` passes.
+    /// A request about a card (a permission, a form) waits for it, so it never names a card the
+    /// client does not know.
+    pub async fn card_announced(&self, local: &str, within: Duration) -> Option<String> {
+        let rx = match self.inner.cards().wait_for(local) {
+            Ok(rx) => rx,
+            Err(now) => return now,
+        };
+        tokio::time::timeout(within, rx).await.ok().and_then(Result::ok).flatten()
+    }
+
+    /// Opens a card of the host's own in the running turn (an exec that came without its tool
+    /// call, a question of the host's): the ACP id once the client has been told of it, or
+    /// `None` when no turn runs, it was cancelled, or it ends first. If the card is out
+    /// already, its id. A card the host does not settle fails when the turn ends.
+    pub async fn open_card(&self, card: acp::ToolCall) -> Option<String> {
+        let turn = self.running_turn()?;
+        if turn.cancel.is_cancelled() {
+            return None;
+        }
+        let local = card.tool_call_id.to_string();
+        let rx = match self.inner.cards().wait_for(&local) {
+            Ok(rx) => rx,
+            Err(now) => return now,
+        };
+        let mut ended = turn.ended();
+        turn.updates.push_host(acp::SessionUpdate::ToolCall(card));
+        drop(turn);
+        tokio::select! {
+            id = rx => id.ok().flatten(),
+            _ = ended.wait_for(Option::is_some) => None,
+        }
+    }
+
+    /// Settles (or updates) a card of the host's own in the running turn. Like every update,
+    /// it goes out only if the card is open: never for a card the client was not told of, or
+    /// after the card ended.
+    pub fn settle_card(&self, update: acp::ToolCallUpdate) {
+        if let Some(turn) = self.running_turn() {
+            turn.updates.push_host(acp::SessionUpdate::ToolCallUpdate(update));
+        }
+    }
+
+    fn running_turn(&self) -> Option<Arc<TurnShared>> {
+        self.lock().active_turn.as_ref().and_then(Weak::upgrade)
     }
 
     /// A 32-byte entry that names a stored blob is replaced by the blob; anything else is inline.
@@ -414,6 +458,7 @@ impl Session {
             model_details: Some(s.model.clone()),
             mode: s.mode.clone(),
             cwd: s.cwd.clone(),
+            card_ids: self.inner.cards().used_ids(),
         }
     }
 

@@ -87,6 +87,9 @@ pub struct SavedSession {
     pub model_details: Option<pb::ModelDetails>,
     pub mode: Option<String>,
     pub cwd: Option<String>,
+    /// The ACP tool call ids the session has shown its client: kept so that a card of a later
+    /// turn, after a restart too, never takes one of them.
+    pub card_ids: Vec<String>,
 }
 
 /// Token counts of one turn (`turn_ended`).

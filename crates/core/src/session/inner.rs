@@ -1,11 +1,13 @@
 //! The state one session shares between its handles ([`super::Session`]) and its turn loop.
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use bytes::Bytes;
 use tokio_util::sync::CancellationToken;
 
+use super::cards::CardLedger;
 use super::config::Timing;
+use super::turn::TurnShared;
 use crate::host::{BlobStore, Host};
 use crate::proto::agent::v1 as pb;
 use crate::translate::{InjectedMessages, Translator};
@@ -25,6 +27,8 @@ pub(super) struct SessionInner {
     /// User messages injected into a running turn, until their `context_injection_state` says
     /// what became of them (shared with the translator).
     pub(super) injected: InjectedMessages,
+    /// The cards as the client has been told of them, across the session's turns.
+    pub(super) cards: Arc<Mutex<CardLedger>>,
     pub(super) state: Mutex<SessionState>,
 }
 
@@ -36,6 +40,8 @@ pub(super) struct SessionState {
     pub(super) mode: Option<String>,
     pub(super) cwd: Option<String>,
     pub(super) active: Option<CancellationToken>,
+    /// The running turn's queue and readers, for the host's own cards.
+    pub(super) active_turn: Option<Weak<TurnShared>>,
     /// The running attempt's sender and the turn's run id, for actions sent into the running
     /// turn (an injection names the run it expects).
     pub(super) active_sender: Option<AgentSender>,
@@ -51,10 +57,16 @@ impl SessionInner {
         self.state.lock().expect("session lock")
     }
 
+    pub(super) fn cards(&self) -> MutexGuard<'_, CardLedger> {
+        // The ledger is consistent between its calls: a panic elsewhere leaves it usable.
+        self.cards.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
     /// Frees the session for its next turn; called by the turn loop once its turn is over.
     pub(super) fn turn_over(&self, translator: Translator) {
         let mut s = self.lock();
         s.active = None;
+        s.active_turn = None;
         s.active_sender = None;
         s.active_run_id = None;
         s.translator = Some(translator);

@@ -8,6 +8,8 @@
 //!
 //! - [`config`]: what a client and its sessions are made with, and what a turn returns;
 //! - [`client`]: [`AgentClient`] and [`Session`] (one conversation, at most one turn at a time);
+//! - `cards`: the tool cards as the client has been told of them (ids unique in the session,
+//!   announced before they are updated, nothing new after a cancel);
 //! - `inner`: what a session's handles share with its turn loop;
 //! - [`turn`]: the [`Turn`] handle and the state its readers share with the loop;
 //! - `readers`: what the readers want done with updates that do not fit the queue;
@@ -19,6 +21,9 @@
 //!   (`shell_stream`: a streaming shell's events; [`exec_defaults`]: the typed answers given
 //!   when the host has none).
 
+#[cfg(test)]
+mod card_properties;
+pub(crate) mod cards;
 mod client;
 mod config;
 mod deltas;

@@ -44,6 +44,13 @@ pub(super) struct TurnShared {
     end_hooks: Mutex<Option<Vec<EndHook>>>,
 }
 
+impl TurnShared {
+    /// Watches for the turn's end (its outcome is `Some` once the loop is over).
+    pub(super) fn ended(&self) -> watch::Receiver<Option<TurnOutcome>> {
+        self.result.clone()
+    }
+}
+
 /// How a turn ended, as its loop reports it.
 pub(super) type TurnOutcome = Result<TurnResult, CoreError>;
 

@@ -26,7 +26,7 @@ use crate::field::agent::v1 as f;
 use crate::proto::agent::v1 as pb;
 use crate::translate::{Translator, CANCELLED_BY_USER};
 use crate::transport::{AgentReceiver, AgentSender, ServerFrame, TokenReason};
-use crate::updates::{QueuedUpdate, Updates};
+use crate::updates::{CardGate, QueuedUpdate, Updates};
 use crate::wire;
 
 /// Starts the task that runs a turn, and returns the turn's first handle.
@@ -38,7 +38,10 @@ pub(super) fn spawn(
 ) -> Turn {
     let (tx, rx) = mpsc::channel(session.timing.queue.max(1));
     let (result_tx, result_rx) = watch::channel(None);
-    let shared = Arc::new(TurnShared::new(Updates::new(rx), cancel, result_rx));
+    session.cards().begin_turn().send();
+    let gate = CardGate::new(session.cards.clone(), cancel.clone());
+    let shared = Arc::new(TurnShared::new(Updates::new(rx, gate), cancel, result_rx));
+    session.lock().active_turn = Some(Arc::downgrade(&shared));
     let mut translator = translator;
     translator.begin_turn();
     // Made here and moved in whole: made inside, the task kept the translator twice.
@@ -668,11 +671,14 @@ mod tests {
             terminal_output: false,
             conversation_id: "c-1".into(),
             injected: Default::default(),
+            cards: Default::default(),
             state: Default::default(),
         });
         let (tx, rx) = mpsc::channel(4);
         let (_result_tx, result_rx) = watch::channel(None);
-        let shared = Arc::new(TurnShared::new(Updates::new(rx), CancellationToken::new(), result_rx));
+        let cancel = CancellationToken::new();
+        let gate = CardGate::new(session.cards.clone(), cancel.clone());
+        let shared = Arc::new(TurnShared::new(Updates::new(rx, gate), cancel, result_rx));
         TurnLoop::new(session, shared, tx, Translator::new())
     }
 
