@@ -94,6 +94,10 @@ export class AgentSession {
     this.models = []
     /** Settled once `available_commands_update` is out (see `sendCommandsAfterResponse`). */
     this.commandsSent = Promise.resolve()
+    /** Prompts wait here for the turns before them (`prompt`). */
+    this.queue = Promise.resolve()
+    /** The prompts waiting in the queue; a cancel cancels them all. @type {Set<{ cancelled: boolean }>} */
+    this.waiting = new Set()
     /** The running turn, or null between turns. */
     this.turn = /** @type {PromptTurn | null} */ (null)
 
@@ -262,15 +266,36 @@ export class AgentSession {
   // ---------- prompt / cancel ----------
 
   /**
-   * `session/prompt`: one turn, its updates relayed as they come.
+   * `session/prompt`: one turn, its updates relayed as they come. A prompt sent while a turn
+   * runs is queued: prompts are answered in the order they came, each with its own stop reason;
+   * `session/cancel` cancels the running turn and every prompt still waiting (answered
+   * `cancelled` without a turn), as does the client withdrawing a waiting prompt.
    * @param {ContentBlock[]} blocks
    * @param {AbortSignal} [requestSignal]  aborts when the client withdraws the request
    * @returns {Promise<PromptResponse>}
    */
-  async prompt(blocks, requestSignal) {
-    if (this.turn) {
-      throw RequestError.invalidParams(undefined, 'a prompt is already running in this session; cancel it first')
-    }
+  prompt(blocks, requestSignal) {
+    const waiting = { cancelled: false }
+    this.waiting.add(waiting)
+    const withdraw = () => { waiting.cancelled = true }
+    requestSignal?.addEventListener('abort', withdraw, { once: true })
+    const run = this.queue.then(() => {
+      this.waiting.delete(waiting)
+      requestSignal?.removeEventListener('abort', withdraw)
+      if (waiting.cancelled) return /** @type {PromptResponse} */ ({ stopReason: 'cancelled' })
+      return this.runTurn(blocks, requestSignal)
+    })
+    this.queue = run.then(() => {}, () => {})
+    return run
+  }
+
+  /**
+   * One turn of the queue.
+   * @param {ContentBlock[]} blocks
+   * @param {AbortSignal} [requestSignal]
+   * @returns {Promise<PromptResponse>}
+   */
+  async runTurn(blocks, requestSignal) {
     const scope = this.relay.beginTurn()
     const first = firstText(blocks)
     let turn
@@ -280,7 +305,7 @@ export class AgentSession {
       throw toRequestError(e)
     }
     this.turn = turn
-    const onAbort = () => this.cancel()
+    const onAbort = () => this.cancelTurn()
     requestSignal?.addEventListener('abort', onAbort, { once: true })
     try {
       await this.commandsSent
@@ -319,11 +344,18 @@ export class AgentSession {
   }
 
   /**
-   * `session/cancel`: stops the turn, its tools and any permission request or form still open
+   * `session/cancel`: cancels the prompts waiting in the queue and stops the running turn, its
+   * tools and any permission request or form still open
    * (withdrawn, and no longer waited for: a client that cannot withdraw one does not hold the
    * turn), and no more of the model's text goes out.
    */
   cancel() {
+    for (const waiting of this.waiting) waiting.cancelled = true
+    this.cancelTurn()
+  }
+
+  /** Stops the running turn only (its own request withdrawn); the queue goes on. */
+  cancelTurn() {
     if (!this.turn) return
     this.relay.turn.cancel()
     this.turn.cancel()
