@@ -65,6 +65,22 @@ function firstText(blocks) {
   return null
 }
 
+/**
+ * A session's title from its first prompt, as a list of threads shows it: the first line that
+ * has words, whitespace collapsed, cut at a word boundary to at most `TITLE_LENGTH` characters
+ * (an ellipsis marks the cut; a single word longer than that is cut where it must be).
+ * @param {string} prompt
+ */
+export function titleOf(prompt) {
+  const line = prompt.split('\n').map((l) => l.replace(/\s+/g, ' ').trim()).find(Boolean) ?? ''
+  const chars = [...line]
+  if (chars.length <= TITLE_LENGTH) return line
+  const head = chars.slice(0, TITLE_LENGTH - 1).join('')
+  const space = head.lastIndexOf(' ')
+  const cut = space >= TITLE_LENGTH / 2 ? head.slice(0, space) : head
+  return `${cut.replace(/[\s.,;:!?-]+$/, '')}…`
+}
+
 export class AgentSession {
   /**
    * @param {object} o
@@ -310,7 +326,7 @@ export class AgentSession {
     try {
       await this.commandsSent
       if (!this.title && first && first !== '/summarize') {
-        this.title = first.length > TITLE_LENGTH ? `${first.slice(0, TITLE_LENGTH - 1)}…` : first
+        this.title = titleOf(first)
         await this.update({ sessionUpdate: 'session_info_update', title: this.title, updatedAt: new Date().toISOString() })
       }
       // In batches, each written at once (update-relay.mjs says why).

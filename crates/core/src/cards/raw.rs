@@ -9,9 +9,12 @@ const MAX_STRING: usize = 200;
 const MAX_ITEMS: usize = 10;
 /// Levels of nesting kept.
 const MAX_DEPTH: usize = 4;
+/// Below [`MAX_DEPTH`], a value whose JSON is at most this long is kept as it is: a listing's
+/// `{"name":"main.rs"}` reads better than a count of its fields.
+const MAX_INLINE: usize = 80;
 
 /// `value` with long strings cut (`…` and how long they were), long lists cut (and how many
-/// were left out), and nesting below [`MAX_DEPTH`] left out.
+/// were left out), and nesting below [`MAX_DEPTH`] left out unless it is small.
 pub fn compact(value: &Value) -> Value {
     compact_at(value, 0)
 }
@@ -19,6 +22,7 @@ pub fn compact(value: &Value) -> Value {
 fn compact_at(value: &Value, depth: usize) -> Value {
     match value {
         Value::String(s) => Value::String(cut(s)),
+        Value::Array(_) | Value::Object(_) if depth >= MAX_DEPTH && small(value) => value.clone(),
         Value::Array(items) if depth >= MAX_DEPTH => Value::String(format!("[{} items]", items.len())),
         Value::Object(fields) if depth >= MAX_DEPTH => Value::String(format!("{{{} fields}}", fields.len())),
         Value::Array(items) => {
@@ -33,6 +37,29 @@ fn compact_at(value: &Value, depth: usize) -> Value {
             Value::Object(out)
         }
         other => other.clone(),
+    }
+}
+
+/// Whether `value`'s JSON fits in [`MAX_INLINE`] characters (counted without building it all).
+fn small(value: &Value) -> bool {
+    let mut budget = MAX_INLINE as isize;
+    fits(value, &mut budget)
+}
+
+fn fits(value: &Value, budget: &mut isize) -> bool {
+    *budget -= match value {
+        Value::Null | Value::Bool(_) | Value::Number(_) => value.to_string().len() as isize,
+        Value::String(s) => s.len() as isize + 2,
+        Value::Array(items) => 1 + items.len() as isize,
+        Value::Object(fields) => 1 + fields.iter().map(|(k, _)| k.len() as isize + 4).sum::<isize>(),
+    };
+    if *budget < 0 {
+        return false;
+    }
+    match value {
+        Value::Array(items) => items.iter().all(|v| fits(v, budget)),
+        Value::Object(fields) => fields.values().all(|v| fits(v, budget)),
+        _ => true,
     }
 }
 
@@ -60,7 +87,27 @@ mod tests {
         let out = compact(&json!({ "files": (0..50).collect::<Vec<_>>() }));
         assert_eq!(out["files"].as_array().unwrap().len(), 11);
         assert_eq!(out["files"][10], "… 40 more");
-        let deep = compact(&json!({ "a": { "b": { "c": { "d": { "e": 1 } } } } }));
+        let deep = compact(&json!({ "a": { "b": { "c": { "d": { "e": "x".repeat(100) } } } } }));
         assert_eq!(deep["a"]["b"]["c"]["d"], "{1 fields}");
+        let deep = compact(&json!({ "a": { "b": { "c": { "d": { "e": [1, 2, 3], "f": "g" } } } } }));
+        assert_eq!(deep["a"]["b"]["c"]["d"], json!({ "e": [1, 2, 3], "f": "g" }), "small: kept whole");
+    }
+
+    /// An ls result, as a client printing `rawOutput` shows it: the files by name, not
+    /// `"{1 fields}"`.
+    #[test]
+    fn a_listing_shows_its_entries() {
+        let listing = json!({ "success": { "directoryTreeRoot": {
+            "absPath": "/w",
+            "childrenDirs": [{ "absPath": "/w/src", "childrenFiles": [{ "name": "main.rs" }, { "name": "lib.rs" }] }],
+            "childrenFiles": [{ "name": "Cargo.toml" }]
+        } } });
+        let out = compact(&listing);
+        let root = &out["success"]["directoryTreeRoot"];
+        assert_eq!(root["childrenFiles"][0], json!({ "name": "Cargo.toml" }));
+        assert_eq!(root["childrenDirs"][0]["childrenFiles"], json!([{ "name": "main.rs" }, { "name": "lib.rs" }]));
+        let many: Vec<_> = (0..40).map(|i| json!({ "name": format!("file-{i}.rs") })).collect();
+        let out = compact(&json!({ "a": { "b": { "c": { "files": many } } } }));
+        assert_eq!(out["a"]["b"]["c"]["files"], "[40 items]", "a large list below the depth is still counted");
     }
 }
