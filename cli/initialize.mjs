@@ -78,7 +78,7 @@ export function initializeResponse({ protocolVersion, clientCapabilities }) {
       loadSession: true,
       promptCapabilities: { image: true, audio: false, embeddedContext: true },
       mcpCapabilities: { http: true, sse: true },
-      sessionCapabilities: { list: {}, resume: {}, close: {}, delete: {} },
+      sessionCapabilities: { list: {}, resume: {}, close: {}, delete: {}, additionalDirectories: {} },
       auth: { logout: {} },
     },
     authMethods: authMethods(clientCapabilities),
