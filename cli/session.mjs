@@ -14,6 +14,7 @@ import { PermissionFlow } from './permissions.mjs'
 import { requestContext } from './request-context.mjs'
 import { toRequestError } from './request-errors.mjs'
 import { RequestError } from './sdk.mjs'
+import { available, expand, loadCommands, parseCall, watchCommands } from './commands.mjs'
 import { COMMANDS, checkMode, configOptions, modeState } from './session-config.mjs'
 import { UpdateRelay } from './update-relay.mjs'
 
@@ -66,6 +67,17 @@ function firstText(blocks) {
 }
 
 /**
+ * `blocks` with the first text that has words (the one `firstText` read) replaced by `text`.
+ * @param {ContentBlock[]} blocks
+ * @param {string} text
+ * @returns {ContentBlock[]}
+ */
+function withFirstText(blocks, text) {
+  const i = blocks.findIndex((b) => b.type === 'text' && b.text.trim())
+  return blocks.map((b, j) => (j === i ? { type: 'text', text } : b))
+}
+
+/**
  * A session's title from its first prompt, as a list of threads shows it: the first line that
  * has words, whitespace collapsed, cut at a word boundary to at most `TITLE_LENGTH` characters
  * (an ellipsis marks the cut; a single word longer than that is cut where it must be).
@@ -110,6 +122,10 @@ export class AgentSession {
     this.models = []
     /** Settled once `available_commands_update` is out (see `sendCommandsAfterResponse`). */
     this.commandsSent = Promise.resolve()
+    /** The command list last sent (JSON), to send it again only when it changed. */
+    this.commandsListed = ''
+    /** @type {(() => void) | undefined} */
+    this.unwatchCommands = undefined
     /** Prompts wait here for the turns before them (`prompt`). */
     this.queue = Promise.resolve()
     /** The prompts waiting in the queue; a cancel cancels them all. @type {Set<{ cancelled: boolean }>} */
@@ -264,8 +280,18 @@ export class AgentSession {
     return this.relay.send(update)
   }
 
-  async sendCommands() {
-    await this.update({ sessionUpdate: 'available_commands_update', availableCommands: COMMANDS })
+  /**
+   * `available_commands_update` with the commands as they are on disk now (custom commands
+   * included); sent again only when the list changed since.
+   * @param {boolean} [always]  send even if the list did not change
+   */
+  async sendCommands(always = true) {
+    const custom = loadCommands(this.cwd, { reserved: COMMANDS.map((c) => c.name), log: this.log })
+    const availableCommands = [...COMMANDS, ...available(custom)]
+    const list = JSON.stringify(availableCommands)
+    if (!always && list === this.commandsListed) return
+    this.commandsListed = list
+    await this.update({ sessionUpdate: 'available_commands_update', availableCommands })
   }
 
   /**
@@ -277,6 +303,10 @@ export class AgentSession {
     this.commandsSent = new Promise((resolve) => setImmediate(resolve))
       .then(() => this.sendCommands())
       .catch((e) => this.log.debug('available_commands_update failed:', e))
+    // Sent again when the command files change (and checked again before every prompt).
+    this.unwatchCommands ??= watchCommands(this.cwd, () => {
+      this.sendCommands(false).catch((e) => this.log.debug('available_commands_update failed:', e))
+    })
   }
 
   // ---------- prompt / cancel ----------
@@ -314,10 +344,15 @@ export class AgentSession {
   async runTurn(blocks, requestSignal) {
     const scope = this.relay.beginTurn()
     const first = firstText(blocks)
+    const call = first === null ? null : parseCall(first)
+    // As the files are now: a command added since the last prompt works at once.
+    const custom = call ? loadCommands(this.cwd, { reserved: COMMANDS.map((c) => c.name), log: this.log }).get(call.name) : undefined
     let turn
     try {
+      if (custom && call) blocks = withFirstText(blocks, expand(custom, call.args))
       turn = first === '/summarize' ? this.native.summarize() : this.native.prompt(blocks)
     } catch (e) {
+      if (custom) throw RequestError.invalidParams({ command: custom.name }, `the command /${custom.name} could not be read: ${e instanceof Error ? e.message : String(e)}`)
       throw toRequestError(e)
     }
     this.turn = turn
@@ -325,6 +360,8 @@ export class AgentSession {
     requestSignal?.addEventListener('abort', onAbort, { once: true })
     try {
       await this.commandsSent
+      // The list again if the files changed since it was sent.
+      await this.sendCommands(false).catch((e) => this.log.debug('available_commands_update failed:', e))
       if (!this.title && first && first !== '/summarize') {
         this.title = titleOf(first)
         await this.update({ sessionUpdate: 'session_info_update', title: this.title, updatedAt: new Date().toISOString() })
@@ -378,6 +415,7 @@ export class AgentSession {
   }
 
   close() {
+    this.unwatchCommands?.()
     this.cancel()
     this.native.close()
     this.tools.close()
