@@ -1,6 +1,6 @@
 // @ts-check
 // The request context Cursor asks for at the start of a turn: the workspace's rules (AGENTS.md,
-// .cursorrules, .cursor/rules/*.md and *.mdc of every root), the MCP servers' tools and
+// .cursorrules, .cursor/rules/*.md and *.mdc of every root), its skills, the MCP servers' tools and
 // instructions, and the environment (OS, shell, time zone, workspace and terminals folders).
 import fs from 'node:fs'
 import os from 'node:os'
@@ -20,9 +20,10 @@ const RULE_LIMIT_BYTES = 64 * 1024
  * @param {string[]} o.additionalDirectories
  * @param {import('./mcp.mjs').McpServers} o.mcp
  * @param {string} o.terminalsDir  where background shells write their output
+ * @param {import('../index.js').agent.AgentSkill[]} [o.skills]  the session's skills (skills.mjs)
  * @returns {Promise<RequestContext>}
  */
-export async function requestContext({ cwd, additionalDirectories, mcp, terminalsDir }) {
+export async function requestContext({ cwd, additionalDirectories, mcp, terminalsDir, skills = [] }) {
   await mcp.ready
   const roots = [cwd, ...additionalDirectories]
   let timeZone
@@ -31,6 +32,7 @@ export async function requestContext({ cwd, additionalDirectories, mcp, terminal
   } catch {}
   return {
     rules: workspaceRules(roots),
+    agentSkills: skills,
     tools: mcp.definitions(),
     mcpInstructions: mcp.instructions(),
     env: {

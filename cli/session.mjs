@@ -15,6 +15,7 @@ import { requestContext } from './request-context.mjs'
 import { toRequestError } from './request-errors.mjs'
 import { RequestError } from './sdk.mjs'
 import { available, expand, loadCommands, parseCall, watchCommands } from './commands.mjs'
+import { loadSkills } from './skills.mjs'
 import { COMMANDS, checkMode, configOptions, modeState } from './session-config.mjs'
 import { UpdateRelay } from './update-relay.mjs'
 
@@ -26,6 +27,7 @@ import { UpdateRelay } from './update-relay.mjs'
 /** @typedef {import('@agentclientprotocol/sdk').SessionUpdate} SessionUpdate */
 /** @typedef {import('../index.js').AgentClientOptions} AgentClientOptions */
 /** @typedef {import('../index.js').PromptTurn} PromptTurn */
+/** @typedef {import('../index.js').Session} NativeSession */
 /** @typedef {import('../index.js').PromptUsage} PromptUsage */
 /** @typedef {import('./store.mjs').SessionRecord} SessionRecord */
 /** @typedef {import('./store.mjs').SessionStore} SessionStore */
@@ -171,7 +173,8 @@ export class AgentSession {
       blobDir: store.blobsOf(sessionId),
       exec: (req, ctx) => execs.run(req, ctx),
       interaction: (q) => interactions.answer(q),
-      requestContext: () => requestContext({ cwd, additionalDirectories, mcp: this.mcp, terminalsDir: this.tools.terminalsDir }),
+      requestContext: () =>
+        requestContext({ cwd, additionalDirectories, mcp: this.mcp, terminalsDir: this.tools.terminalsDir, skills: this.skills().map((k) => k.agentSkill) }),
       terminalOutput: caps._meta?.terminal_output === true,
       notices: caps.session?.notices != null,
       compactionUpdates: caps.session?.compaction != null,
@@ -280,6 +283,11 @@ export class AgentSession {
     return this.relay.send(update)
   }
 
+  /** The session's skills as they are on disk now (skills.mjs). */
+  skills() {
+    return [...loadSkills([this.cwd, ...this.additionalDirectories], { log: this.log }).values()]
+  }
+
   /**
    * `available_commands_update` with the commands as they are on disk now (custom commands
    * included); sent again only when the list changed since.
@@ -287,7 +295,12 @@ export class AgentSession {
    */
   async sendCommands(always = true) {
     const custom = loadCommands(this.cwd, { reserved: COMMANDS.map((c) => c.name), log: this.log })
-    const availableCommands = [...COMMANDS, ...available(custom)]
+    const skills = this.skills().filter((k) => k.name !== 'summarize' && !custom.has(k.name))
+    const availableCommands = [
+      ...COMMANDS,
+      ...available(custom),
+      ...skills.map((k) => ({ name: k.name, description: `Skill: ${k.description}`, input: { hint: 'what to do (optional)' } })),
+    ]
     const list = JSON.stringify(availableCommands)
     if (!always && list === this.commandsListed) return
     this.commandsListed = list
@@ -347,10 +360,18 @@ export class AgentSession {
     const call = first === null ? null : parseCall(first)
     // As the files are now: a command added since the last prompt works at once.
     const custom = call ? loadCommands(this.cwd, { reserved: COMMANDS.map((c) => c.name), log: this.log }).get(call.name) : undefined
+    const skill = call && !custom ? this.skills().find((k) => k.name === call.name) : undefined
     let turn
     try {
       if (custom && call) blocks = withFirstText(blocks, expand(custom, call.args))
-      turn = first === '/summarize' ? this.native.summarize() : this.native.prompt(blocks)
+      /** @type {Parameters<NativeSession['prompt']>[1]} */
+      let options
+      if (skill && call) {
+        // The skill chosen for this prompt; the words after its name are the prompt.
+        blocks = withFirstText(blocks, call.args || `Use the ${skill.name} skill.`)
+        options = { userMessage: { selectedContext: { selectedSkills: [skill.agentSkill] } } }
+      }
+      turn = first === '/summarize' ? this.native.summarize() : this.native.prompt(blocks, options)
     } catch (e) {
       if (custom) throw RequestError.invalidParams({ command: custom.name }, `the command /${custom.name} could not be read: ${e instanceof Error ? e.message : String(e)}`)
       throw toRequestError(e)
