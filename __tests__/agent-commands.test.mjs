@@ -43,6 +43,7 @@ test('commands from the workspace up to its git root and from the user are liste
   write(home, 'bad name!.md', 'a name that is not a word\n')
   write(home, 'empty.md', '   \n')
   write(home, 'summarize.md', 'a built-in name is never taken\n')
+  write(home, 'plan.md', 'nor this one\n')
   const scenario = { steps: [{ type: 'text', text: 'ok' }, { type: 'turnEnded' }] }
   const agent = startAgent({ scenario, env: { HOME: home } })
   let records
@@ -50,8 +51,8 @@ test('commands from the workspace up to its git root and from the user are liste
     await agent.agent.request('initialize', INIT)
     const { sessionId } = await agent.agent.request('session/new', { cwd, mcpServers: [] })
     await until(() => listed(agent, sessionId).length > 0, 'the command list')
-    assert.deepEqual(listed(agent, sessionId), ['summarize', 'review', 'release', 'hello'])
-    const review = agent.updatesFor(sessionId).find((u) => u.sessionUpdate === 'available_commands_update').availableCommands[1]
+    assert.deepEqual(listed(agent, sessionId), ['summarize', 'plan', 'shell', 'continue', 'review', 'release', 'hello'])
+    const review = agent.updatesFor(sessionId).find((u) => u.sessionUpdate === 'available_commands_update').availableCommands[4]
     assert.equal(review.description, 'Review the code')
     const prompt = (text) => within(20_000, agent.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text }] }), text)
     assert.equal((await prompt('/review src/main.rs')).stopReason, 'end_turn')
@@ -75,4 +76,28 @@ test('commands from the workspace up to its git root and from the user are liste
   ])
   assert.match(agent.stderr(), /skipping the command .*bad name!\.md/)
   assert.match(agent.stderr(), /skipping the command .*empty\.md: it is empty/)
+})
+
+test('the built-in commands start the conversation actions their names say', async () => {
+  const scenario = { steps: [{ type: 'text', text: 'ok' }, { type: 'turnEnded' }] }
+  const agent = startAgent({ scenario })
+  let records
+  try {
+    await agent.agent.request('initialize', INIT)
+    const { sessionId } = await agent.agent.request('session/new', { cwd: tempDir(), mcpServers: [] })
+    for (const text of ['/plan add a cache', '/shell npm test', '/continue', '/summarize', '/plan']) {
+      const answer = await within(20_000, agent.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text }] }), text)
+      assert.equal(answer.stopReason, 'end_turn', text)
+    }
+  } finally {
+    ({ records } = await agent.stop())
+  }
+  const actions = records.flatMap((r) => r.messages.map((m) => m.message.runRequest?.action)).filter(Boolean)
+  assert.equal(actions.length, 5)
+  assert.equal(actions[0].startPlanAction.userMessage.text, 'add a cache')
+  assert.equal(actions[1].shellCommandAction.shellCommand.command, 'npm test')
+  assert.ok(actions[2].goalContinuationAction, JSON.stringify(actions[2]))
+  assert.ok(actions[3].summarizeAction, JSON.stringify(actions[3]))
+  // Without what to plan, /plan is a prompt as typed.
+  assert.equal(actions[4].userMessageAction.userMessage.text, '/plan')
 })

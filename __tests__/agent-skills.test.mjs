@@ -35,8 +35,8 @@ test('skills go to the server, are listed as commands, and /name selects one', a
     assert.equal((await prompt('/deploy to staging')).stopReason, 'end_turn')
     const lists = agent.updatesFor(sessionId).filter((u) => u.sessionUpdate === 'available_commands_update')
     const commands = lists.at(-1).availableCommands
-    assert.deepEqual(commands.map((c) => c.name), ['summarize', 'deploy', 'greet'])
-    assert.equal(commands[1].description, 'Skill: Deploy the app to an environment')
+    assert.deepEqual(commands.map((c) => c.name), ['summarize', 'plan', 'shell', 'continue', 'deploy', 'greet'])
+    assert.equal(commands[4].description, 'Skill: Deploy the app to an environment')
   } finally {
     ({ records } = await agent.stop())
   }

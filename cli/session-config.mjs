@@ -13,9 +13,15 @@ export const MODES = [
   { id: 'ask', name: 'Ask', description: 'Answers questions without changing anything' },
 ]
 
-/** @type {AvailableCommand[]} */
+/**
+ * The built-in commands: conversation actions the backend offers, each a turn of its own.
+ * @type {AvailableCommand[]}
+ */
 export const COMMANDS = [
   { name: 'summarize', description: 'Summarize the conversation so far to free context' },
+  { name: 'plan', description: 'Research and propose a plan before changing anything', input: { hint: 'what to plan' } },
+  { name: 'shell', description: 'Run a shell command in the conversation', input: { hint: 'command' } },
+  { name: 'continue', description: "Continue working towards the conversation's goal" },
 ]
 
 /** @param {string} modeId */

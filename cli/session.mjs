@@ -295,7 +295,7 @@ export class AgentSession {
    */
   async sendCommands(always = true) {
     const custom = loadCommands(this.cwd, { reserved: COMMANDS.map((c) => c.name), log: this.log })
-    const skills = this.skills().filter((k) => k.name !== 'summarize' && !custom.has(k.name))
+    const skills = this.skills().filter((k) => !COMMANDS.some((c) => c.name === k.name) && !custom.has(k.name))
     const availableCommands = [
       ...COMMANDS,
       ...available(custom),
@@ -349,6 +349,21 @@ export class AgentSession {
   }
 
   /**
+   * The turn a built-in command starts (session-config.mjs), or null when the prompt is not
+   * one: `/summarize`, `/plan what` (plan mode with the request), `/shell command` (a shell
+   * command turn: the server runs it through the tools), `/continue` (the goal).
+   * @param {{ name: string, args: string } | null} call
+   */
+  builtinTurn(call) {
+    if (!call) return null
+    if (call.name === 'summarize') return this.native.summarize()
+    if (call.name === 'plan' && call.args) return this.native.startPlan(call.args)
+    if (call.name === 'shell' && call.args) return this.native.shellCommand(call.args)
+    if (call.name === 'continue') return this.native.continueGoal()
+    return null
+  }
+
+  /**
    * One turn of the queue.
    * @param {ContentBlock[]} blocks
    * @param {AbortSignal} [requestSignal]
@@ -360,7 +375,8 @@ export class AgentSession {
     const call = first === null ? null : parseCall(first)
     // As the files are now: a command added since the last prompt works at once.
     const custom = call ? loadCommands(this.cwd, { reserved: COMMANDS.map((c) => c.name), log: this.log }).get(call.name) : undefined
-    const skill = call && !custom ? this.skills().find((k) => k.name === call.name) : undefined
+    const builtin = call !== null && COMMANDS.some((c) => c.name === call.name)
+    const skill = call && !custom && !builtin ? this.skills().find((k) => k.name === call.name) : undefined
     let turn
     try {
       if (custom && call) blocks = withFirstText(blocks, expand(custom, call.args))
@@ -371,7 +387,7 @@ export class AgentSession {
         blocks = withFirstText(blocks, call.args || `Use the ${skill.name} skill.`)
         options = { userMessage: { selectedContext: { selectedSkills: [skill.agentSkill] } } }
       }
-      turn = first === '/summarize' ? this.native.summarize() : this.native.prompt(blocks, options)
+      turn = this.builtinTurn(call) ?? this.native.prompt(blocks, options)
     } catch (e) {
       if (custom) throw RequestError.invalidParams({ command: custom.name }, `the command /${custom.name} could not be read: ${e instanceof Error ? e.message : String(e)}`)
       throw toRequestError(e)
@@ -383,7 +399,7 @@ export class AgentSession {
       await this.commandsSent
       // The list again if the files changed since it was sent.
       await this.sendCommands(false).catch((e) => this.log.debug('available_commands_update failed:', e))
-      if (!this.title && first && first !== '/summarize') {
+      if (!this.title && first && !builtin) {
         this.title = titleOf(first)
         await this.update({ sessionUpdate: 'session_info_update', title: this.title, updatedAt: new Date().toISOString() })
       }
