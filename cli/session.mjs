@@ -6,6 +6,8 @@
 // exec-mapping.mjs, interaction-mapping.mjs and request-context.mjs, behind the permission flow
 // of permissions.mjs.
 
+import { fileURLToPath } from 'node:url'
+
 import { loadAddon } from './addon.mjs'
 import { ExecMapping } from './exec-mapping.mjs'
 import { InteractionMapping } from './interaction-mapping.mjs'
@@ -16,6 +18,7 @@ import { toRequestError } from './request-errors.mjs'
 import { RequestError } from './sdk.mjs'
 import { available, expand, loadCommands, parseCall, watchCommands } from './commands.mjs'
 import { loadSkills } from './skills.mjs'
+import { readTextOrNull } from './text-files.mjs'
 import { COMMANDS, checkMode, configOptions, modeState } from './session-config.mjs'
 import { UpdateRelay } from './update-relay.mjs'
 
@@ -51,6 +54,8 @@ import { UpdateRelay } from './update-relay.mjs'
  */
 
 const TITLE_LENGTH = 80
+/** The largest file a prompt's link attaches (a larger one stays a mention). */
+const LINKED_FILE_LIMIT_BYTES = 1024 * 1024
 /** Updates taken from the addon at a time (at most; a read takes what is there). */
 const UPDATE_BATCH = 256
 /** How long a new session waits for the model list. */
@@ -349,6 +354,31 @@ export class AgentSession {
   }
 
   /**
+   * `blocks` with each link to a text file inside the session's roots followed by the file,
+   * read now (at most `LINKED_FILE_LIMIT_BYTES`) and attached as context, as if the editor had
+   * embedded it. A link outside the roots (symbolic links followed), to a folder, a binary or a
+   * larger file, or of another scheme (`https:`, `zed:`) is left a mention: never read.
+   * @param {ContentBlock[]} blocks
+   * @returns {ContentBlock[]}
+   */
+  withLinkedFiles(blocks) {
+    return blocks.flatMap((block) => {
+      if (block.type !== 'resource_link' || !block.uri.startsWith('file://')) return [block]
+      let file
+      try {
+        file = this.tools.resolve(fileURLToPath(block.uri))
+      } catch {
+        return [block]
+      }
+      const text = readTextOrNull(file, LINKED_FILE_LIMIT_BYTES)
+      if (text === null) return [block]
+      /** @type {ContentBlock} */
+      const attached = { type: 'resource', resource: { uri: block.uri, text, ...(block.mimeType ? { mimeType: block.mimeType } : {}) } }
+      return [block, attached]
+    })
+  }
+
+  /**
    * The turn a built-in command starts (session-config.mjs), or null when the prompt is not
    * one: `/summarize`, `/plan what` (plan mode with the request), `/shell command` (a shell
    * command turn: the server runs it through the tools), `/continue` (the goal).
@@ -372,6 +402,7 @@ export class AgentSession {
   async runTurn(blocks, requestSignal) {
     const scope = this.relay.beginTurn()
     const first = firstText(blocks)
+    blocks = this.withLinkedFiles(blocks)
     const call = first === null ? null : parseCall(first)
     // As the files are now: a command added since the last prompt works at once.
     const custom = call ? loadCommands(this.cwd, { reserved: COMMANDS.map((c) => c.name), log: this.log }).get(call.name) : undefined
