@@ -586,6 +586,9 @@ export interface EnvPolicyOptions {
   include?: Array<string>
 }
 
+/** Stops watching process group `pgid` (it ended, or was killed): its id may be reused. */
+export declare function forgetProcessGroup(pgid: number): void
+
 /** Blob storage callbacks; they replace the built-in store. Ids are lower-case hex. */
 export interface KvOptions {
   get: (blobId: string) => Uint8Array | null | undefined | Promise<Uint8Array | null | undefined>
@@ -663,6 +666,15 @@ export declare function setLogLevel(level: 'error' | 'warn' | 'info' | 'debug' |
 
 /** Starts an embedded backend playing `scenario` on 127.0.0.1. */
 export declare function startEmbeddedBackend(options: EmbeddedBackendOptions): Promise<EmbeddedBackend>
+
+/**
+ * Ends process group `pgid` when this process ends, however it ends (`SIGKILL` included):
+ * the same watcher that ends the built-in tools' shells sends it `SIGTERM`, then `SIGKILL` a
+ * second later. For process groups this process started, e.g. a stdio MCP server spawned as
+ * the leader of a group of its own; call `forgetProcessGroup` once the group has ended. Throws
+ * `E_INVALID` for 0, 1 and this process's own group. Does nothing on Windows.
+ */
+export declare function watchProcessGroup(pgid: number): void
 
 export declare namespace bench {
   /**

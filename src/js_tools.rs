@@ -197,3 +197,19 @@ impl LocalTools {
         self.inner.close();
     }
 }
+
+/// Ends process group `pgid` when this process ends, however it ends (`SIGKILL` included):
+/// the same watcher that ends the built-in tools' shells sends it `SIGTERM`, then `SIGKILL` a
+/// second later. For process groups this process started, e.g. a stdio MCP server spawned as
+/// the leader of a group of its own; call `forgetProcessGroup` once the group has ended. Throws
+/// `E_INVALID` for 0, 1 and this process's own group. Does nothing on Windows.
+#[napi]
+pub fn watch_process_group(env: Env, pgid: u32) -> Result<()> {
+    tools::watch_child_group(pgid).map_err(|e| coded(&env, &e))
+}
+
+/// Stops watching process group `pgid` (it ended, or was killed): its id may be reused.
+#[napi]
+pub fn forget_process_group(pgid: u32) {
+    tools::forget_group(pgid);
+}

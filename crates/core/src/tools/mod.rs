@@ -36,6 +36,7 @@ pub use background::Shells;
 pub use environment::{EnvPolicy, Inherit, OWN_CREDENTIALS, SECRET_LOOKING};
 pub use files::line_count;
 pub use ls::LS_MAX_DEPTH;
+pub use reaper::{forget_group, watch_child_group};
 pub use workspace::{PathRefused, Workspace, MAX_PATH_BYTES};
 
 /// The largest binary file a read returns by default: what fits in one message to the server

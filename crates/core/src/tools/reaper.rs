@@ -1,14 +1,17 @@
-//! The shells' process groups end with this process, however it ends.
+//! The process groups this process starts (shells, and stdio MCP servers a host starts and
+//! names with [`watch_child_group`]) end with this process, however it ends.
 //!
 //! A shell runs in a process group of its own, and [`super::shell::GroupKill`] kills the group
 //! when the tools are done with it. That needs this process to run its destructors: an agent
 //! killed outright (an editor's `SIGKILL`, a crash, the OOM killer) would leave every shell it
-//! started running, a dev server holding its port included. So the first shell also starts a
-//! watcher: a small `sh` in a process group of its own, told of each group as it starts and as
-//! it is killed or known empty, on a pipe only this process holds open. When this process ends,
-//! the kernel closes that pipe; the watcher then sends the groups still listed `SIGTERM`, then
-//! `SIGKILL` a second later, and exits. Unix only: Windows has no process groups here (a job
-//! object would be its equivalent).
+//! started running, a dev server holding its port included. So the first group watched also
+//! starts a watcher: a small `sh` in a process group of its own, told of each group as it
+//! starts and as it is killed or known empty, on a pipe only this process holds open. When this
+//! process ends, the kernel closes that pipe; the watcher then sends the groups still listed
+//! `SIGTERM`, then `SIGKILL` a second later, and exits. Unix only: Windows has no process groups
+//! here (a job object would be its equivalent).
+
+use crate::error::CoreError;
 
 #[cfg(unix)]
 mod unix {
@@ -19,7 +22,7 @@ mod unix {
     /// The watcher's program. It reads `+<pgid>` (watch) and `-<pgid>` (forget) lines until its
     /// input ends, then signals what is left. Only shell built-ins and `sleep`; it ignores the
     /// terminal's hangup and interrupt, which reach the agent's process group, not its own.
-    const WATCHER: &str = r#"# cursor-acp-native: ends the shells of process $1 when it ends
+    const WATCHER: &str = r#"# cursor-acp-native: ends the process groups of process $1 when it ends
 trap '' HUP INT
 groups=' '
 while IFS= read -r line; do
@@ -64,7 +67,7 @@ exit 0
         // The pipe's write end is close-on-exec here, so no shell started later holds it open.
         // The child is not waited for: it exits only once this process has.
         let mut child = command.spawn()?;
-        Ok(child.stdin.take().expect("piped stdin"))
+        child.stdin.take().ok_or_else(|| std::io::Error::other("the watcher has no stdin pipe"))
     }
 
     /// Writes `line` to the watcher, starting it first if `start_if_needed` and it is not yet.
@@ -91,21 +94,65 @@ exit 0
         }
     }
 
-    pub(crate) fn watch_group(pgid: u32) {
+    pub fn watch_group(pgid: u32) {
         tell(format!("+{pgid}\n"), true);
     }
 
-    pub(crate) fn forget_group(pgid: u32) {
+    pub fn forget_group(pgid: u32) {
         // Nothing to forget before the first watch.
         tell(format!("-{pgid}\n"), false);
     }
 }
 
+/// Ends process group `pgid` (`SIGTERM`, then `SIGKILL` a second later) when this process
+/// ends, unless [`forget_group`] was called for it first. The group must be one this process
+/// started (its leader a child of this process): the watcher signals whatever group has that id.
 #[cfg(unix)]
-pub(super) use unix::{forget_group, watch_group};
+pub(super) use unix::watch_group;
 
+/// [`watch_group`] for a group a host started (a stdio MCP server, say), refusing ids that
+/// cannot be such a group: 0 and 1 (`kill -0` is the watcher's own group, 1 is init's) and
+/// this process's own group, which holds the editor that started it.
+pub fn watch_child_group(pgid: u32) -> Result<(), CoreError> {
+    if pgid < 2 {
+        return Err(CoreError::InvalidInput(format!("{pgid} is not the id of a process group this process started")));
+    }
+    #[cfg(unix)]
+    {
+        // SAFETY: getpgrp takes nothing and cannot fail.
+        let own = unsafe { libc::getpgrp() };
+        if i64::from(pgid) == i64::from(own) {
+            return Err(CoreError::InvalidInput(format!("{pgid} is this process's own process group")));
+        }
+    }
+    watch_group(pgid);
+    Ok(())
+}
+
+/// Stops watching process group `pgid`: it was killed or is known empty, and its id may be
+/// reused by another group.
+#[cfg(unix)]
+pub use unix::forget_group;
+
+/// No process groups on Windows: nothing is watched.
 #[cfg(not(unix))]
 pub(super) fn watch_group(_pgid: u32) {}
 
+/// No process groups on Windows: nothing is watched.
 #[cfg(not(unix))]
-pub(super) fn forget_group(_pgid: u32) {}
+pub fn forget_group(_pgid: u32) {}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::watch_child_group;
+
+    #[test]
+    fn ids_that_cannot_be_a_started_group_are_refused() {
+        // SAFETY: getpgrp takes nothing and cannot fail.
+        let own = unsafe { libc::getpgrp() } as u32;
+        for pgid in [0, 1, own] {
+            let refused = watch_child_group(pgid);
+            assert!(matches!(refused, Err(crate::CoreError::InvalidInput(_))), "{pgid}: {refused:?}");
+        }
+    }
+}
