@@ -208,6 +208,8 @@ const config = {
 /** @type {import('@agentclientprotocol/sdk').AgentConnection | null} */
 let connection = null
 let stopping = false
+/** Reading stdin failed (rather than ended): the agent exits with 1, the editor may say so. */
+let inputFailed = false
 const shutdown = () => {
   stopping = true
   // Before the first request, the agent waits on stdin: ending it ends the agent.
@@ -227,6 +229,7 @@ connection = await serveStdio({
   loadAgent: async () => (await loadAgent()).app(),
   newSessionEarly: async (initialize, params) => (await loadAgent()).newSessionEarly(initialize, params),
   log,
+  onInputFailure: () => { inputFailed = true },
 })
 log.info(`cursor-acp-native ${VERSION} ready (${baseUrl}, sessions in ${store.dir})`)
 // Now that the first requests are answered: a visit to every saved session, in the background.
@@ -244,7 +247,7 @@ if (args.record && backend) {
 }
 backend?.close()
 // Native handles (sockets, timers of finished turns) must not keep a stdio agent alive.
-setTimeout(() => process.exit(0), 100).unref()
+setTimeout(() => process.exit(inputFailed ? 1 : 0), 100).unref()
 
 /** @param {unknown} e */
 function errorMessage(e) {
