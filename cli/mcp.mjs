@@ -5,6 +5,13 @@
 // `list_mcp_resources`, `read_mcp_resource` and `mcp_state` read their resources and state.
 // The MCP client SDK is loaded with the first server: it takes longer to load than Node takes
 // to start, and most sessions have no MCP servers.
+//
+// A stdio server ends with the agent however the agent ends (stdin closed, a signal, SIGKILL):
+// on Unix it runs as the leader of a process group of its own, which the core's reaper (the
+// watcher that also ends the built-in shells) is told of as it starts and as it ends.
+import { spawn } from 'node:child_process'
+
+import { loadAddon } from './addon.mjs'
 import { VERSION } from './version.mjs'
 
 /** @typedef {import('@agentclientprotocol/sdk').McpServer} McpServerConfig */
@@ -32,6 +39,12 @@ const RESOURCE_NOT_FOUND = -32002
 
 const CONNECT_TIMEOUT_MS = 30_000
 const CALL_TIMEOUT_MS = 10 * 60_000
+/**
+ * How long a stdio server has to exit once its stdin is closed, before its process group is
+ * sent SIGTERM, then again before SIGKILL (MCP's stdio shutdown, shorter than the SDK's: the
+ * agent ending waits for it).
+ */
+const EXIT_GRACE_MS = 1000
 
 /** @type {Promise<typeof import('@modelcontextprotocol/client')> | undefined} */
 let mcpClientSdk
@@ -58,8 +71,135 @@ async function transportFor(config, cwd) {
     return new SSEClientTransport(new URL(config.url), { requestInit: { headers: pairs(config.headers) } })
   }
   const stdio = /** @type {import('@agentclientprotocol/sdk').McpServerStdio} */ (config)
+  const server = { command: stdio.command, args: stdio.args ?? [], env: { ...cleanEnv(process.env), ...pairs(stdio.env) }, cwd }
+  if (process.platform !== 'win32') {
+    const { ReadBuffer, serializeMessage } = await loadMcpClientSdk()
+    const addon = loadAddon()
+    return new ProcessGroupTransport(server, { ReadBuffer, serializeMessage, watch: (pgid) => addon.watchProcessGroup(pgid), forget: (pgid) => addon.forgetProcessGroup(pgid) })
+  }
+  // No process groups on Windows: the SDK's transport, which ends the server when closed.
   const { StdioClientTransport } = await import('@modelcontextprotocol/client/stdio')
-  return new StdioClientTransport({ command: stdio.command, args: stdio.args ?? [], env: { ...cleanEnv(process.env), ...pairs(stdio.env) }, cwd, stderr: 'ignore' })
+  return new StdioClientTransport({ ...server, stderr: 'ignore' })
+}
+
+/**
+ * A stdio MCP server (newline-delimited JSON-RPC on its stdin and stdout), as the SDK's
+ * `StdioClientTransport` runs it, but spawned as the leader of a process group of its own that
+ * the core's reaper watches from the moment it starts: the group is sent SIGTERM, then SIGKILL,
+ * when the agent ends without closing it (a signal, SIGKILL, a crash). Closing it is MCP's
+ * stdio shutdown: stdin closed, then SIGTERM, then SIGKILL, each to the whole group.
+ * @implements {Transport}
+ */
+class ProcessGroupTransport {
+  /**
+   * @param {{ command: string, args: string[], env: Record<string, string>, cwd: string }} server
+   * @param {{ ReadBuffer: typeof import('@modelcontextprotocol/client').ReadBuffer, serializeMessage: typeof import('@modelcontextprotocol/client').serializeMessage, watch: (pgid: number) => void, forget: (pgid: number) => void }} o
+   */
+  constructor(server, { ReadBuffer, serializeMessage, watch, forget }) {
+    this.server = server
+    this.readBuffer = new ReadBuffer()
+    this.serializeMessage = serializeMessage
+    this.watch = watch
+    this.forget = forget
+    /** @type {import('node:child_process').ChildProcess | undefined} */
+    this.child = undefined
+    /** Resolves once the server's process has exited (its group is then killed and forgotten). */
+    this.exited = Promise.resolve()
+    /** @type {Transport['onclose']} */
+    this.onclose = undefined
+    /** @type {Transport['onerror']} */
+    this.onerror = undefined
+    /** @type {Transport['onmessage']} */
+    this.onmessage = undefined
+  }
+
+  /** @returns {Promise<void>} */
+  start() {
+    if (this.child) return Promise.reject(new Error('the MCP server is started already'))
+    const { command, args, env, cwd } = this.server
+    // detached: the child calls setsid, so it leads a new process group (and session) whose id
+    // is its pid, and what it starts stays in that group.
+    const child = spawn(command, args, { env, cwd, stdio: ['pipe', 'pipe', 'ignore'], detached: true, shell: false })
+    this.child = child
+    this.exited = new Promise((resolve) => child.once('exit', () => resolve(undefined)))
+    return new Promise((resolve, reject) => {
+      child.once('error', (error) => {
+        reject(error)
+        this.onerror?.(error)
+      })
+      child.once('spawn', () => {
+        const pgid = /** @type {number} */ (child.pid)
+        try {
+          this.watch(pgid)
+        } catch (e) {
+          // The server still runs and is still ended by close(), only not after a crash.
+          this.onerror?.(e instanceof Error ? e : new Error(String(e)))
+        }
+        child.once('exit', () => {
+          // What the server started and left behind ends with it; then the id may be reused.
+          signalGroup(pgid, 'SIGKILL')
+          this.forget(pgid)
+        })
+        resolve()
+      })
+      child.once('close', () => {
+        this.child = undefined
+        this.onclose?.()
+      })
+      child.stdin?.on('error', (error) => this.onerror?.(error))
+      child.stdout?.on('error', (error) => this.onerror?.(error))
+      child.stdout?.on('data', (chunk) => {
+        try {
+          this.readBuffer.append(chunk)
+          for (let message = this.readBuffer.readMessage(); message; message = this.readBuffer.readMessage()) this.onmessage?.(message)
+        } catch (e) {
+          // A line that is not JSON-RPC, or one over the SDK's buffer limit: the server is broken.
+          this.onerror?.(e instanceof Error ? e : new Error(String(e)))
+          this.close().catch(() => {})
+        }
+      })
+    })
+  }
+
+  /**
+   * @param {import('@modelcontextprotocol/client').JSONRPCMessage} message
+   * @returns {Promise<void>}
+   */
+  send(message) {
+    return new Promise((resolve, reject) => {
+      const stdin = this.child?.stdin
+      if (!stdin || stdin.destroyed) return reject(new Error('the MCP server is not running'))
+      if (stdin.write(this.serializeMessage(message))) resolve()
+      else stdin.once('drain', () => resolve())
+    })
+  }
+
+  async close() {
+    const child = this.child
+    if (!child || child.pid === undefined) return
+    const pgid = child.pid
+    const exited = this.exited
+    const within = (/** @type {number} */ ms) => Promise.race([exited.then(() => true), new Promise((resolve) => setTimeout(() => resolve(false), ms).unref())])
+    child.stdin?.end()
+    if (child.exitCode === null && child.signalCode === null && !(await within(EXIT_GRACE_MS))) {
+      signalGroup(pgid, 'SIGTERM')
+      if (!(await within(EXIT_GRACE_MS))) signalGroup(pgid, 'SIGKILL')
+    }
+    this.readBuffer.clear()
+  }
+}
+
+/**
+ * Sends `signal` to process group `pgid`; a group that is gone already is not an error.
+ * @param {number} pgid
+ * @param {NodeJS.Signals} signal
+ */
+function signalGroup(pgid, signal) {
+  try {
+    process.kill(-pgid, signal)
+  } catch {
+    // ESRCH: the group has ended.
+  }
 }
 
 /**
@@ -137,6 +277,9 @@ export class McpServers {
     this.servers = new Map()
     /** Servers that could not be connected, and why. */
     this.unavailable = /** @type {Map<string, string>} */ (new Map())
+    /** Every client made, connected or still connecting: `close()` ends them all. */
+    this.clients = /** @type {Set<Client>} */ (new Set())
+    this.closed = false
     this.ready = Promise.all((configs ?? []).map((config) => this.connect(config, cwd)))
   }
 
@@ -149,16 +292,24 @@ export class McpServers {
     let client
     try {
       const { Client } = await loadMcpClientSdk()
+      const transport = await transportFor(config, cwd)
+      // Closed while the SDK was loading: nothing is started.
+      if (this.closed) return
       client = new Client({ name: 'cursor-acp-native', version: VERSION })
-      await withTimeout(client.connect(await transportFor(config, cwd)), CONNECT_TIMEOUT_MS, `MCP server ${config.name}`)
+      this.clients.add(client)
+      await withTimeout(client.connect(transport), CONNECT_TIMEOUT_MS, `MCP server ${config.name}`)
       const { tools } = await withTimeout(client.listTools(), CONNECT_TIMEOUT_MS, `MCP server ${config.name}`)
+      if (this.closed) return
       this.servers.set(config.name, { client, tools, instructions: client.getInstructions() })
       this.log.info(`MCP server ${config.name}: ${tools.length} tools`)
     } catch (e) {
       const why = e instanceof Error ? e.message : String(e)
       this.unavailable.set(config.name, why)
       this.log.warn(`MCP server ${config.name} is unavailable: ${why}`)
-      client?.close().catch(() => {})
+      if (client) {
+        this.clients.delete(client)
+        client.close().catch(() => {})
+      }
     }
   }
 
@@ -309,8 +460,12 @@ export class McpServers {
     return { success: { servers } }
   }
 
+  /** Ends every server, those still connecting too. */
   async close() {
-    await Promise.all([...this.servers.values()].map((s) => s.client.close().catch(() => {})))
+    this.closed = true
+    const clients = [...this.clients]
+    this.clients.clear()
     this.servers.clear()
+    await Promise.all(clients.map((client) => client.close().catch(() => {})))
   }
 }
