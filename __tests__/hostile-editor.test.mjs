@@ -115,6 +115,7 @@ function hostileAgent({ scenario } = {}) {
   const agent = {
     child,
     dirs,
+    mark,
     messages,
     stderr: () => stderr,
     /** The agent's resident memory now and at its peak, in bytes. */
@@ -180,11 +181,11 @@ async function session(agent, extra = {}) {
   return created.result.sessionId
 }
 
-/** A turn that waits on the editor's permission for a shell until it is answered. */
+/** A turn whose shell (once allowed) runs until it is killed. */
 const WAITING_TURN = { waitTimeoutMs: 600_000, steps: [
   { type: 'text', text: 'Running.' },
-  { type: 'toolCallStarted', callId: 's1', toolCall: { shellToolCall: { args: { command: 'sleep 1000' } } } },
-  { type: 'exec', id: 1, args: { shellStreamArgs: { command: 'sleep 1000', workingDirectory: '', toolCallId: 's1' } } },
+  { type: 'toolCallStarted', callId: 's1', toolCall: { shellToolCall: { args: { command: 'sleep 1001' } } } },
+  { type: 'exec', id: 1, args: { shellStreamArgs: { command: 'sleep 1001', workingDirectory: '', toolCallId: 's1' } } },
   { type: 'turnEnded', inputTokens: 1, outputTokens: 1 },
 ] }
 
@@ -384,10 +385,12 @@ for (const how of ['stdin', 'SIGTERM', 'SIGINT', 'SIGKILL']) {
     /** @type {number[]} */
     let pids = []
     try {
-      // A turn waiting on the editor: the permission for its shell is never answered.
+      // A turn running a shell that never ends.
       const sessionId = await session(agent)
       agent.send({ jsonrpc: '2.0', id: 'turn', method: 'session/prompt', params: { sessionId, prompt: [{ type: 'text', text: 'go' }] } })
-      await until(() => agent.asked('session/request_permission').length > 0, 10_000, 'the permission request')
+      const [asked] = await until(() => agent.asked('session/request_permission').length > 0 && agent.asked('session/request_permission'), 10_000, 'the permission request')
+      agent.send({ jsonrpc: '2.0', id: asked.id, result: { outcome: { outcome: 'selected', optionId: 'allow-once' } } })
+      await until(() => processesOf(agent.mark, agent.child.pid).some((p) => p.includes('sleep 1001')), 10_000, 'the shell running')
       // A session with MCP servers: `answer` connects; `silent` and `stubborn` never answer
       // initialize and are still connecting when the agent ends.
       agent.send({ jsonrpc: '2.0', id: 'new', method: 'session/new', params: { cwd: agent.dirs.workspace, mcpServers: [server('answer', 'answer'), server('silent', 'silent'), server('stubborn', 'stubborn')] } })
