@@ -656,6 +656,12 @@ export interface NewSessionOptions {
 }
 
 /**
+ * The environment variables that hold this product's own credentials (`CURSOR_API_KEY`, …): a
+ * process the model can drive (a shell of the tools, an MCP server) never inherits them.
+ */
+export declare function ownCredentialVariables(): Array<string>
+
+/**
  * Writes the addon's log events to stderr at `level` and above (`'off'` stops them; the
  * default is off). Events name what happened (a turn started or ended, a stream failed and is
  * resumed, a reply could not be sent, a request that does not decode was dropped) and carry

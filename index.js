@@ -845,6 +845,7 @@ module.exports.describeExec = nativeBinding.describeExec
 module.exports.describeExecResult = nativeBinding.describeExecResult
 module.exports.describeInteraction = nativeBinding.describeInteraction
 module.exports.forgetProcessGroup = nativeBinding.forgetProcessGroup
+module.exports.ownCredentialVariables = nativeBinding.ownCredentialVariables
 module.exports.setLogLevel = nativeBinding.setLogLevel
 module.exports.startEmbeddedBackend = nativeBinding.startEmbeddedBackend
 module.exports.watchProcessGroup = nativeBinding.watchProcessGroup

@@ -10,7 +10,7 @@ import path from 'node:path'
 import { Credentials, isCursorHost } from './auth.mjs'
 import { initializeResponse } from './initialize.mjs'
 import { ModelCache } from './model-cache.mjs'
-import { toRequestError } from './request-errors.mjs'
+import { echo, toRequestError } from './request-errors.mjs'
 import { RequestError, loadSdk } from './sdk.mjs'
 import { AgentSession } from './session.mjs'
 
@@ -53,7 +53,7 @@ const PAGE_SIZE = 50
  * @returns {string}
  */
 function absolute(cwd, what = 'cwd') {
-  if (typeof cwd !== 'string' || !path.isAbsolute(cwd)) throw RequestError.invalidParams({ [what]: cwd }, `${what} must be an absolute path`)
+  if (typeof cwd !== 'string' || !path.isAbsolute(cwd)) throw RequestError.invalidParams(undefined, `${what} must be an absolute path, got ${echo(cwd)}`)
   return cwd
 }
 
@@ -261,7 +261,7 @@ export function createAgent(config) {
         let offset = 0
         if (params.cursor) {
           offset = Number.parseInt(Buffer.from(params.cursor, 'base64url').toString('utf8'), 10)
-          if (!Number.isInteger(offset) || offset < 0) throw RequestError.invalidParams({ cursor: params.cursor }, 'invalid cursor')
+          if (!Number.isInteger(offset) || offset < 0) throw RequestError.invalidParams(undefined, `invalid cursor ${echo(params.cursor)}`)
         }
         const page = all.slice(offset, offset + PAGE_SIZE)
         const next = offset + PAGE_SIZE < all.length ? Buffer.from(String(offset + PAGE_SIZE)).toString('base64url') : null

@@ -71,7 +71,9 @@ async function transportFor(config, cwd) {
     return new SSEClientTransport(new URL(config.url), { requestInit: { headers: pairs(config.headers) } })
   }
   const stdio = /** @type {import('@agentclientprotocol/sdk').McpServerStdio} */ (config)
-  const server = { command: stdio.command, args: stdio.args ?? [], env: { ...cleanEnv(process.env), ...pairs(stdio.env) }, cwd }
+  // The agent's own credentials stay with the agent (the model drives this server's tools); a
+  // server whose configuration sets one gets it.
+  const server = { command: stdio.command, args: stdio.args ?? [], env: { ...withoutOwnCredentials(cleanEnv(process.env)), ...pairs(stdio.env) }, cwd }
   if (process.platform !== 'win32') {
     const { ReadBuffer, serializeMessage } = await loadMcpClientSdk()
     const addon = loadAddon()
@@ -200,6 +202,15 @@ function signalGroup(pgid, signal) {
   } catch {
     // ESRCH: the group has ended.
   }
+}
+
+/**
+ * `env` without the variables that hold this product's own credentials (the core's list).
+ * @param {Record<string, string>} env
+ */
+function withoutOwnCredentials(env) {
+  const own = new Set(loadAddon().ownCredentialVariables().map((name) => name.toUpperCase()))
+  return Object.fromEntries(Object.entries(env).filter(([name]) => !own.has(name.toUpperCase())))
 }
 
 /**

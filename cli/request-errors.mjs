@@ -19,3 +19,16 @@ export function toRequestError(e) {
   if (coded?.code === 'E_INVALID') return RequestError.invalidParams(data, data.message)
   return RequestError.internalError(data, data.message)
 }
+
+/** How much of a value the client sent an error repeats back. */
+const ECHO_LIMIT = 80
+
+/**
+ * A value the client sent, as an error message repeats it: JSON, cut to `ECHO_LIMIT`
+ * characters. An error never sends back megabytes the client sent (nor keeps them).
+ * @param {unknown} value
+ */
+export function echo(value) {
+  const text = JSON.stringify(value) ?? String(value)
+  return text.length > ECHO_LIMIT ? `${text.slice(0, ECHO_LIMIT)}… (${text.length} characters)` : text
+}

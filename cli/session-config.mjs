@@ -1,6 +1,7 @@
 // @ts-check
 // What a session offers the editor: its modes (agent / plan / ask), the model picker, both as
 // ACP config options, and its slash commands.
+import { echo } from './request-errors.mjs'
 import { RequestError } from './sdk.mjs'
 
 /** @typedef {import('@agentclientprotocol/sdk').SessionModeState} SessionModeState */
@@ -34,7 +35,7 @@ export function isMode(modeId) {
  * @param {string} modeId
  */
 export function checkMode(modeId) {
-  if (!isMode(modeId)) throw RequestError.invalidParams({ modeId }, `unknown mode ${JSON.stringify(modeId)} (agent, plan or ask)`)
+  if (!isMode(modeId)) throw RequestError.invalidParams(undefined, `unknown mode ${echo(modeId)} (agent, plan or ask)`)
 }
 
 /**

@@ -14,7 +14,7 @@ import { InteractionMapping } from './interaction-mapping.mjs'
 import { McpServers } from './mcp.mjs'
 import { PermissionFlow } from './permissions.mjs'
 import { requestContext } from './request-context.mjs'
-import { toRequestError } from './request-errors.mjs'
+import { echo, toRequestError } from './request-errors.mjs'
 import { RequestError } from './sdk.mjs'
 import { available, expand, loadCommands, parseCall, watchCommands } from './commands.mjs'
 import { loadSkills } from './skills.mjs'
@@ -235,9 +235,9 @@ export class AgentSession {
    * @param {unknown} value
    */
   setConfigOption(configId, value) {
-    if (typeof value !== 'string') throw RequestError.invalidParams({ configId }, `${configId} takes a string value`)
+    if (typeof value !== 'string') throw RequestError.invalidParams(undefined, `${echo(configId)} takes a string value`)
     if (configId === 'mode') return this.setMode(value)
-    if (configId !== 'model') throw RequestError.invalidParams({ configId }, `unknown config option ${JSON.stringify(configId)}`)
+    if (configId !== 'model') throw RequestError.invalidParams(undefined, `unknown config option ${echo(configId)}`)
     if (!value.trim()) throw RequestError.invalidParams({ configId }, 'the model id is empty')
     this.model = value
     // The server's details where it listed the model; an id of --models goes as it is.

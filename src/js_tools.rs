@@ -213,3 +213,10 @@ pub fn watch_process_group(env: Env, pgid: u32) -> Result<()> {
 pub fn forget_process_group(pgid: u32) {
     tools::forget_group(pgid);
 }
+
+/// The environment variables that hold this product's own credentials (`CURSOR_API_KEY`, …): a
+/// process the model can drive (a shell of the tools, an MCP server) never inherits them.
+#[napi]
+pub fn own_credential_variables() -> Vec<String> {
+    cursor_acp_core::tools::OWN_CREDENTIALS.iter().map(|name| name.to_string()).collect()
+}
