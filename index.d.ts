@@ -264,6 +264,11 @@ export declare class LocalTools {
   constructor(options: LocalToolsOptions)
   /** The workspace roots, resolved (the terminals folder comes last). */
   get roots(): Array<string>
+  /**
+   * The shell commands run in (an absolute path unless none was found): pass it as the
+   * client's `shell` when these tools answer its execs, so the server is told of this one.
+   */
+  get shell(): string
   /** Where background shells write their output. */
   get terminalsDir(): string
   /**
@@ -516,6 +521,14 @@ export interface AgentClientOptions {
    * otherwise their output is fenced text.
    */
   terminalOutput?: boolean
+  /**
+   * The shell commands run in: named in the request context the server gets (whatever
+   * `requestContext` says), and the shell of the built-in `tools` (giving `tools.shell`
+   * instead is the same; giving both, they must agree). An absolute path or a name found
+   * on `PATH`; it must exist (`E_INVALID` otherwise). Default bash, else sh: what the
+   * built-in tools run. A host running commands itself in another shell names it here.
+   */
+  shell?: string
 }
 
 /** How cards show paths, and what a write or delete replaces. */
@@ -528,6 +541,20 @@ export interface CardOptions {
    */
   previousText?: string | null
 }
+
+/**
+ * Checks client options given as JSON (a configuration file, an environment variable) as
+ * `new AgentClient` would take them, without making a client: throws `E_INVALID` with the
+ * option's message, for a name that is no option or a value of the wrong type too. Callbacks
+ * and `accessToken` are not options JSON carries.
+ */
+export declare function checkClientOptions(options: Record<string, unknown>): void
+
+/**
+ * Cursor's service: the `baseUrl` of a client that names none (the core's default, for hosts
+ * that print it or compare a URL with it).
+ */
+export declare const DEFAULT_BASE_URL: string
 
 /**
  * The card of an exec request (`{ kind, args }`, as the `exec` callback gets it): title, kind,
@@ -618,7 +645,11 @@ export interface LocalToolsOptions {
   lsMaxEntries?: number
   /** Shell timeout when the request has none (default 600000). */
   shellTimeoutMs?: number
-  /** Shell run as `<shell> -c <command>` (default bash, else sh). */
+  /**
+   * Shell run as `<shell> -c <command>`: an absolute path or a name found on `PATH`, which
+   * must exist (`E_INVALID` otherwise). Default bash, else sh. Commands see it as `SHELL`
+   * (unless `env` sets one); `tools.shell` says which it is, for the client's `shell`.
+   */
   shell?: string
   /**
    * Variables set for every shell, over whatever `envPolicy` inherits (even names it would

@@ -513,5 +513,5 @@ test('--transport: auto by default (h2 on a backend that speaks it, RunSSE on on
   bad.stderr.on('data', (c) => { stderr += c })
   const code = await new Promise((resolve) => bad.on('exit', resolve))
   assert.equal(code, 2)
-  assert.match(stderr, /--transport must be auto, sse or h2/)
+  assert.match(stderr, /transport must be 'auto', 'sse' or 'h2', got "h3"/)
 })

@@ -23,6 +23,12 @@ import { VERSION } from '../cli/version.mjs'
 // Anything printed by accident must not corrupt the protocol stream.
 for (const name of /** @type {const} */ (['log', 'info', 'debug'])) console[name] = (...args) => console.error(...args)
 
+// The core's default base URL (the addon's DEFAULT_BASE_URL; a test checks they agree), mirrored
+// here because the agent prints it and decides from it whether credentials are needed before
+// the addon is loaded, and reading it from the addon would load the addon at every start. It is
+// never sent as an option: a client without `baseUrl` gets the core's own default.
+const DEFAULT_BASE_URL = 'https://api2.cursor.sh'
+
 const USAGE = `Usage: cursor-acp-native [options]           the ACP agent over stdio
        cursor-acp-native login [--no-browser]   sign in to Cursor in a browser
        cursor-acp-native logout                 remove the stored login
@@ -32,7 +38,7 @@ const USAGE = `Usage: cursor-acp-native [options]           the ACP agent over s
 An ACP agent over stdio (for Zed, JetBrains, Neovim, Emacs, …) backed by Cursor's agent backend.
 
 Options:
-  --base-url <url>         backend or local gateway (default https://api2.cursor.sh, env CURSOR_ACP_BASE_URL)
+  --base-url <url>         backend or local gateway (default ${DEFAULT_BASE_URL}, env CURSOR_ACP_BASE_URL)
   --model <id>             model for new sessions (default "default", i.e. Auto; env CURSOR_ACP_MODEL)
   --models <a,b,…>         extra models offered in the model picker, besides the account's (env CURSOR_ACP_MODELS)
   --transport <mode>       auto (default): Run over HTTP/2 where the server speaks it, else
@@ -48,7 +54,10 @@ Options:
 
 Credentials, first found wins: CURSOR_ACCESS_TOKEN (used as it is); CURSOR_API_KEY (exchanged for
 access tokens, again before they expire); the login saved by \`login\` (in the config directory,
-env CURSOR_ACP_CONFIG_DIR; refreshed before it expires). Local gateways and --embedded need none.`
+env CURSOR_ACP_CONFIG_DIR; refreshed before it expires). Local gateways and --embedded need none.
+
+More client options (timeouts, headers, compression, …) as JSON in CURSOR_ACP_CLIENT_OPTIONS,
+e.g. '{"stallTimeoutMs":60000}'; the flags above win over it.`
 
 /**
  * @param {string} message
@@ -114,13 +123,50 @@ try {
 } catch (e) {
   fail(errorMessage(e))
 }
-const transport = args.transport ?? 'auto'
-if (transport !== 'auto' && transport !== 'sse' && transport !== 'h2') fail(`--transport must be auto, sse or h2, got ${JSON.stringify(transport)}`)
 if (args.scenario && !args.embedded) fail('--scenario needs --embedded')
 if (args.record && !args.embedded) fail('--record needs --embedded')
 if (args['no-browser'] && command !== 'login') fail('--no-browser goes with login')
 
-let baseUrl = args['base-url'] ?? env.CURSOR_ACP_BASE_URL ?? 'https://api2.cursor.sh'
+/**
+ * The client's options: CURSOR_ACP_CLIENT_OPTIONS, then the flags (and their variables) over it.
+ * The core checks them all, with one message each (`checkClientOptions`, as `new AgentClient`
+ * would): a bad value stops the agent here rather than failing every session. The addon is
+ * loaded for that only when there are options to check; without any it loads with the first
+ * session, as ever.
+ * @type {Partial<import('../index.js').AgentClientOptions>}
+ */
+let clientOptions = {}
+/** @param {unknown} options */
+const checkClientOptions = (options) => {
+  try {
+    loadAddon().checkClientOptions(/** @type {Record<string, unknown>} */ (options))
+  } catch (e) {
+    fail(errorMessage(e))
+  }
+}
+if (env.CURSOR_ACP_CLIENT_OPTIONS) {
+  try {
+    clientOptions = JSON.parse(env.CURSOR_ACP_CLIENT_OPTIONS)
+  } catch (e) {
+    fail(`CURSOR_ACP_CLIENT_OPTIONS is not JSON: ${errorMessage(e)}`)
+  }
+  checkClientOptions(clientOptions)
+  // The agent's shell is its built-in tools' (the request context names that one).
+  if ('shell' in clientOptions) fail('CURSOR_ACP_CLIENT_OPTIONS cannot set shell: the agent runs commands in its built-in tools\' shell (bash, else sh)')
+}
+const flagOptions = {
+  baseUrl: args['base-url'] ?? env.CURSOR_ACP_BASE_URL,
+  transport: args.transport,
+  clientVersion: args['client-version'] ?? env.CURSOR_ACP_CLIENT_VERSION,
+}
+if (Object.values(flagOptions).some((v) => v !== undefined)) {
+  for (const [name, value] of Object.entries(flagOptions)) if (value !== undefined) clientOptions = { ...clientOptions, [name]: value }
+  checkClientOptions(clientOptions)
+}
+/** @type {'auto' | 'sse' | 'h2'} */
+const transport = /** @type {any} */ (clientOptions.transport) // undefined: the core's default
+
+let baseUrl = clientOptions.baseUrl ?? DEFAULT_BASE_URL
 if (args.embedded && (command === 'login' || command === 'logout')) {
   process.stdout.write('The embedded backend needs no login.\n')
   process.exit(0)
@@ -147,22 +193,8 @@ if (args.embedded) {
     fail(`invalid scenario: ${errorMessage(e)}`)
   }
   baseUrl = backend.url
+  clientOptions = { ...clientOptions, baseUrl }
   log.info(`embedded backend on ${baseUrl}`)
-}
-
-/** @type {Partial<import('../index.js').AgentClientOptions>} */
-let clientOptions = {}
-if (env.CURSOR_ACP_CLIENT_OPTIONS) {
-  try {
-    clientOptions = JSON.parse(env.CURSOR_ACP_CLIENT_OPTIONS)
-  } catch (e) {
-    fail(`CURSOR_ACP_CLIENT_OPTIONS is not JSON: ${errorMessage(e)}`)
-  }
-}
-const clientVersion = args['client-version'] ?? env.CURSOR_ACP_CLIENT_VERSION
-if (clientVersion !== undefined) {
-  if (!/^[\x21-\x7e]{1,128}$/.test(clientVersion)) fail(`--client-version must be printable ASCII without spaces, got ${JSON.stringify(clientVersion)}`)
-  clientOptions = { ...clientOptions, clientVersion }
 }
 
 const credentialStore = new CredentialStore(defaultConfigDir(env))

@@ -1,7 +1,8 @@
 // @ts-check
 // The request context Cursor asks for at the start of a turn: the workspace's rules (AGENTS.md,
-// .cursorrules, .cursor/rules/*.md and *.mdc of every root), its skills, the MCP servers' tools and
-// instructions, and the environment (OS, shell, time zone, workspace and terminals folders).
+// .cursorrules, .cursor/rules/*.md and *.mdc of every root), its skills, the MCP servers' tools
+// and instructions, and the environment (OS, time zone, workspace and terminals folders). The shell
+// is the core's to fill in: the client's `shell`, the one the built-in tools run.
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
@@ -38,7 +39,6 @@ export async function requestContext({ cwd, additionalDirectories, mcp, terminal
     env: {
       osVersion: `${os.type()} ${os.release()}`,
       workspacePaths: roots,
-      shell: process.env.SHELL || (process.platform === 'win32' ? 'cmd.exe' : '/bin/sh'),
       timeZone,
       projectFolder: cwd,
       terminalsFolder: terminalsDir,

@@ -184,6 +184,7 @@ export class AgentSession {
       notices: caps.session?.notices != null,
       compactionUpdates: caps.session?.compaction != null,
       ...settings.clientOptions,
+      shell: this.tools.shell, // the request context names the shell the tools run
     })
     this.native = record?.saved
       ? this.client.loadSession({ ...record.saved, model: this.model, mode: this.mode, cwd })

@@ -2,12 +2,10 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
 
-use cursor_acp_core::connect::Limits;
 use cursor_acp_core::host::{BlobStore, DirBlobStore, NoHost};
-use cursor_acp_core::session::{self, ClientConfig, SessionOptions, Timing};
-use cursor_acp_core::transport::{AppendEncoding, Compression, TransportConfig, TransportKind};
+use cursor_acp_core::session::{self, ClientOptions, SessionOptions};
+use cursor_acp_core::transport::TransportKind;
 use cursor_acp_core::CoreError;
 use napi::bindgen_prelude::*;
 use napi::Env;
@@ -93,28 +91,28 @@ pub struct AgentClientOptions {
     /// Keep blobs as files in this directory (survives restarts). Ignored when `kv` is set.
     pub blob_dir: Option<String>,
     /// Client heartbeat period (default 5000).
-    pub heartbeat_interval_ms: Option<u32>,
+    pub heartbeat_interval_ms: Option<f64>,
     /// Heartbeat period for each running exec (default 3000).
-    pub exec_heartbeat_interval_ms: Option<u32>,
+    pub exec_heartbeat_interval_ms: Option<f64>,
     /// No frame for this long = stall, then resume (default 30000).
-    pub stall_timeout_ms: Option<u32>,
+    pub stall_timeout_ms: Option<f64>,
     /// After cancel, resolve `cancelled` within this bound even if the server is silent (default 2000).
-    pub cancel_timeout_ms: Option<u32>,
+    pub cancel_timeout_ms: Option<f64>,
     /// Bound on each exec / interaction / kv callback (default 300000).
-    pub callback_timeout_ms: Option<u32>,
+    pub callback_timeout_ms: Option<f64>,
     /// Resume attempts after a drop or stall (default 3).
-    pub resume_attempts: Option<u32>,
+    pub resume_attempts: Option<f64>,
     /// First resume back-off; doubles each attempt, capped at 60 s, plus 0–20 % jitter (default 1000).
-    pub resume_backoff_ms: Option<u32>,
+    pub resume_backoff_ms: Option<f64>,
     /// The longest `Retry-After` a turn waits before resuming (default 60000); a server asking
     /// for longer fails the turn at once with the wait in the message.
-    pub max_retry_after_ms: Option<u32>,
+    pub max_retry_after_ms: Option<f64>,
     /// Base deadline of each BidiAppend (default 60000; +1 s per 128 KiB).
-    pub append_timeout_ms: Option<u32>,
+    pub append_timeout_ms: Option<f64>,
     /// Largest accepted frame, raw and decompressed (default 16 MiB).
-    pub max_frame_bytes: Option<u32>,
+    pub max_frame_bytes: Option<f64>,
     /// Update queue capacity before back-pressure (default 256).
-    pub update_queue_size: Option<u32>,
+    pub update_queue_size: Option<f64>,
     /// Report context summarization as ACP `compaction_update` / `compaction_summary_chunk`
     /// (only for clients that advertise `session.compaction`); otherwise it is a `think` card.
     pub compaction_updates: Option<bool>,
@@ -125,6 +123,12 @@ pub struct AgentClientOptions {
     /// `terminal_output`, `terminal_exit`; only for clients advertising `_meta.terminal_output`);
     /// otherwise their output is fenced text.
     pub terminal_output: Option<bool>,
+    /// The shell commands run in: named in the request context the server gets (whatever
+    /// `requestContext` says), and the shell of the built-in `tools` (giving `tools.shell`
+    /// instead is the same; giving both, they must agree). An absolute path or a name found
+    /// on `PATH`; it must exist (`E_INVALID` otherwise). Default bash, else sh: what the
+    /// built-in tools run. A host running commands itself in another shell names it here.
+    pub shell: Option<String>,
 }
 
 #[napi(object, object_to_js = false)]
@@ -143,79 +147,64 @@ pub struct NewSessionOptions {
     pub conversation_id: Option<String>,
 }
 
-fn ms(v: Option<u32>, default: Duration) -> Duration {
-    v.map(|v| Duration::from_millis(v as u64)).unwrap_or(default)
+/// The options as the core takes them: values converted, nothing checked or defaulted here
+/// (`ClientOptions::into_config` does both, with one message per option).
+fn core_options(o: &AgentClientOptions, shell: Option<String>) -> ClientOptions {
+    ClientOptions {
+        base_url: o.base_url.clone(),
+        credentials: o.access_token.as_ref().map(crate::js_token::AccessToken::credentials).unwrap_or_default(),
+        sign_in_hint: o.sign_in_hint.clone(),
+        headers: o.headers.clone().unwrap_or_default().into_iter().collect(),
+        client_version: o.client_version.clone(),
+        client_type: o.client_type.clone(),
+        ghost_mode: o.ghost_mode,
+        transport: o.transport.clone(),
+        compression: o.compression.clone(),
+        append_encoding: o.append_encoding.clone(),
+        heartbeat_interval_ms: o.heartbeat_interval_ms,
+        exec_heartbeat_interval_ms: o.exec_heartbeat_interval_ms,
+        stall_timeout_ms: o.stall_timeout_ms,
+        cancel_timeout_ms: o.cancel_timeout_ms,
+        callback_timeout_ms: o.callback_timeout_ms,
+        resume_attempts: o.resume_attempts,
+        resume_backoff_ms: o.resume_backoff_ms,
+        max_retry_after_ms: o.max_retry_after_ms,
+        append_timeout_ms: o.append_timeout_ms,
+        max_frame_bytes: o.max_frame_bytes,
+        update_queue_size: o.update_queue_size,
+        compaction_updates: o.compaction_updates,
+        notices: o.notices,
+        terminal_output: o.terminal_output,
+        shell,
+    }
 }
 
-fn parse_config(o: &AgentClientOptions) -> std::result::Result<ClientConfig, CoreError> {
-    let defaults = TransportConfig::default();
-    let kind = match o.transport.as_deref() {
-        None | Some("auto") => TransportKind::Auto,
-        Some("sse") => TransportKind::Sse,
-        Some("h2") => TransportKind::H2,
-        Some(other) => {
-            return Err(CoreError::InvalidInput(format!("transport must be 'auto', 'sse' or 'h2', got {other:?}")))
-        }
-    };
-    let compression = match o.compression.as_deref() {
-        None | Some("none") => Compression::None,
-        Some("gzip") => Compression::Gzip,
-        Some(other) => {
-            return Err(CoreError::InvalidInput(format!("compression must be 'gzip' or 'none', got {other:?}")))
-        }
-    };
-    let append_encoding = match o.append_encoding.as_deref() {
-        None | Some("hex") => AppendEncoding::Hex,
-        Some("binary") => AppendEncoding::Binary,
-        Some(other) => {
-            return Err(CoreError::InvalidInput(format!("appendEncoding must be 'hex' or 'binary', got {other:?}")))
-        }
-    };
-    let mut headers: Vec<(String, String)> = o.headers.clone().unwrap_or_default().into_iter().collect();
-    headers.sort();
-    let limits = o.max_frame_bytes.map(|m| Limits::uniform(m as usize)).unwrap_or_default();
-    let transport = TransportConfig {
-        base_url: o.base_url.clone().unwrap_or(defaults.base_url),
-        credentials: o.access_token.as_ref().map(crate::js_token::AccessToken::credentials).unwrap_or_default(),
-        sign_in_hint: o.sign_in_hint.clone().unwrap_or(defaults.sign_in_hint),
-        headers,
-        client_version: o.client_version.clone().unwrap_or(defaults.client_version),
-        client_type: o.client_type.clone().unwrap_or(defaults.client_type),
-        ghost_mode: o.ghost_mode.unwrap_or(true),
-        kind,
-        compression,
-        append_encoding,
-        limits,
-        append_deadline: ms(o.append_timeout_ms, defaults.append_deadline),
-        ..defaults
-    };
-    let t = Timing::default();
-    let timing = Timing {
-        client_heartbeat: ms(o.heartbeat_interval_ms, t.client_heartbeat),
-        exec_heartbeat: ms(o.exec_heartbeat_interval_ms, t.exec_heartbeat),
-        stall: ms(o.stall_timeout_ms, t.stall),
-        cancel_grace: ms(o.cancel_timeout_ms, t.cancel_grace),
-        callback: ms(o.callback_timeout_ms, t.callback),
-        resume_attempts: o.resume_attempts.unwrap_or(t.resume_attempts),
-        resume_backoff: ms(o.resume_backoff_ms, t.resume_backoff),
-        retry_after_max: ms(o.max_retry_after_ms, t.retry_after_max),
-        queue: o.update_queue_size.map(|q| q as usize).unwrap_or(t.queue),
-        ..t
-    };
-    for (name, d) in
-        [("heartbeatIntervalMs", timing.client_heartbeat), ("execHeartbeatIntervalMs", timing.exec_heartbeat)]
-    {
-        if d.is_zero() {
-            return Err(CoreError::InvalidInput(format!("{name} must be positive")));
-        }
+/// `shell`, or `tools.shell` when only that is given: one shell for the client and its tools.
+fn one_shell(o: &AgentClientOptions) -> std::result::Result<Option<String>, CoreError> {
+    let of_tools = o.tools.as_ref().and_then(|t| t.shell.clone());
+    match (o.shell.clone(), of_tools) {
+        (Some(shell), Some(of_tools)) if shell != of_tools => Err(CoreError::invalid_option(
+            "tools.shell",
+            "the client's shell when both are given",
+            &of_tools.into(),
+            None,
+        )),
+        (shell, of_tools) => Ok(shell.or(of_tools)),
     }
-    Ok(ClientConfig {
-        transport,
-        timing,
-        compaction_updates: o.compaction_updates.unwrap_or(false),
-        notices: o.notices.unwrap_or(false),
-        terminal_output: o.terminal_output.unwrap_or(false),
-    })
+}
+
+/// Cursor's service: the `baseUrl` of a client that names none (the core's default, for hosts
+/// that print it or compare a URL with it).
+#[napi]
+pub const DEFAULT_BASE_URL: &str = cursor_acp_core::transport::DEFAULT_BASE_URL;
+
+/// Checks client options given as JSON (a configuration file, an environment variable) as
+/// `new AgentClient` would take them, without making a client: throws `E_INVALID` with the
+/// option's message, for a name that is no option or a value of the wrong type too. Callbacks
+/// and `accessToken` are not options JSON carries.
+#[napi(ts_args_type = "options: Record<string, unknown>")]
+pub fn check_client_options(env: Env, options: Value) -> Result<()> {
+    ClientOptions::from_json(&options).and_then(ClientOptions::into_config).map(drop).map_err(|e| coded(&env, &e))
 }
 
 /// A client of Cursor's agent backend (or any server speaking its protocol).
@@ -228,7 +217,9 @@ pub struct AgentClient {
 impl AgentClient {
     #[napi(constructor)]
     pub fn new(env: Env, options: AgentClientOptions) -> Result<Self> {
-        let config = parse_config(&options).map_err(|e| coded(&env, &e))?;
+        let config = one_shell(&options)
+            .and_then(|shell| core_options(&options, shell).into_config())
+            .map_err(|e| coded(&env, &e))?;
         let kv: Option<Arc<dyn BlobStore>> = match (options.kv, &options.blob_dir) {
             (Some(kv), _) => {
                 Some(Arc::new(JsBlobStore { get: Arc::new(kv.get), set: Arc::new(kv.set), seen: Arc::default() }))
@@ -237,7 +228,10 @@ impl AgentClient {
             (None, None) => None,
         };
         let tools = match &options.tools {
-            Some(t) => Some(within_runtime_if_available(|| crate::js_tools::build(t)).map_err(|e| coded(&env, &e))?),
+            Some(t) => Some(
+                within_runtime_if_available(|| crate::js_tools::build(t, Some(&config.shell)))
+                    .map_err(|e| coded(&env, &e))?,
+            ),
             None => None,
         };
         let host: Arc<dyn cursor_acp_core::host::Host> = if options.exec.is_none()

@@ -2,7 +2,7 @@
 //! exec requests it does not want to implement itself (`exec: (req, ctx) => tools.run(req, ctx)`).
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use cursor_acp_core::host;
@@ -38,7 +38,9 @@ pub struct LocalToolsOptions {
     pub ls_max_entries: Option<u32>,
     /// Shell timeout when the request has none (default 600000).
     pub shell_timeout_ms: Option<u32>,
-    /// Shell run as `<shell> -c <command>` (default bash, else sh).
+    /// Shell run as `<shell> -c <command>`: an absolute path or a name found on `PATH`, which
+    /// must exist (`E_INVALID` otherwise). Default bash, else sh. Commands see it as `SHELL`
+    /// (unless `env` sets one); `tools.shell` says which it is, for the client's `shell`.
     pub shell: Option<String>,
     /// Variables set for every shell, over whatever `envPolicy` inherits (even names it would
     /// drop: you asked for them).
@@ -90,7 +92,13 @@ fn env_policy(o: Option<&EnvPolicyOptions>) -> std::result::Result<EnvPolicy, Co
     Ok(policy)
 }
 
-pub fn build(o: &LocalToolsOptions) -> std::result::Result<tools::LocalTools, CoreError> {
+/// The tools `o` describes; `shell`, when given, is the client's (checked already) and wins
+/// over `o.shell`.
+pub fn build(o: &LocalToolsOptions, shell: Option<&Path>) -> std::result::Result<tools::LocalTools, CoreError> {
+    let shell = match shell {
+        Some(shell) => shell.to_path_buf(),
+        None => tools::check_shell(o.shell.as_deref())?,
+    };
     let workspace = Workspace::new(&o.roots).map_err(|e| CoreError::InvalidInput(e.to_string()))?;
     let d = ToolOptions::default();
     let size = |v: Option<u32>, default: usize| v.map_or(default, |v| v as usize);
@@ -105,7 +113,7 @@ pub fn build(o: &LocalToolsOptions) -> std::result::Result<tools::LocalTools, Co
         glob_max_files: size(o.glob_max_files, d.glob_max_files),
         ls_max_entries: size(o.ls_max_entries, d.ls_max_entries),
         shell_timeout: o.shell_timeout_ms.map_or(d.shell_timeout, |ms| Duration::from_millis(ms as u64)),
-        shell: o.shell.as_ref().map(PathBuf::from),
+        shell: Some(shell),
         env,
         env_policy: env_policy(o.env_policy.as_ref())?,
         terminals_dir: o.terminals_dir.as_ref().map_or(d.terminals_dir, PathBuf::from),
@@ -125,7 +133,7 @@ pub struct LocalTools {
 impl LocalTools {
     #[napi(constructor)]
     pub fn new(env: Env, options: LocalToolsOptions) -> Result<Self> {
-        let inner = within_runtime_if_available(|| build(&options)).map_err(|e| coded(&env, &e))?;
+        let inner = within_runtime_if_available(|| build(&options, None)).map_err(|e| coded(&env, &e))?;
         Ok(LocalTools { inner })
     }
 
@@ -133,6 +141,13 @@ impl LocalTools {
     #[napi(getter)]
     pub fn roots(&self) -> Vec<String> {
         self.inner.workspace().roots().iter().map(|r| r.display().to_string()).collect()
+    }
+
+    /// The shell commands run in (an absolute path unless none was found): pass it as the
+    /// client's `shell` when these tools answer its execs, so the server is told of this one.
+    #[napi(getter)]
+    pub fn shell(&self) -> String {
+        self.inner.shell().display().to_string()
     }
 
     /// Where background shells write their output.

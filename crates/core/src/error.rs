@@ -64,6 +64,16 @@ pub enum CoreError {
 }
 
 impl CoreError {
+    /// The one message of an option that is not what it must be, whoever gave it (a
+    /// constructor's options, `CURSOR_ACP_CLIENT_OPTIONS`, a command-line flag): its name, what
+    /// it takes and what it got as JSON, and why that does not do when there is more to say.
+    pub fn invalid_option(name: &str, takes: &str, got: &serde_json::Value, why: Option<&str>) -> Self {
+        match why {
+            Some(why) => CoreError::InvalidInput(format!("{name} must be {takes}, got {got} ({why})")),
+            None => CoreError::InvalidInput(format!("{name} must be {takes}, got {got}")),
+        }
+    }
+
     /// Stable code for JavaScript consumers.
     pub fn code(&self) -> &'static str {
         match self {

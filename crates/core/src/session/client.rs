@@ -35,6 +35,8 @@ pub struct AgentClient {
     compaction_updates: bool,
     notices: bool,
     terminal_output: bool,
+    /// The shell the request context names (`ClientConfig::shell`), shared by the sessions.
+    shell: Arc<str>,
 }
 
 impl AgentClient {
@@ -47,7 +49,13 @@ impl AgentClient {
             compaction_updates: config.compaction_updates,
             notices: config.notices,
             terminal_output: config.terminal_output,
+            shell: config.shell.display().to_string().into(),
         })
+    }
+
+    /// The shell the request context names: the one this client's tools run.
+    pub fn shell(&self) -> &str {
+        &self.shell
     }
 
     /// The transport the next turn will use: [`TransportKind::H2`] or [`TransportKind::Sse`] (the
@@ -113,6 +121,7 @@ impl AgentClient {
                 compaction_updates: self.compaction_updates,
                 notices: self.notices,
                 terminal_output: self.terminal_output,
+                shell: self.shell.clone(),
                 conversation_id,
                 injected: Default::default(),
                 cards: Arc::new(Mutex::new(CardLedger::with_used(card_ids))),

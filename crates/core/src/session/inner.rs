@@ -23,6 +23,8 @@ pub(super) struct SessionInner {
     pub(super) compaction_updates: bool,
     pub(super) notices: bool,
     pub(super) terminal_output: bool,
+    /// The client's shell, named in every request context.
+    pub(super) shell: Arc<str>,
     pub(super) conversation_id: String,
     /// User messages injected into a running turn, until their `context_injection_state` says
     /// what became of them (shared with the translator).

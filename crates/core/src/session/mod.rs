@@ -42,5 +42,7 @@ mod turn_loop;
 
 pub use crate::updates::DeliverBatch;
 pub use client::{AgentClient, Session};
-pub use config::{ClientConfig, PromptExtras, SavedSession, SessionOptions, Timing, TurnResult, TurnUsage};
+pub use config::{
+    ClientConfig, ClientOptions, PromptExtras, SavedSession, SessionOptions, Timing, TurnResult, TurnUsage,
+};
 pub use turn::{EndHook, Turn};

@@ -8,7 +8,7 @@ use crate::tool_schema;
 use super::inner::SessionInner;
 
 /// The request context: what the host supplies, with the session's folder as workspace and
-/// this machine's OS and shell filled in where the host left them empty, and the MCP tools'
+/// this machine's OS filled in where the host left them empty, the client's shell as the shell, and the MCP tools'
 /// input schemas in the form the backend accepts (`tool_schema`: no `oneOf`/`anyOf`/`allOf`,
 /// which make it refuse the whole turn). A failing or invalid host callback is an
 /// `E_CALLBACK` error (the context cannot be guessed).
@@ -41,8 +41,8 @@ pub(super) async fn for_session(session: &SessionInner) -> Result<pb::RequestCon
     if env.os_version.is_empty() {
         env.os_version = std::env::consts::OS.to_string();
     }
-    if env.shell.is_empty() {
-        env.shell = std::env::var("SHELL").unwrap_or_default();
-    }
+    // The client's shell, whatever the host said: the model writes its commands for the shell
+    // it is told of, so that must be the one the tools run (not the user's `$SHELL`).
+    env.shell = session.shell.to_string();
     Ok(ctx)
 }

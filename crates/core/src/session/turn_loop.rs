@@ -669,6 +669,7 @@ mod tests {
             compaction_updates: false,
             notices: false,
             terminal_output: false,
+            shell: "/bin/sh".into(),
             conversation_id: "c-1".into(),
             injected: Default::default(),
             cards: Default::default(),

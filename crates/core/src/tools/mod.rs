@@ -19,7 +19,7 @@ mod shell;
 mod terminals;
 mod workspace;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -37,6 +37,7 @@ pub use environment::{EnvPolicy, Inherit, OWN_CREDENTIALS, SECRET_LOOKING};
 pub use files::line_count;
 pub use ls::LS_MAX_DEPTH;
 pub use reaper::{forget_group, watch_child_group};
+pub use shell::{default_shell, resolve_shell, SHELL_TAKES};
 pub use workspace::{PathRefused, Workspace, MAX_PATH_BYTES};
 
 /// The largest binary file a read returns by default: what fits in one message to the server
@@ -65,7 +66,9 @@ pub struct ToolOptions {
     pub ls_max_entries: usize,
     /// Shell timeout when the request gives none.
     pub shell_timeout: Duration,
-    /// The shell (`-c command`); default bash, else sh (cmd on Windows).
+    /// The shell (`-c command`); default bash, else sh (cmd on Windows, see [`default_shell`]).
+    /// Processes the tools start see it as `SHELL` (unless [`ToolOptions::env`] sets one), so
+    /// that a command asking which shell it runs in hears the one it does.
     pub shell: Option<PathBuf>,
     /// Variables set for every process the tools start, over whatever [`ToolOptions::env_policy`]
     /// inherits (even names it would drop: the host asked for them).
@@ -111,6 +114,8 @@ pub struct LocalTools {
 struct Inner {
     workspace: Workspace,
     options: ToolOptions,
+    /// The shell commands run with: the configured one or the default, resolved once.
+    shell: PathBuf,
     /// The processes' environment, or why the policy is invalid (then every shell fails to
     /// start with that reason).
     environment: Result<environment::ShellEnvironment, String>,
@@ -154,8 +159,15 @@ impl LocalTools {
         let workspace = existing
             .and_then(|dir| Workspace::new(workspace.roots().into_iter().chain([dir])).ok())
             .unwrap_or_else(|| workspace.with_pending_root(terminals.path()));
-        let environment = environment::ShellEnvironment::new(&options.env_policy, &options.env);
-        Self { inner: Arc::new(Inner { workspace, options, environment, shells: Shells::default(), terminals }) }
+        let shell = options.shell.take().unwrap_or_else(default_shell);
+        // SHELL first: a host that sets one in `env` wins, as with any variable it sets.
+        let set: Vec<(String, String)> = [("SHELL".to_string(), shell.display().to_string())]
+            .into_iter()
+            .chain(options.env.iter().cloned())
+            .collect();
+        options.shell = Some(shell.clone());
+        let environment = environment::ShellEnvironment::new(&options.env_policy, &set);
+        Self { inner: Arc::new(Inner { workspace, options, shell, environment, shells: Shells::default(), terminals }) }
     }
 
     pub fn workspace(&self) -> &Workspace {
@@ -164,6 +176,12 @@ impl LocalTools {
 
     pub fn options(&self) -> &ToolOptions {
         &self.inner.options
+    }
+
+    /// The shell commands run with (`<shell> -c <command>`): what a client answering execs with
+    /// these tools names in its request context.
+    pub fn shell(&self) -> &Path {
+        &self.inner.shell
     }
 
     pub fn shells(&self) -> &Shells {
@@ -298,6 +316,16 @@ impl Inner {
 }
 
 /// Checks a policy before tools are made with it (their constructor cannot fail).
+/// The `shell` option checked and resolved (see [`resolve_shell`]): `None` gives the default.
+/// An error is `E_INVALID` naming the option, the value and why it cannot run.
+pub fn check_shell(configured: Option<&str>) -> Result<PathBuf, CoreError> {
+    match configured {
+        None => Ok(default_shell()),
+        Some(value) => resolve_shell(value)
+            .map_err(|why| CoreError::invalid_option("shell", SHELL_TAKES, &value.into(), Some(&why))),
+    }
+}
+
 pub fn check_env_policy(policy: &EnvPolicy) -> Result<(), CoreError> {
     environment::ShellEnvironment::new(policy, &[]).map(drop).map_err(CoreError::InvalidInput)
 }

@@ -105,7 +105,10 @@ pub(super) fn shell_command(t: &ShellContext, command: &str, cwd: &Path) -> Resu
     Ok(cmd)
 }
 
-fn default_shell() -> PathBuf {
+/// The shell the tools run commands with when none is configured: bash, else sh (cmd on
+/// Windows). The request context names the same value, so the model is told of the shell that
+/// runs its commands.
+pub fn default_shell() -> PathBuf {
     if cfg!(windows) {
         return PathBuf::from("cmd");
     }
@@ -114,6 +117,53 @@ fn default_shell() -> PathBuf {
         .map(PathBuf::from)
         .find(|p| p.exists())
         .unwrap_or_else(|| "sh".into())
+}
+
+/// What the `shell` option takes, for its one error message.
+pub const SHELL_TAKES: &str = "an executable file: an absolute path, or a name found on PATH";
+
+/// The shell a configured `shell` names, as an absolute path: the file itself when `configured`
+/// has a directory part, else the first executable of that name on `PATH` (what `Command`
+/// would run, resolved once so the request context names the very file). `Err` says why the
+/// value cannot run (the caller adds the option's name). A bare-name lookup is a few lines over
+/// `split_paths`, so it takes no crate of its own.
+pub fn resolve_shell(configured: &str) -> Result<PathBuf, String> {
+    if configured.trim().is_empty() || configured.contains('\0') {
+        return Err("not a file name".into());
+    }
+    let path = Path::new(configured);
+    if path.components().count() > 1 || path.is_absolute() {
+        let absolute = std::path::absolute(path).map_err(|e| e.to_string())?;
+        return match executable(&absolute) {
+            Ok(()) => Ok(absolute),
+            Err(why) => Err(why),
+        };
+    }
+    let search = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&search)
+        .filter(|dir| dir.is_absolute())
+        .map(|dir| dir.join(path))
+        .find(|candidate| executable(candidate).is_ok())
+        .ok_or_else(|| "not found on PATH".into())
+}
+
+/// Whether `path` is a file this process could run.
+fn executable(path: &Path) -> Result<(), String> {
+    let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => "no such file".to_string(),
+        _ => e.to_string(),
+    })?;
+    if !meta.is_file() {
+        return Err("not a file".into());
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        if meta.permissions().mode() & 0o111 == 0 {
+            return Err("not executable".into());
+        }
+    }
+    Ok(())
 }
 
 /// Incremental UTF-8 decoding of a pipe: a character split across reads is held until complete.

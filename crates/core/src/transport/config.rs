@@ -11,6 +11,9 @@ use crate::error::CoreError;
 pub const RUN_SSE_PATH: &str = "/agent.v1.AgentService/RunSSE";
 pub const RUN_PATH: &str = "/agent.v1.AgentService/Run";
 pub const BIDI_APPEND_PATH: &str = "/aiserver.v1.BidiService/BidiAppend";
+/// Cursor's service: where a client goes unless its `baseUrl` says otherwise. Written here
+/// only; the addon exports it (`DEFAULT_BASE_URL`) for hosts that print or compare it.
+pub const DEFAULT_BASE_URL: &str = "https://api2.cursor.sh";
 /// What an authentication failure tells the user to do, unless the client says otherwise.
 pub const DEFAULT_SIGN_IN_HINT: &str =
     "Sign in again: `npx cursor-acp-native login`, or a valid CURSOR_API_KEY or CURSOR_ACCESS_TOKEN";
@@ -125,7 +128,7 @@ pub struct TransportConfig {
 impl Default for TransportConfig {
     fn default() -> Self {
         TransportConfig {
-            base_url: "https://api2.cursor.sh".into(),
+            base_url: DEFAULT_BASE_URL.into(),
             credentials: Credentials::None,
             token_timeout: DEFAULT_TOKEN_TIMEOUT,
             sign_in_hint: DEFAULT_SIGN_IN_HINT.into(),
@@ -144,6 +147,92 @@ impl Default for TransportConfig {
             connect_timeout: Duration::from_secs(30),
         }
     }
+}
+
+/// What the `baseUrl` option takes.
+pub const BASE_URL_TAKES: &str = "an http(s) URL";
+
+/// `base_url` parsed, or the `baseUrl` option's one error (the options' check and
+/// `Transport::new` both come here).
+pub fn parse_base_url(base_url: &str) -> Result<reqwest::Url, CoreError> {
+    let why = match reqwest::Url::parse(base_url) {
+        Ok(url) if url.scheme() == "http" || url.scheme() == "https" => return Ok(url),
+        Ok(url) => format!("the scheme is {:?}", url.scheme()),
+        Err(e) => e.to_string(),
+    };
+    Err(CoreError::invalid_option("baseUrl", BASE_URL_TAKES, &base_url.into(), Some(&why)))
+}
+
+impl TransportKind {
+    /// What the `transport` option takes.
+    pub const TAKES: &'static str = "'auto', 'sse' or 'h2'";
+
+    /// The kind an option value names.
+    pub fn from_option(value: &str) -> Option<Self> {
+        match value {
+            "auto" => Some(TransportKind::Auto),
+            "sse" => Some(TransportKind::Sse),
+            "h2" => Some(TransportKind::H2),
+            _ => None,
+        }
+    }
+}
+
+impl Compression {
+    /// What the `compression` option takes.
+    pub const TAKES: &'static str = "'gzip' or 'none'";
+
+    pub fn from_option(value: &str) -> Option<Self> {
+        match value {
+            "none" => Some(Compression::None),
+            "gzip" => Some(Compression::Gzip),
+            _ => None,
+        }
+    }
+}
+
+impl AppendEncoding {
+    /// What the `appendEncoding` option takes.
+    pub const TAKES: &'static str = "'hex' or 'binary'";
+
+    pub fn from_option(value: &str) -> Option<Self> {
+        match value {
+            "hex" => Some(AppendEncoding::Hex),
+            "binary" => Some(AppendEncoding::Binary),
+            _ => None,
+        }
+    }
+}
+
+/// What `clientVersion` and `clientType` take: one header token, as the official client sends.
+pub const CLIENT_STRING_TAKES: &str = "1 to 128 printable ASCII characters without spaces";
+
+/// Whether `value` is what [`CLIENT_STRING_TAKES`] says.
+pub fn is_client_string(value: &str) -> bool {
+    (1..=128).contains(&value.len()) && value.bytes().all(|b| b.is_ascii_graphic())
+}
+
+/// What the `headers` option takes.
+pub const HEADERS_TAKES: &str = "HTTP header names and values other than host, content-length and pseudo-headers";
+
+/// The `headers` option checked: each name a valid header name the transport does not set,
+/// each value a valid header value. The error names the header, never its value (it may be
+/// a credential).
+pub fn check_headers(headers: &[(String, String)]) -> Result<(), CoreError> {
+    for (name, value) in headers {
+        let lower = name.to_ascii_lowercase();
+        let why = if lower == "host" || lower == "content-length" || lower.starts_with(':') {
+            "set by the transport"
+        } else if reqwest::header::HeaderName::from_bytes(lower.as_bytes()).is_err() {
+            "not a header name"
+        } else if reqwest::header::HeaderValue::from_str(value).is_err() {
+            "its value is not a valid header value"
+        } else {
+            continue;
+        };
+        return Err(CoreError::invalid_option("headers", HEADERS_TAKES, &name.as_str().into(), Some(why)));
+    }
+    Ok(())
 }
 
 /// Largest message we send (the official client's append cap).

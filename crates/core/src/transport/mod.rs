@@ -48,10 +48,11 @@ mod unary;
 use auto::{AutoConnections, Fallback, RunCheck};
 use clients::{http_client, H2Connections};
 pub use config::{
-    AppendEncoding, Compression, Secret, TransportConfig, TransportKind, BIDI_APPEND_PATH, DEFAULT_CLIENT_VERSION,
+    check_headers, is_client_string, parse_base_url, AppendEncoding, Compression, Secret, TransportConfig,
+    TransportKind, BASE_URL_TAKES, BIDI_APPEND_PATH, CLIENT_STRING_TAKES, DEFAULT_BASE_URL, DEFAULT_CLIENT_VERSION,
     DEFAULT_H2_STREAMS_PER_CONNECTION, DEFAULT_MAX_APPENDS_IN_FLIGHT, DEFAULT_MAX_APPEND_CONNECTIONS,
-    DEFAULT_SIGN_IN_HINT, DEFAULT_TOKEN_TIMEOUT, H2_CONNECTION_WINDOW, H2_STREAM_WINDOW, MAX_OUTBOUND_MESSAGE,
-    MIN_COMPRESS_BYTES, RUN_PATH, RUN_SSE_PATH,
+    DEFAULT_SIGN_IN_HINT, DEFAULT_TOKEN_TIMEOUT, H2_CONNECTION_WINDOW, H2_STREAM_WINDOW, HEADERS_TAKES,
+    MAX_OUTBOUND_MESSAGE, MIN_COMPRESS_BYTES, RUN_PATH, RUN_SSE_PATH,
 };
 use credentials::StreamAuth;
 pub use credentials::{Credentials, TokenReason, TokenSource};
@@ -65,8 +66,7 @@ pub use sender::AgentSender;
 /// the bench crate's transport floor measures alone. Not part of the client's API.
 #[doc(hidden)]
 pub fn default_sse_client(base_url: &str) -> Result<reqwest::Client, CoreError> {
-    let url = reqwest::Url::parse(base_url)
-        .map_err(|e| CoreError::InvalidInput(format!("baseUrl {base_url:?} is not a URL: {e}")))?;
+    let url = config::parse_base_url(base_url)?;
     let config = TransportConfig { base_url: base_url.to_string(), kind: TransportKind::Sse, ..Default::default() };
     http_client(&config, TransportKind::Sse, &url)
 }
@@ -122,11 +122,7 @@ impl fmt::Debug for Transport {
 
 impl Transport {
     pub fn new(config: TransportConfig) -> Result<Self, CoreError> {
-        let url = reqwest::Url::parse(&config.base_url)
-            .map_err(|e| CoreError::InvalidInput(format!("baseUrl {:?} is not a URL: {e}", config.base_url)))?;
-        if url.scheme() != "http" && url.scheme() != "https" {
-            return Err(CoreError::InvalidInput(format!("baseUrl must be http(s), got {:?}", url.scheme())));
-        }
+        let url = config::parse_base_url(&config.base_url)?;
         if config.max_appends_in_flight == 0 {
             return Err(CoreError::InvalidInput("maxAppendsInFlight must be at least 1".into()));
         }

@@ -12,5 +12,6 @@ pub fn plain_config(base_url: String, kind: TransportKind, timing: Timing) -> Cl
         compaction_updates: false,
         notices: false,
         terminal_output: false,
+        ..Default::default()
     }
 }
