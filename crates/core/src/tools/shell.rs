@@ -134,10 +134,7 @@ pub fn resolve_shell(configured: &str) -> Result<PathBuf, String> {
     let path = Path::new(configured);
     if path.components().count() > 1 || path.is_absolute() {
         let absolute = std::path::absolute(path).map_err(|e| e.to_string())?;
-        return match executable(&absolute) {
-            Ok(()) => Ok(absolute),
-            Err(why) => Err(why),
-        };
+        return executable(&absolute).map(|()| absolute);
     }
     let search = std::env::var_os("PATH").unwrap_or_default();
     std::env::split_paths(&search)

@@ -155,12 +155,22 @@ pub const BASE_URL_TAKES: &str = "an http(s) URL";
 /// `base_url` parsed, or the `baseUrl` option's one error (the options' check and
 /// `Transport::new` both come here).
 pub fn parse_base_url(base_url: &str) -> Result<reqwest::Url, CoreError> {
-    let why = match reqwest::Url::parse(base_url) {
+    let (got, why) = match reqwest::Url::parse(base_url) {
         Ok(url) if url.scheme() == "http" || url.scheme() == "https" => return Ok(url),
-        Ok(url) => format!("the scheme is {:?}", url.scheme()),
-        Err(e) => e.to_string(),
+        Ok(mut url) => {
+            let why = format!("the scheme is {:?}", url.scheme());
+            // A password in the URL is a credential: the message shows where it was, not it.
+            let has_password = url.password().is_some();
+            let got = if has_password && url.set_password(Some("redacted")).is_ok() {
+                url.to_string()
+            } else {
+                base_url.to_string()
+            };
+            (got, why)
+        }
+        Err(e) => (base_url.to_string(), e.to_string()),
     };
-    Err(CoreError::invalid_option("baseUrl", BASE_URL_TAKES, &base_url.into(), Some(&why)))
+    Err(CoreError::invalid_option("baseUrl", BASE_URL_TAKES, &got.into(), Some(&why)))
 }
 
 impl TransportKind {
@@ -245,6 +255,13 @@ pub(super) fn too_large(len: usize) -> CoreError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[test]
+    fn a_refused_base_url_never_shows_its_password() {
+        let err = parse_base_url("ftp://me:hunter2@example.com/").unwrap_err().to_string();
+        assert!(!err.contains("hunter2"), "{err}");
+        assert!(err.contains(r#"got "ftp://me:redacted@example.com/" (the scheme is "ftp")"#), "{err}");
+    }
+
     #[test]
     fn secret_never_prints() {
         let s = Secret::new("tok-123");
