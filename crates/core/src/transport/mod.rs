@@ -19,8 +19,9 @@
 //! sender and its append body), `h2` (the `Run` sender), `auto` (the fallback from `Run` to
 //! RunSSE, and `Run` under `'h2'`), `sender` and `receiver` (the two halves of a stream),
 //! `failure` (the error they share), `clients` (TLS, reqwest clients, HTTP/2 connections),
-//! `unary` (Connect unary calls), `diagnosis` (messages that name the cause and the fix). This
-//! file opens streams of the configured kind.
+//! `unary` (Connect unary calls), `account` (the account's JSON calls: API-key exchange, login
+//! refresh and sign-in polls, on the same clients), `diagnosis` (messages that name the cause and
+//! the fix). This file opens streams of the configured kind.
 
 use std::fmt;
 use std::sync::Arc;
@@ -31,6 +32,7 @@ use crate::connect;
 use crate::error::CoreError;
 use crate::proto::aiserver::v1::BidiRequestId;
 
+mod account;
 mod auto;
 mod clients;
 mod config;
@@ -45,6 +47,9 @@ mod sender;
 mod sse;
 mod unary;
 
+pub use account::{
+    Account, AccountTokens, LoginPoll, ACCOUNT_CALL_TIMEOUT, EXCHANGE_API_KEY_PATH, POLL_PATH, REFRESH_PATH,
+};
 use auto::{AutoConnections, Fallback, RunCheck};
 use clients::{http_client, H2Connections};
 pub use config::{
