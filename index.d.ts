@@ -197,6 +197,27 @@ export type GlobToolResult = agent.GlobToolResult
  */
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
+/**
+ * The account calls to one backend. Errors are coded as a client's: `E_AUTH` (a refused key,
+ * a login that is over), `E_NETWORK` (naming the cause and the proxy in the way), `E_SERVER`
+ * (with `httpStatus`), `E_PROTOCOL`, `E_TIMEOUT` (30 s per call), `E_INVALID`.
+ */
+export declare class Account {
+  constructor(options?: AccountOptions | undefined | null)
+  /** `POST /auth/exchange_user_api_key`: the API key's tokens. */
+  exchangeApiKey(apiKey: string): Promise<AccountTokens>
+  /**
+   * `POST /oauth/token` (refresh-token grant of `clientId`): a new access token, and the
+   * refresh token when the service gives a new one.
+   */
+  refresh(refreshToken: string, clientId: string): Promise<AccountTokens>
+  /**
+   * One `GET /auth/poll` of a browser sign-in: the tokens once signed in, `null` while it is
+   * pending (the service answers 404).
+   */
+  pollLogin(uuid: string, verifier: string): Promise<AccountTokens | null>
+}
+
 /** A client of Cursor's agent backend (or any server speaking its protocol). */
 export declare class AgentClient {
   constructor(options: AgentClientOptions)
@@ -415,6 +436,25 @@ export declare class Session {
   save(): SavedSession
   /** Cancels any running turn; later prompts throw `E_CLOSED`. */
   close(): void
+}
+
+/** What the account calls are made with: the backend and the client headers a client sends. */
+export interface AccountOptions {
+  /** The backend, as a client's `baseUrl` (default `https://api2.cursor.sh`). */
+  baseUrl?: string
+  /** `x-cursor-client-version` (default: the client's default). */
+  clientVersion?: string
+  /** `x-cursor-client-type` (default `cli`). */
+  clientType?: string
+  /** Extra headers sent on every call, as a client's `headers`. */
+  headers?: Record<string, string>
+}
+
+/** An account call's tokens. */
+export interface AccountTokens {
+  accessToken: string
+  /** Absent when a refresh keeps the refresh token it was given. */
+  refreshToken?: string
 }
 
 export interface AgentClientOptions {

@@ -835,6 +835,7 @@ function __napiStampBindingTarget(exportsObject, target) {
 // linked import resolves to `undefined`.
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
+module.exports.Account = nativeBinding.Account
 module.exports.AgentClient = nativeBinding.AgentClient
 module.exports.EmbeddedBackend = nativeBinding.EmbeddedBackend
 module.exports.ExecContext = nativeBinding.ExecContext

@@ -16,6 +16,7 @@
 #[macro_use]
 extern crate napi_derive;
 
+mod js_account;
 mod js_backend;
 mod js_bench;
 mod js_cards;
