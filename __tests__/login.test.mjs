@@ -292,3 +292,47 @@ test('the account\'s models: in the ACP select with their names, the chosen one\
     assert.equal(records[0].headers['x-cursor-client-version'], 'cli-from-env')
   }
 })
+
+test('the account calls load the addon only when one is made; a refused key or login says what to do, without the secret', async () => {
+  const backend = await startEmbeddedBackend({ scenario: TURN, auth: { apiKeys: ['key_accepted'] } })
+  try {
+    // A process of its own, so that the addon is not loaded already.
+    const script = `
+      import { createRequire } from 'node:module'
+      const { Credentials } = await import(${JSON.stringify(new URL('../cli/auth.mjs', import.meta.url).href)})
+      const require = createRequire(import.meta.url)
+      const addonLoaded = () => Object.keys(require.cache).some((k) => k.endsWith('.node'))
+      const baseUrl = process.argv[1]
+      const log = { info() {}, warn() {}, error() {}, debug() {} }
+      const stale = ['{"alg":"none"}', JSON.stringify({ exp: 1 })].map((s) => Buffer.from(s).toString('base64url')).join('.') + '.sig'
+      const store = (login) => ({ read: () => login, write() {} })
+      const credentials = (env, login = null) => new Credentials({ baseUrl, env, needsAuth: true, store: store(login), log })
+      const failure = (p) => p.then(() => null, (e) => ({ code: e.code, httpStatus: e.httpStatus, message: e.message }))
+      const out = {}
+      out.tokenFromEnv = await credentials({ CURSOR_ACCESS_TOKEN: 'tok_env' }).token()
+      out.loadedBeforeACall = addonLoaded()
+      out.refusedKey = await failure(credentials({ CURSOR_API_KEY: 'key_refused_secret' }).token())
+      out.loadedAfter = addonLoaded()
+      out.exchanged = typeof (await credentials({ CURSOR_API_KEY: 'key_accepted' }).token())
+      out.loginOver = await failure(credentials({}, { accessToken: stale, refreshToken: 'refresh_refused_secret', baseUrl }).token())
+      process.stdout.write(JSON.stringify(out))
+    `
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script, backend.url], { stdio: ['ignore', 'pipe', 'inherit'] })
+    let stdout = ''
+    child.stdout.on('data', (c) => { stdout += c })
+    await within(20_000, new Promise((resolve) => child.on('exit', resolve)), 'the child process')
+    const out = JSON.parse(stdout)
+    assert.equal(out.tokenFromEnv, 'tok_env')
+    assert.equal(out.loadedBeforeACall, false, 'a token at hand needs no addon')
+    assert.equal(out.refusedKey.code, 'E_AUTH')
+    assert.equal(out.refusedKey.httpStatus, 401)
+    assert.match(out.refusedKey.message, /the API key was refused \(HTTP 401\): check CURSOR_API_KEY/)
+    assert.equal(out.loadedAfter, true)
+    assert.equal(out.exchanged, 'string')
+    assert.equal(out.loginOver.code, 'E_AUTH')
+    assert.match(out.loginOver.message, /the Cursor login has expired or was revoked: run `cursor-acp-native login`/)
+    assert.ok(!stdout.includes('key_refused_secret') && !stdout.includes('refresh_refused_secret'), stdout)
+  } finally {
+    backend.close()
+  }
+})

@@ -202,11 +202,11 @@ const credentialStore = new CredentialStore(defaultConfigDir(env))
 if (command) {
   // (Loaded here only: the agent itself loads them after answering `initialize`.)
   const { Credentials, isCursorHost } = await import('../cli/auth.mjs')
-  const credentials = new Credentials({ baseUrl, env, needsAuth: !args.embedded && isCursorHost(baseUrl), store: credentialStore, log })
+  const credentials = new Credentials({ baseUrl, env, needsAuth: !args.embedded && isCursorHost(baseUrl), store: credentialStore, log, clientOptions })
   const commands = await import('../cli/login.mjs')
   /** @param {string} text */
   const print = (text) => process.stdout.write(`${text}\n`)
-  const ctx = { baseUrl, env, store: credentialStore, credentials, print, browser: !args['no-browser'] }
+  const ctx = { baseUrl, env, store: credentialStore, credentials, print, browser: !args['no-browser'], clientOptions }
   let exitCode
   if (command === 'login') exitCode = await commands.login(ctx)
   else if (command === 'logout') exitCode = commands.logout(ctx)

@@ -82,7 +82,7 @@ export function createAgent(config) {
   const { store, log } = config
   // Cursor's own service refuses requests without credentials; local gateways and the embedded backend need none.
   const needsAuth = !config.embedded && isCursorHost(config.baseUrl)
-  const credentials = new Credentials({ baseUrl: config.baseUrl, env: config.env ?? process.env, needsAuth, store: config.credentialStore, log })
+  const credentials = new Credentials({ baseUrl: config.baseUrl, env: config.env ?? process.env, needsAuth, store: config.credentialStore, log, clientOptions: config.clientOptions })
   /** The addon's `accessToken`: asked before every stream, so a login made meanwhile is used. */
   const accessToken = (/** @type {{ reason: 'request' | 'unauthenticated' }} */ request) => credentials.token(request)
   /** The account's models, shared by the sessions of this process. */

@@ -6,10 +6,14 @@
 // refreshed the same way with its refresh token at `/oauth/token`. The addon asks
 // `token({ reason })` before every stream, so a long session outlives any one token. No token
 // is needed by local gateways and the embedded backend. Secrets never reach a log or an error.
+//
+// The calls themselves are the core's (the addon's `Account`): they go through the same HTTP
+// stack as turns (the system's proxy settings and certificate store, errors naming the cause).
+// This file keeps the policy: which source wins, when to renew, one renewal at a time, storage.
+import { loadAddon } from './addon.mjs'
 import { AUTH_METHOD_IDS } from './initialize.mjs'
 import { RequestError } from './sdk.mjs'
 
-const REQUEST_TIMEOUT_MS = 30_000
 /** A token this close to its `exp` is renewed before use. */
 const RENEW_MARGIN_MS = 5 * 60_000
 /**
@@ -19,6 +23,35 @@ const RENEW_MARGIN_MS = 5 * 60_000
 export const CURSOR_CLIENT_ID = 'KbZUR41cY7W6zRSdpSUJ7I7mLYBKOCmB'
 /** What to do when signed out. */
 export const SIGN_IN = 'run `cursor-acp-native login` in a terminal, or set CURSOR_API_KEY'
+
+/**
+ * The account calls to `baseUrl`, with the client headers the agent's turns send. Loads the
+ * addon: call it only when a call is about to be made.
+ * @param {string} baseUrl
+ * @param {Partial<import('../index.js').AgentClientOptions>} [clientOptions]
+ * @returns {import('../index.js').Account}
+ */
+export function accountFor(baseUrl, clientOptions = {}) {
+  const { Account } = loadAddon()
+  const { clientVersion, clientType, headers } = clientOptions
+  return new Account({ baseUrl, clientVersion, clientType, headers })
+}
+
+/**
+ * An error of the addon's account calls, said as what was being done, keeping its code.
+ * @param {unknown} e
+ * @param {string} message
+ */
+export function accountError(e, message) {
+  const coded = /** @type {{ code?: string, httpStatus?: number }} */ (e)
+  const error = /** @type {Error & { code?: string, httpStatus?: number }} */ (new Error(message, { cause: e }))
+  if (coded?.code) error.code = coded.code
+  if (coded?.httpStatus) error.httpStatus = coded.httpStatus
+  return error
+}
+
+/** @param {unknown} e */
+const messageOf = (e) => (e instanceof Error ? e.message : String(e))
 
 /**
  * Whether `baseUrl` is Cursor's own service (which needs credentials) rather than a local gateway.
@@ -87,9 +120,14 @@ export class Credentials {
    * @param {boolean} o.needsAuth  whether the backend refuses requests without credentials
    * @param {import('./credentials.mjs').CredentialStore} o.store  the stored login
    * @param {import('./log.mjs').Logger} o.log
+   * @param {Partial<import('../index.js').AgentClientOptions>} [o.clientOptions]  the client
+   *   headers (`clientVersion`, `clientType`, `headers`) the account calls send too
    */
-  constructor({ baseUrl, env = process.env, needsAuth, store, log }) {
+  constructor({ baseUrl, env = process.env, needsAuth, store, log, clientOptions = {} }) {
     this.baseUrl = baseUrl
+    this.clientOptions = clientOptions
+    /** Made on the first call (it loads the addon). @type {import('../index.js').Account | null} */
+    this.calls = null
     this.env = env
     this.needsAuth = needsAuth
     this.store = store
@@ -182,18 +220,23 @@ export class Credentials {
     }
   }
 
+  /** The addon's account calls, made once. */
+  account() {
+    return (this.calls ??= accountFor(this.baseUrl, this.clientOptions))
+  }
+
   /** Exchanges the API key for a new access token. */
   async exchange() {
-    const response = await this.post('/auth/exchange_user_api_key', {}, { authorization: `Bearer ${this.env.CURSOR_API_KEY}` }, 'exchange the API key')
-    if (response.status === 401 || response.status === 403) {
-      throw new Error(`the API key was refused (HTTP ${response.status}): check CURSOR_API_KEY`)
+    let tokens
+    try {
+      tokens = await this.account().exchangeApiKey(this.env.CURSOR_API_KEY ?? '')
+    } catch (e) {
+      // A refused key says so (and to check CURSOR_API_KEY); anything else, what failed.
+      throw accountError(e, /** @type {{ code?: string }} */ (e)?.code === 'E_AUTH' ? messageOf(e) : `cannot exchange the API key: ${messageOf(e)}`)
     }
-    if (!response.ok) throw new Error(`the API key exchange failed with HTTP ${response.status}`)
-    const body = /** @type {{ accessToken?: unknown }} */ (await response.json().catch(() => ({})))
-    if (typeof body.accessToken !== 'string' || !body.accessToken) throw new Error('the API key exchange answered without an accessToken')
     this.log.info('exchanged the API key for an access token')
-    this.exchanged = body.accessToken
-    return body.accessToken
+    this.exchanged = tokens.accessToken
+    return tokens.accessToken
   }
 
   /**
@@ -201,40 +244,15 @@ export class Credentials {
    * @param {import('./credentials.mjs').StoredLogin} login
    */
   async refresh(login) {
-    const grant = { grant_type: 'refresh_token', client_id: CURSOR_CLIENT_ID, refresh_token: login.refreshToken }
-    const response = await this.post('/oauth/token', grant, {}, 'refresh the login')
-    const body = /** @type {Record<string, unknown>} */ (await response.json().catch(() => ({})))
-    if (response.status === 400 || response.status === 401 || response.status === 403 || body.shouldLogout === true) {
-      throw new Error(`the Cursor login has expired or was revoked: ${SIGN_IN}`)
-    }
-    if (!response.ok) throw new Error(`refreshing the Cursor login failed with HTTP ${response.status}`)
-    const accessToken = body.access_token ?? body.accessToken
-    const refreshToken = body.refresh_token ?? body.refreshToken
-    if (typeof accessToken !== 'string' || !accessToken) throw new Error('the login refresh answered without an access token')
-    this.store.write({ accessToken, refreshToken: typeof refreshToken === 'string' && refreshToken ? refreshToken : login.refreshToken, baseUrl: login.baseUrl })
-    this.log.info('refreshed the Cursor login')
-    return accessToken
-  }
-
-  /**
-   * A JSON POST to the backend; network failures say what was being done, never with a secret.
-   * @param {string} path
-   * @param {object} body
-   * @param {Record<string, string>} headers
-   * @param {string} doing
-   */
-  async post(path, body, headers, doing) {
-    const url = new URL(path, this.baseUrl)
+    let tokens
     try {
-      return await fetch(url, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', ...headers },
-        body: JSON.stringify(body),
-        signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
-      })
+      tokens = await this.account().refresh(login.refreshToken, CURSOR_CLIENT_ID)
     } catch (e) {
-      const error = /** @type {{ name?: string, cause?: { code?: string } }} */ (e)
-      throw new Error(`cannot reach ${url.origin} to ${doing} (${error.cause?.code ?? error.name})`)
+      if (/** @type {{ code?: string }} */ (e)?.code === 'E_AUTH') throw accountError(e, `the Cursor login has expired or was revoked: ${SIGN_IN}`)
+      throw accountError(e, `cannot refresh the Cursor login: ${messageOf(e)}`)
     }
+    this.store.write({ accessToken: tokens.accessToken, refreshToken: tokens.refreshToken || login.refreshToken, baseUrl: login.baseUrl })
+    this.log.info('refreshed the Cursor login')
+    return tokens.accessToken
   }
 }

@@ -8,14 +8,15 @@
 // redirectTarget=cli` and signs in; meanwhile `GET <api>/auth/poll?uuid=…&verifier=…` answers
 // 404 while pending, and `{ accessToken, refreshToken }` once signed in. Polls back off from 1 s
 // by 1.2× up to 10 s, at most 150 of them, and stop after 3 failures in a row that are not 404.
+// Each poll is the core's (the addon's `Account.pollLogin`, through the same HTTP stack as turns);
+// the schedule and when to give up are decided here.
 import { spawn } from 'node:child_process'
 import crypto from 'node:crypto'
 
-import { SIGN_IN, claims, expiresAt, isCursorHost } from './auth.mjs'
+import { SIGN_IN, accountFor, claims, expiresAt, isCursorHost } from './auth.mjs'
 
 /** The official CLI's polling. */
 export const POLLING = /** @type {const} */ ({ firstDelayMs: 1000, factor: 1.2, maxDelayMs: 10_000, maxAttempts: 150, maxErrorsInARow: 3 })
-const POLL_TIMEOUT_MS = 30_000
 
 export class LoginError extends Error {}
 
@@ -58,46 +59,63 @@ export function loginUrl(website, { challenge, uuid }) {
  * @param {string} o.verifier
  * @param {Partial<typeof POLLING>} [o.polling]  (tests shorten the delays)
  * @param {AbortSignal} [o.signal]
+ * @param {Partial<import('../index.js').AgentClientOptions>} [o.clientOptions]  client headers sent with each poll
  * @returns {Promise<{ accessToken: string, refreshToken: string }>}
  */
-export async function pollForLogin({ baseUrl, uuid, verifier, polling = {}, signal }) {
+export async function pollForLogin({ baseUrl, uuid, verifier, polling = {}, signal, clientOptions }) {
   const p = { ...POLLING, ...polling }
-  const url = new URL('/auth/poll', baseUrl)
-  url.searchParams.set('uuid', uuid)
-  url.searchParams.set('verifier', verifier)
+  let account
+  try {
+    account = accountFor(baseUrl, clientOptions)
+  } catch (e) {
+    throw new LoginError(`cannot poll the sign-in service: ${e instanceof Error ? e.message : String(e)}`)
+  }
   let errorsInARow = 0
   let lastError = ''
   for (let attempt = 0; attempt < p.maxAttempts; attempt++) {
     if (attempt > 0) await sleep(Math.min(p.firstDelayMs * p.factor ** (attempt - 1), p.maxDelayMs), signal)
-    let response
+    let tokens
     try {
-      response = await fetch(url, { signal: signal ? AbortSignal.any([signal, AbortSignal.timeout(POLL_TIMEOUT_MS)]) : AbortSignal.timeout(POLL_TIMEOUT_MS) })
+      tokens = await abortable(account.pollLogin(uuid, verifier), signal)
     } catch (e) {
       if (signal?.aborted) throw new LoginError('the sign-in was cancelled')
-      const error = /** @type {{ name?: string, cause?: { code?: string } }} */ (e)
-      lastError = `cannot reach ${url.origin} (${error.cause?.code ?? error.name})`
+      const error = /** @type {{ code?: string, httpStatus?: number, message?: string }} */ (e)
+      // A success without tokens will not get better; a bad request neither.
+      if (error.code === 'E_PROTOCOL') throw new LoginError('the sign-in service answered without tokens')
+      if (error.code === 'E_INVALID') throw new LoginError(`cannot poll the sign-in service: ${error.message}`)
+      lastError = error.code === 'E_SERVER' && error.httpStatus
+        ? `the sign-in service answered HTTP ${error.httpStatus}`
+        : `cannot reach the sign-in service (${error.message ?? String(e)})`
       if (++errorsInARow >= p.maxErrorsInARow) break
       continue
     }
-    if (response.status === 404) {
+    if (tokens === null) {
+      // Pending: the user has not signed in yet.
       errorsInARow = 0
-      await response.body?.cancel()
       continue
     }
-    if (!response.ok) {
-      await response.body?.cancel()
-      lastError = `the sign-in service answered HTTP ${response.status}`
-      if (++errorsInARow >= p.maxErrorsInARow) break
-      continue
-    }
-    const body = /** @type {{ accessToken?: unknown, refreshToken?: unknown }} */ (await response.json().catch(() => ({})))
-    if (typeof body.accessToken === 'string' && body.accessToken && typeof body.refreshToken === 'string' && body.refreshToken) {
-      return { accessToken: body.accessToken, refreshToken: body.refreshToken }
-    }
-    throw new LoginError('the sign-in service answered without tokens')
+    return { accessToken: tokens.accessToken, refreshToken: tokens.refreshToken ?? '' }
   }
   if (errorsInARow >= p.maxErrorsInARow) throw new LoginError(`giving up after ${errorsInARow} failed polls in a row: ${lastError}`)
   throw new LoginError(`the sign-in did not complete (no answer after ${p.maxAttempts} polls): run login again`)
+}
+
+/**
+ * `promise`, or a rejection as soon as `signal` aborts (the call itself ends within its own
+ * time limit; its answer is then ignored).
+ * @template T
+ * @param {Promise<T>} promise
+ * @param {AbortSignal} [signal]
+ * @returns {Promise<T>}
+ */
+function abortable(promise, signal) {
+  if (!signal) return promise
+  if (signal.aborted) return Promise.reject(new LoginError('the sign-in was cancelled'))
+  return new Promise((resolve, reject) => {
+    const onAbort = () => reject(new LoginError('the sign-in was cancelled'))
+    signal.addEventListener('abort', onAbort, { once: true })
+    promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort))
+  })
 }
 
 /**
@@ -148,6 +166,7 @@ export function openBrowser(url, env) {
  * @property {(text: string) => void} print
  * @property {boolean} [browser]  open a browser (default true; `--no-browser`)
  * @property {Partial<typeof POLLING>} [polling]
+ * @property {Partial<import('../index.js').AgentClientOptions>} [clientOptions]  client headers for the account calls
  */
 
 /**
@@ -155,7 +174,7 @@ export function openBrowser(url, env) {
  * @param {CommandContext} ctx
  * @returns {Promise<number>} the exit status
  */
-export async function login({ baseUrl, env, store, print, browser = true, polling }) {
+export async function login({ baseUrl, env, store, print, browser = true, polling, clientOptions }) {
   const params = loginParams()
   const url = loginUrl(websiteFor(baseUrl, env), params)
   print(`To sign in to Cursor, open this URL in a browser:\n\n  ${url}\n`)
@@ -165,7 +184,7 @@ export async function login({ baseUrl, env, store, print, browser = true, pollin
   const stop = () => controller.abort()
   process.once('SIGINT', stop)
   try {
-    const tokens = await pollForLogin({ baseUrl, uuid: params.uuid, verifier: params.verifier, polling, signal: controller.signal })
+    const tokens = await pollForLogin({ baseUrl, uuid: params.uuid, verifier: params.verifier, polling, signal: controller.signal, clientOptions })
     store.write({ ...tokens, baseUrl })
     const who = claims(tokens.accessToken)?.sub
     print(`Signed in${who ? ` as ${who}` : ''}. The login is saved in ${store.file} (readable by you only) and refreshed as needed.`)
