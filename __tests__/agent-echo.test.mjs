@@ -15,6 +15,7 @@ test('errors repeat at most a short cut of what the client sent', async () => {
       ['session/set_mode', { sessionId, modeId: huge }],
       ['session/set_config_option', { sessionId, configId: huge, value: 'v' }],
       ['session/new', { cwd: huge, mcpServers: [] }],
+      ['authenticate', { methodId: huge }],
     ]
     for (const [method, params] of cases) {
       await assert.rejects(agent.agent.request(method, params), (e) => {

@@ -12,6 +12,7 @@
 // This file keeps the policy: which source wins, when to renew, one renewal at a time, storage.
 import { loadAddon } from './addon.mjs'
 import { AUTH_METHOD_IDS } from './initialize.mjs'
+import { echo } from './request-errors.mjs'
 import { RequestError } from './sdk.mjs'
 
 /** A token this close to its `exp` is renewed before use. */
@@ -206,7 +207,7 @@ export class Credentials {
    */
   async authenticate(methodId) {
     if (!Object.values(AUTH_METHOD_IDS).includes(/** @type {any} */ (methodId))) {
-      throw RequestError.invalidParams({ methodId }, `unknown auth method ${JSON.stringify(methodId)}`)
+      throw RequestError.invalidParams(undefined, `unknown auth method ${echo(methodId)}`)
     }
     const source = this.source()
     if (source === 'none') {
