@@ -14,46 +14,77 @@
 //!   named in the description ("Accepts string or number."). The alternatives' descriptions are
 //!   kept in the description when the holder has none.
 //!
-//! Subschemas are normalized first, wherever JSON Schema puts them: `properties`,
-//! `patternProperties`, `additionalProperties`, `items`, `prefixItems`, `$defs`,
-//! `definitions`, `not`, `if`/`then`/`else`, `contains`, `propertyNames`,
-//! `dependentSchemas`, `unevaluatedProperties`, `unevaluatedItems`.
+//! Subschemas are normalized first, at every place JSON Schema (2020-12, 2019-09 and draft-07)
+//! reads one: the one-schema keywords (`additionalProperties`, `additionalItems`, `items`,
+//! `contains`, `propertyNames`, `not`, `if`/`then`/`else`, `unevaluatedItems`,
+//! `unevaluatedProperties`, `contentSchema`, ...), the lists (`items` in its tuple form,
+//! `prefixItems`), and the maps of names to schemas (`properties`, `patternProperties`, `$defs`,
+//! `definitions`, `dependentSchemas`, and `dependencies`, whose values are a schema or a list of
+//! property names). A keyword this module does not know is walked as a schema too: MCP servers
+//! emit vendor keywords and older drafts' ones, and a combinator left in one would cost the tool
+//! every turn of the session, while folding one in an annotation costs nothing.
+//!
+//! Values that are instances, not schemas (`const`, `enum`, `default`, `examples`), and the
+//! names in a map (a property may be called `anyOf`) are data: they are neither walked nor
+//! counted by [`has_combinators`], which walks the same places [`normalize`] folds.
 
 use serde_json::{Map, Value};
 
 const COMBINATORS: [&str; 3] = ["allOf", "anyOf", "oneOf"];
 
-/// Keywords whose value is one schema.
-const ONE_SCHEMA: [&str; 9] = [
-    "additionalProperties",
-    "items",
-    "not",
-    "if",
-    "then",
-    "else",
-    "contains",
-    "propertyNames",
-    "unevaluatedProperties",
-];
-/// Keywords whose value maps names to schemas.
-const SCHEMA_MAPS: [&str; 5] = ["properties", "patternProperties", "$defs", "definitions", "dependentSchemas"];
-/// Keywords whose value is a list of schemas (besides the combinators).
-const SCHEMA_LISTS: [&str; 3] = ["prefixItems", "items", "unevaluatedItems"];
+/// Keywords whose value maps names to schemas (a name is never a keyword).
+const SCHEMA_MAPS: [&str; 6] =
+    ["properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"];
+/// Keywords whose value is data: an instance, a list of names, a type name, a reference.
+const DATA: [&str; 6] = ["const", "enum", "default", "examples", "required", "type"];
 
-/// Whether `schema` contains `oneOf`, `anyOf` or `allOf` anywhere (what the backend refuses).
+/// Where a keyword's value holds schemas.
+enum Place {
+    /// A map of names to schemas (or, in `dependencies`, to lists of names).
+    Map,
+    /// Data, never a schema.
+    Data,
+    /// One schema, or a list of them (`items`, `prefixItems`, the combinators).
+    Schemas,
+}
+
+fn place(keyword: &str) -> Place {
+    if SCHEMA_MAPS.contains(&keyword) {
+        Place::Map
+    } else if DATA.contains(&keyword) {
+        Place::Data
+    } else {
+        Place::Schemas
+    }
+}
+
+/// Whether `schema` holds `oneOf`, `anyOf` or `allOf` as a keyword anywhere (what the backend
+/// refuses): at every place [`normalize`] walks, so that `normalize`d schemas never have one.
 pub fn has_combinators(schema: &Value) -> bool {
     match schema {
-        Value::Object(map) => map.iter().any(|(k, v)| COMBINATORS.contains(&k.as_str()) || has_combinators(v)),
+        Value::Object(node) => node.iter().any(|(keyword, value)| {
+            COMBINATORS.contains(&keyword.as_str())
+                || match place(keyword) {
+                    Place::Map => value.as_object().is_some_and(|map| map.values().any(has_combinators)),
+                    Place::Data => false,
+                    Place::Schemas => has_combinators(value),
+                }
+        }),
         Value::Array(items) => items.iter().any(has_combinators),
         _ => false,
     }
 }
 
 /// A tool definition's schemas (`input_schema`, and `input_schema_json` when set) normalized.
+/// Both forms go through [`canonical`] first, so that the same schema comes out the same
+/// whichever form the host gave it in (a `Struct` keeps its keys sorted and its numbers as
+/// doubles; JSON text keeps its order and its integers). A schema without combinators, or JSON
+/// text that does not parse, is left exactly as it is: the tool is advertised either way.
 pub fn normalize_tool(tool: &mut crate::proto::agent::v1::McpToolDefinition) {
     if let Some(schema) = &mut tool.input_schema {
         let mut json = from_proto(schema);
         if has_combinators(&json) {
+            canonical(&mut json);
             normalize(&mut json);
             *schema = to_proto(json);
         }
@@ -61,10 +92,34 @@ pub fn normalize_tool(tool: &mut crate::proto::agent::v1::McpToolDefinition) {
     if let Some(text) = &mut tool.input_schema_json {
         if let Ok(mut json) = serde_json::from_str::<Value>(text) {
             if has_combinators(&json) {
+                canonical(&mut json);
                 normalize(&mut json);
                 *text = json.to_string();
             }
         }
+    }
+}
+
+/// Largest integer a double holds exactly.
+const EXACT_INTEGER: f64 = 9_007_199_254_740_992.0;
+
+/// `value` in the one form both of a tool's schema forms share: keys sorted (the folding of
+/// `const` and `enum` depends on the order it meets them), and a number that is a whole number
+/// a double holds exactly written as an integer (`1.0` and `1` are one value to a `Struct`).
+pub fn canonical(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            map.sort_keys();
+            map.values_mut().for_each(canonical);
+        }
+        Value::Array(items) => items.iter_mut().for_each(canonical),
+        Value::Number(n) => {
+            if let Some(f) = n.as_f64().filter(|f| n.is_f64() && f.fract() == 0.0 && f.abs() <= EXACT_INTEGER) {
+                // Exact: whole and within the range a double holds every integer of.
+                *n = serde_json::Number::from(f as i64);
+            }
+        }
+        _ => {}
     }
 }
 
@@ -104,19 +159,16 @@ pub fn to_proto(value: Value) -> prost_types::Value {
 /// `schema` without `oneOf`, `anyOf` or `allOf` at any depth (see the module docs).
 pub fn normalize(schema: &mut Value) {
     let Value::Object(node) = schema else { return };
-    for key in ONE_SCHEMA.iter().chain(["unevaluatedItems"].iter()) {
-        if let Some(child @ Value::Object(_)) = node.get_mut(*key) {
-            normalize(child);
+    for (keyword, value) in node.iter_mut() {
+        if COMBINATORS.contains(&keyword.as_str()) {
+            // Folded below, each part normalized first.
+            continue;
         }
-    }
-    for key in SCHEMA_MAPS {
-        if let Some(Value::Object(children)) = node.get_mut(key) {
-            children.values_mut().for_each(normalize);
-        }
-    }
-    for key in SCHEMA_LISTS {
-        if let Some(Value::Array(children)) = node.get_mut(key) {
-            children.iter_mut().for_each(normalize);
+        match (place(keyword), value) {
+            (Place::Map, Value::Object(children)) => children.values_mut().for_each(normalize),
+            (Place::Schemas, Value::Array(children)) => children.iter_mut().for_each(normalize),
+            (Place::Schemas, child @ Value::Object(_)) => normalize(child),
+            _ => {}
         }
     }
     if let Some(Value::Array(parts)) = node.remove("allOf") {
