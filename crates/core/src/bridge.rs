@@ -34,7 +34,7 @@ fn strip_suffixes(name: &str, suffixes: &[&str]) -> String {
 /// Decodes an `ExecServerMessage`. `Ok(None)`: a branch this schema does not know (answer with
 /// throw + close); `Err`: the bytes are not an `ExecServerMessage`.
 pub fn decode_exec(raw: &[u8]) -> Result<(u32, String, Option<ExecRequest>), String> {
-    use f::exec_server_message::{ACCEPT_HOOK_ADDITIONAL_CONTEXTS, EXEC_ID, ID};
+    use f::exec_server_message::{ACCEPT_HOOK_ADDITIONAL_CONTEXTS, EXEC_ID, ID, SPAN_CONTEXT};
     const NAME: &str = "agent.v1.ExecServerMessage";
     let (mut id, mut exec_id, mut accept_hook_additional_contexts) = (0, String::new(), false);
     let branch = dispatch(NAME, "message", raw, |number, value| {
@@ -45,7 +45,16 @@ pub fn decode_exec(raw: &[u8]) -> Result<(u32, String, Option<ExecRequest>), Str
             (EXEC_ID, Field::LengthDelimited(bytes)) => {
                 exec_id = std::str::from_utf8(bytes).map_err(|_| format!("{NAME}.exec_id is not UTF-8"))?.to_string()
             }
-            (ID | ACCEPT_HOOK_ADDITIONAL_CONTEXTS | EXEC_ID, _) => return Err(wrong_wire_type(NAME, number)),
+            // Not read, but prost refuses the whole message when it is not a valid SpanContext.
+            (SPAN_CONTEXT, Field::LengthDelimited(bytes)) => {
+                let desc =
+                    descriptors::message("agent.v1.SpanContext").ok_or("agent.v1.SpanContext is not in proto/")?;
+                descriptors::check(&desc, bytes, descriptors::RECURSION_LIMIT - 1)
+                    .map_err(|e| format!("{NAME}.span_context: {e}"))?
+            }
+            (ID | ACCEPT_HOOK_ADDITIONAL_CONTEXTS | EXEC_ID | SPAN_CONTEXT, _) => {
+                return Err(wrong_wire_type(NAME, number))
+            }
             _ => {}
         }
         Ok(())

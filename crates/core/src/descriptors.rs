@@ -14,8 +14,9 @@
 use std::ops::Range;
 use std::sync::OnceLock;
 
-use bytes::BytesMut;
-use prost_reflect::{DescriptorPool, DynamicMessage, MessageDescriptor};
+use bytes::{Buf, BytesMut};
+use prost::encoding::{decode_key, decode_varint, WireType};
+use prost_reflect::{DescriptorPool, DynamicMessage, FieldDescriptor, Kind, MessageDescriptor};
 
 use crate::wire::{put_length_delimited, read_fields, Field};
 
@@ -86,29 +87,165 @@ pub fn branch(container: &str, oneof: &str, number: u32) -> Option<&'static Bran
 
 /// The member set of oneof `oneof` (one of [`branches`]) in `raw`, an encoded `container`,
 /// decoded through its type's descriptor; the message's other fields go to `other`.
+///
+/// Read as prost reads the generated type: a member that comes again is merged into the one
+/// read so far, a different member replaces it, and every member on the wire, replaced or not,
+/// must be valid ([`check`], nested one level below the container), so that these bytes are a
+/// valid `container` here exactly when they are for prost. `other` must refuse what prost
+/// refuses in the other fields.
 pub fn dispatch<'a>(
     container: &str,
     oneof: &str,
     raw: &'a [u8],
     mut other: impl FnMut(u32, Field<'a>) -> Result<(), String>,
 ) -> Result<Option<(&'static Branch, DynamicMessage)>, String> {
-    let mut set = None;
+    let mut set: Option<(&'static Branch, DynamicMessage)> = None;
     read_fields(raw, |number, value| match (branch(container, oneof, number), value) {
-        // The last member on the wire is the one set, as protobuf parsers read a oneof.
         (Some(branch), Field::LengthDelimited(bytes)) => {
-            set = Some((branch, bytes));
+            let desc = message(branch.message).ok_or_else(|| format!("{} is not in proto/", branch.message))?;
+            let named = |e: String| format!("{container}.{}: {e}", branch.name);
+            check(&desc, bytes, RECURSION_LIMIT - 1).map_err(named)?;
+            match &mut set {
+                Some((current, msg)) if current.number == branch.number => {
+                    prost::Message::merge(msg, bytes).map_err(|e| named(e.to_string()))?
+                }
+                _ => set = Some((branch, DynamicMessage::decode(desc, bytes).map_err(|e| named(e.to_string()))?)),
+            }
             Ok(())
         }
         (Some(branch), _) => Err(format!("{container}.{}: not a message on the wire", branch.name)),
         (None, value) => other(number, value),
     })?;
-    let Some((branch, bytes)) = set else { return Ok(None) };
-    let decoded = DynamicMessage::decode(
-        message(branch.message).ok_or_else(|| format!("{} is not in proto/", branch.message))?,
-        bytes,
-    )
-    .map_err(|e| format!("{container}.{}: {e}", branch.name))?;
-    Ok(Some((branch, decoded)))
+    Ok(set)
+}
+
+/// How deeply prost lets messages nest in a decode: the depth [`check`] is given at the top.
+pub const RECURSION_LIMIT: u32 = 100;
+
+/// Checks that `buf` is a valid encoding of `message` as prost's decode of the generated type
+/// judges it, without building anything: wire types, lengths, varints, UTF-8, and nesting
+/// (`depth_left`: how many more levels prost would enter, [`RECURSION_LIMIT`] at the top). The
+/// descriptor-driven decode (prost-reflect) is laxer in places (it reads a map entry whatever
+/// the wire type, does not count a map entry as a level, nor refuses an unknown field at the
+/// deepest level), so every descriptor-driven
+/// read of received bytes runs this first, and a message is valid or not whichever reads it.
+pub fn check(message: &MessageDescriptor, mut buf: &[u8], depth_left: u32) -> Result<(), String> {
+    while buf.has_remaining() {
+        let (tag, wire_type) = decode_key(&mut buf).map_err(|e| e.to_string())?;
+        let Some(field) = message.get_field(tag) else {
+            skip_unknown(wire_type, tag, &mut buf, depth_left)?;
+            continue;
+        };
+        let kind = field.kind();
+        let expected = native_wire_type(&kind);
+        if wire_type == expected {
+            check_value(&field, &kind, &mut buf, depth_left)?;
+        } else if wire_type == WireType::LengthDelimited && field.is_list() && expected != WireType::LengthDelimited {
+            check_packed(&mut buf, expected)?;
+        } else {
+            return Err(format!(
+                "{}.{}: invalid wire type: {wire_type:?} (expected {expected:?})",
+                message.name(),
+                field.name()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Skips an unknown field as prost's `skip_field` does, which counts a group as a level and
+/// refuses any unknown field once no level is left.
+fn skip_unknown(wire_type: WireType, tag: u32, buf: &mut &[u8], depth_left: u32) -> Result<(), String> {
+    if depth_left == 0 {
+        return Err("recursion limit reached".into());
+    }
+    match wire_type {
+        WireType::Varint => decode_varint(buf).map(drop).map_err(|e| e.to_string()),
+        WireType::SixtyFourBit => advance(buf, 8),
+        WireType::ThirtyTwoBit => advance(buf, 4),
+        WireType::LengthDelimited => length_delimited(buf).map(drop),
+        WireType::StartGroup => loop {
+            let (inner_tag, inner_wire_type) = decode_key(buf).map_err(|e| e.to_string())?;
+            if inner_wire_type == WireType::EndGroup {
+                if inner_tag != tag {
+                    return Err("unexpected end group tag".into());
+                }
+                return Ok(());
+            }
+            skip_unknown(inner_wire_type, inner_tag, buf, depth_left - 1)?;
+        },
+        WireType::EndGroup => Err("unexpected end group tag".into()),
+    }
+}
+
+/// One value of `field` (of `kind`) in its own wire type.
+fn check_value(field: &FieldDescriptor, kind: &Kind, buf: &mut &[u8], depth_left: u32) -> Result<(), String> {
+    match native_wire_type(kind) {
+        WireType::Varint => decode_varint(buf).map(drop).map_err(|e| e.to_string()),
+        WireType::SixtyFourBit => advance(buf, 8),
+        WireType::ThirtyTwoBit => advance(buf, 4),
+        _ => {
+            let value = length_delimited(buf)?;
+            match kind {
+                Kind::String => std::str::from_utf8(value)
+                    .map(drop)
+                    .map_err(|_| format!("{}: invalid string value: data is not UTF-8 encoded", field.full_name())),
+                Kind::Message(nested) if depth_left == 0 => {
+                    Err(format!("{}: recursion limit reached", nested.full_name()))
+                }
+                Kind::Message(nested) => check(nested, value, depth_left - 1),
+                _ => Ok(()),
+            }
+        }
+    }
+}
+
+/// A packed run of numbers whose own wire type is `element`.
+fn check_packed(buf: &mut &[u8], element: WireType) -> Result<(), String> {
+    let mut values = length_delimited(buf)?;
+    match element {
+        WireType::Varint => {
+            while values.has_remaining() {
+                decode_varint(&mut values).map_err(|e| e.to_string())?;
+            }
+            Ok(())
+        }
+        WireType::SixtyFourBit if values.len() % 8 == 0 => Ok(()),
+        WireType::ThirtyTwoBit if values.len() % 4 == 0 => Ok(()),
+        _ => Err("packed values end inside a value".into()),
+    }
+}
+
+fn length_delimited<'a>(buf: &mut &'a [u8]) -> Result<&'a [u8], String> {
+    let len = decode_varint(buf).map_err(|e| e.to_string())?;
+    let len = usize::try_from(len).ok().filter(|&len| len <= buf.len()).ok_or("buffer underflow")?;
+    let (value, rest) = buf.split_at(len);
+    *buf = rest;
+    Ok(value)
+}
+
+fn advance(buf: &mut &[u8], len: usize) -> Result<(), String> {
+    if buf.len() < len {
+        return Err("buffer underflow".into());
+    }
+    buf.advance(len);
+    Ok(())
+}
+
+fn native_wire_type(kind: &Kind) -> WireType {
+    match kind {
+        Kind::Double | Kind::Fixed64 | Kind::Sfixed64 => WireType::SixtyFourBit,
+        Kind::Float | Kind::Fixed32 | Kind::Sfixed32 => WireType::ThirtyTwoBit,
+        Kind::String | Kind::Bytes | Kind::Message(_) => WireType::LengthDelimited,
+        Kind::Int32
+        | Kind::Int64
+        | Kind::Uint32
+        | Kind::Uint64
+        | Kind::Sint32
+        | Kind::Sint64
+        | Kind::Bool
+        | Kind::Enum(_) => WireType::Varint,
+    }
 }
 
 /// A pool of descriptor file `root` and everything it imports, directly or not.

@@ -9,8 +9,12 @@ use prost_reflect::{DeserializeOptions, DynamicMessage, SerializeOptions};
 use crate::descriptors;
 
 /// Decodes `bytes` as `message_name` (e.g. `agent.v1.AgentClientMessage`) and renders proto3 JSON.
+/// Bytes are valid here exactly when prost's decode of the generated type accepts them
+/// (`descriptors::check`), so a recording never shows a message the client refused, or the
+/// other way round.
 pub fn to_json(message_name: &str, bytes: &[u8]) -> Result<serde_json::Value, String> {
     let desc = descriptors::message(message_name).ok_or_else(|| format!("unknown message {message_name}"))?;
+    descriptors::check(&desc, bytes, descriptors::RECURSION_LIMIT).map_err(|e| format!("{message_name}: {e}"))?;
     let msg = DynamicMessage::decode(desc, bytes).map_err(|e| format!("{message_name}: {e}"))?;
     let options = SerializeOptions::new().skip_default_fields(true);
     msg.serialize_with_options(serde_json::value::Serializer, &options).map_err(|e| e.to_string())

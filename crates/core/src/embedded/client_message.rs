@@ -9,17 +9,16 @@
 //! the payload's bytes, so they keep the whole reply either way.
 
 use bytes::{Buf, Bytes};
-use prost::encoding::{decode_key, decode_varint, skip_field, DecodeContext, WireType};
+use prost::encoding::{decode_key, skip_field, DecodeContext, WireType};
 use prost::Message as _;
-use prost_reflect::{FieldDescriptor, Kind, MessageDescriptor};
+use prost_reflect::MessageDescriptor;
 
 use super::inbox::Queued;
 use crate::proto::agent::v1::{agent_client_message, AgentClientMessage, ExecClientMessage};
 
 use crate::field::agent::v1::agent_client_message::EXEC_CLIENT_MESSAGE;
 
-/// How deeply messages may nest: prost's limit, so that both refuse the same payloads.
-const RECURSION_LIMIT: u32 = 100;
+use crate::descriptors::{check, RECURSION_LIMIT};
 
 /// Decodes `payload` for a script; the error says why it is not an `AgentClientMessage`.
 /// (Decoded from `Bytes`, prost slices `bytes` fields out of the payload instead of copying.)
@@ -76,103 +75,6 @@ fn is_exec_reply(mut buf: &[u8]) -> bool {
 
 fn descriptor(name: &str) -> MessageDescriptor {
     crate::descriptors::whole_schema().get_message_by_name(name).expect("the embedded schema has the message")
-}
-
-/// Checks that `buf` is a valid encoding of `message`, as prost's decode of the generated type
-/// would, without building it. `depth_left` is how many more levels of nested messages prost
-/// would enter.
-fn check(message: &MessageDescriptor, mut buf: &[u8], depth_left: u32) -> Result<(), String> {
-    while buf.has_remaining() {
-        let (tag, wire_type) = decode_key(&mut buf).map_err(|e| e.to_string())?;
-        let Some(field) = message.get_field(tag) else {
-            skip_field(wire_type, tag, &mut buf, DecodeContext::default()).map_err(|e| e.to_string())?;
-            continue;
-        };
-        let kind = field.kind();
-        let expected = native_wire_type(&kind);
-        if wire_type == expected {
-            check_value(&field, &kind, &mut buf, depth_left)?;
-        } else if wire_type == WireType::LengthDelimited && field.is_list() && expected != WireType::LengthDelimited {
-            check_packed(&mut buf, expected)?;
-        } else {
-            return Err(format!(
-                "{}.{}: invalid wire type: {wire_type:?} (expected {expected:?})",
-                message.name(),
-                field.name()
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// One value of `field` (of `kind`) in its own wire type.
-fn check_value(field: &FieldDescriptor, kind: &Kind, buf: &mut &[u8], depth_left: u32) -> Result<(), String> {
-    match native_wire_type(kind) {
-        WireType::Varint => decode_varint(buf).map(drop).map_err(|e| e.to_string()),
-        WireType::SixtyFourBit => advance(buf, 8),
-        WireType::ThirtyTwoBit => advance(buf, 4),
-        _ => {
-            let value = length_delimited(buf)?;
-            match kind {
-                Kind::String => std::str::from_utf8(value)
-                    .map(drop)
-                    .map_err(|_| format!("{}: invalid string value: data is not UTF-8 encoded", field.full_name())),
-                Kind::Message(nested) if depth_left == 0 => {
-                    Err(format!("{}: recursion limit reached", nested.full_name()))
-                }
-                Kind::Message(nested) => check(nested, value, depth_left - 1),
-                _ => Ok(()),
-            }
-        }
-    }
-}
-
-/// A packed run of numbers whose own wire type is `element`.
-fn check_packed(buf: &mut &[u8], element: WireType) -> Result<(), String> {
-    let mut values = length_delimited(buf)?;
-    match element {
-        WireType::Varint => {
-            while values.has_remaining() {
-                decode_varint(&mut values).map_err(|e| e.to_string())?;
-            }
-            Ok(())
-        }
-        WireType::SixtyFourBit if values.len() % 8 == 0 => Ok(()),
-        WireType::ThirtyTwoBit if values.len() % 4 == 0 => Ok(()),
-        _ => Err("packed values end inside a value".into()),
-    }
-}
-
-fn length_delimited<'a>(buf: &mut &'a [u8]) -> Result<&'a [u8], String> {
-    let len = decode_varint(buf).map_err(|e| e.to_string())?;
-    let len = usize::try_from(len).ok().filter(|&len| len <= buf.len()).ok_or("buffer underflow")?;
-    let (value, rest) = buf.split_at(len);
-    *buf = rest;
-    Ok(value)
-}
-
-fn advance(buf: &mut &[u8], len: usize) -> Result<(), String> {
-    if buf.len() < len {
-        return Err("buffer underflow".into());
-    }
-    buf.advance(len);
-    Ok(())
-}
-
-fn native_wire_type(kind: &Kind) -> WireType {
-    match kind {
-        Kind::Double | Kind::Fixed64 | Kind::Sfixed64 => WireType::SixtyFourBit,
-        Kind::Float | Kind::Fixed32 | Kind::Sfixed32 => WireType::ThirtyTwoBit,
-        Kind::String | Kind::Bytes | Kind::Message(_) => WireType::LengthDelimited,
-        Kind::Int32
-        | Kind::Int64
-        | Kind::Uint32
-        | Kind::Uint64
-        | Kind::Sint32
-        | Kind::Sint64
-        | Kind::Bool
-        | Kind::Enum(_) => WireType::Varint,
-    }
 }
 
 #[cfg(test)]
