@@ -3,17 +3,24 @@
 //! Hex `data` is decoded chunk by chunk straight into the payload, so a large append never
 //! exists on the server as a hex body twice the payload's size, and its decode runs while the
 //! rest is still on the wire instead of after the last byte (bench/README.md, large-up). The
-//! other fields are small, or (`data_binary`) taken as they are. Fields may come in any order
-//! and repeat, the last one winning, as protobuf allows.
+//! other fields are small, or (`data_binary`) taken as they are.
+//!
+//! The body is read exactly as prost reads a `BidiAppendRequest` (the differential test in
+//! `tests/embedded_append.rs` holds it to that): keys and varints through prost's own decoders,
+//! a known field in any wire type but its own refused, unknown fields skipped whatever their
+//! wire type (groups too, nested up to prost's limit), fields in any order and repeated, a
+//! repeated `request_id` merged into the one before it (it is a message), the others replaced.
 
 use bytes::{Bytes, BytesMut};
+use prost::encoding::{decode_key, decode_varint, encode_key, encode_varint, WireType};
 use prost::Message as _;
 
-use crate::proto::aiserver::v1::BidiRequestId;
+use crate::descriptors::RECURSION_LIMIT;
+use crate::proto::aiserver::v1::BidiAppendRequest;
 
 /// The request as this server needs it.
 #[derive(Debug, Default)]
-pub(crate) struct Append {
+pub struct Append {
     pub request_id: String,
     pub append_seqno: i64,
     /// `data`, hex-decoded.
@@ -25,7 +32,7 @@ pub(crate) struct Append {
 
 /// Why a body is refused; the caller turns it into an `invalid_argument` error.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) enum AppendError {
+pub enum AppendError {
     TooLarge(usize),
     NotHex,
     Malformed(String),
@@ -43,37 +50,59 @@ impl std::fmt::Display for AppendError {
 
 use crate::field::aiserver::v1::bidi_append_request as field;
 
-const DATA: u64 = field::DATA as u64;
-const REQUEST_ID: u64 = field::REQUEST_ID as u64;
-const APPEND_SEQNO: u64 = field::APPEND_SEQNO as u64;
-const DATA_BINARY: u64 = field::DATA_BINARY as u64;
+const DATA: u32 = field::DATA;
+const REQUEST_ID: u32 = field::REQUEST_ID;
+const APPEND_SEQNO: u32 = field::APPEND_SEQNO;
+const DATA_BINARY: u32 = field::DATA_BINARY;
+/// Stands for a field inside an unknown group: never read (0 is no field's number).
+const IN_GROUP: u32 = 0;
+
+/// The wire type of a field this server reads; `None` for the others.
+fn wire_type_of(field: u32) -> Option<WireType> {
+    match field {
+        DATA | REQUEST_ID | DATA_BINARY => Some(WireType::LengthDelimited),
+        APPEND_SEQNO => Some(WireType::Varint),
+        _ => None,
+    }
+}
 
 enum State {
     /// Reading a field key (a varint, possibly split across chunks, gathered in `varint`).
     Key,
     /// Reading a varint value of `field`.
-    Varint { field: u64 },
+    Varint { field: u32 },
     /// Reading the length of length-delimited `field`.
-    Length { field: u64 },
+    Length { field: u32 },
     /// Inside `data`: `left` hex characters to go.
     Hex { left: usize },
     /// Inside a small or binary field, gathered whole.
-    Gather { field: u64, left: usize, buf: BytesMut },
+    Gather { field: u32, left: usize, buf: BytesMut },
     /// Inside a field this server does not read.
     Skip { left: usize },
 }
 
-pub(crate) struct AppendReader {
+pub struct AppendReader {
     max: usize,
     seen: usize,
     keep_hex: bool,
     state: State,
     varint: Vec<u8>,
+    /// The unknown groups the reader is inside, innermost last (their field numbers).
+    groups: Vec<u32>,
     /// The first character of a hex pair split across chunks.
     half: Option<u8>,
+    /// The current `data` field once it is found not to be hex: the rest of its bytes, kept
+    /// to check that they are UTF-8 (prost refuses the body otherwise, even when a later
+    /// `data` replaces this one).
+    not_hex: Option<Vec<u8>>,
+    /// Whether the last `data` field was hex (no `data` at all is empty hex).
+    data_is_hex: bool,
     out: Append,
     data: Vec<u8>,
     hex: Vec<u8>,
+    /// Every `request_id` field as it came, key included: decoded together at the end, so that
+    /// prost's decode merges them (and judges them) as it would in the whole body.
+    request_ids: BytesMut,
 }
 
 impl AppendReader {
@@ -85,10 +114,14 @@ impl AppendReader {
             keep_hex,
             state: State::Key,
             varint: Vec::new(),
+            groups: Vec::new(),
             half: None,
+            not_hex: None,
+            data_is_hex: true,
             out: Append::default(),
             data: Vec::new(),
             hex: Vec::new(),
+            request_ids: BytesMut::new(),
         }
     }
 
@@ -101,24 +134,17 @@ impl AppendReader {
         while !chunk.is_empty() {
             chunk = match &mut self.state {
                 State::Key | State::Varint { .. } | State::Length { .. } => {
-                    let Some((value, rest)) = self.take_varint(chunk)? else { return Ok(()) };
-                    self.after_varint(value)?;
+                    let Some(rest) = self.take_varint(chunk)? else { return Ok(()) };
+                    self.after_varint()?;
                     rest
                 }
                 State::Hex { left } => {
                     let n = (*left).min(chunk.len());
                     *left -= n;
                     let done = *left == 0;
-                    self.decode_hex(&chunk[..n])?;
+                    self.decode_hex(&chunk[..n]);
                     if done {
-                        if self.half.is_some() {
-                            return Err(AppendError::NotHex);
-                        }
-                        self.out.data = Bytes::from(std::mem::take(&mut self.data));
-                        if self.keep_hex {
-                            // Hex that decoded is ASCII, so this never replaces anything.
-                            self.out.data_hex = Some(String::from_utf8_lossy(&self.hex).into_owned());
-                        }
+                        self.end_data()?;
                         self.state = State::Key;
                     }
                     &chunk[n..]
@@ -128,7 +154,7 @@ impl AppendReader {
                     buf.extend_from_slice(&chunk[..n]);
                     *left -= n;
                     if *left == 0 {
-                        self.finish_gather()?;
+                        self.finish_gather();
                     }
                     &chunk[n..]
                 }
@@ -146,42 +172,52 @@ impl AppendReader {
     }
 
     /// The request, once the whole body has been pushed.
-    pub fn finish(self) -> Result<Append, AppendError> {
-        match self.state {
-            State::Key if self.varint.is_empty() => Ok(self.out),
-            _ => Err(AppendError::Malformed("the body ends inside a field".into())),
+    pub fn finish(mut self) -> Result<Append, AppendError> {
+        if !matches!(self.state, State::Key) || !self.varint.is_empty() {
+            return Err(AppendError::Malformed("the body ends inside a field".into()));
         }
+        if !self.groups.is_empty() {
+            return Err(AppendError::Malformed("the body ends inside a group".into()));
+        }
+        if !self.data_is_hex {
+            return Err(AppendError::NotHex);
+        }
+        if !self.request_ids.is_empty() {
+            let ids = BidiAppendRequest::decode(self.request_ids.freeze())
+                .map_err(|e| AppendError::Malformed(format!("request_id: {e}")))?;
+            self.out.request_id = ids.request_id.unwrap_or_default().request_id;
+        }
+        Ok(self.out)
     }
 
-    /// Gathers varint bytes; the value and the rest of the chunk once its last byte is in.
-    fn take_varint<'a>(&mut self, chunk: &'a [u8]) -> Result<Option<(u64, &'a [u8])>, AppendError> {
+    /// Gathers varint bytes into `varint`; the rest of the chunk once its last byte is in.
+    fn take_varint<'a>(&mut self, chunk: &'a [u8]) -> Result<Option<&'a [u8]>, AppendError> {
         for (i, &byte) in chunk.iter().enumerate() {
             self.varint.push(byte);
             if self.varint.len() > 10 {
                 return Err(AppendError::Malformed("a varint is longer than 10 bytes".into()));
             }
             if byte & 0x80 == 0 {
-                let value = self.varint.iter().rev().fold(0u64, |v, b| (v << 7) | u64::from(b & 0x7f));
-                self.varint.clear();
-                return Ok(Some((value, &chunk[i + 1..])));
+                return Ok(Some(&chunk[i + 1..]));
             }
         }
         Ok(None)
     }
 
-    fn after_varint(&mut self, value: u64) -> Result<(), AppendError> {
+    /// Acts on the varint gathered in `varint`, decoded by prost (which refuses a tenth byte
+    /// that overflows 64 bits, a key beyond 32 bits, field 0 and wire types 6 and 7).
+    fn after_varint(&mut self) -> Result<(), AppendError> {
+        let malformed = |e: prost::DecodeError| AppendError::Malformed(e.to_string());
+        let mut bytes = &self.varint[..];
         self.state = match self.state {
             State::Key => {
-                let field = value >> 3;
-                match value & 7 {
-                    0 => State::Varint { field },
-                    1 => State::Skip { left: 8 },
-                    2 => State::Length { field },
-                    5 => State::Skip { left: 4 },
-                    wire => return Err(AppendError::Malformed(format!("field {field} has wire type {wire}"))),
-                }
+                let (number, wire_type) = decode_key(&mut bytes).map_err(malformed)?;
+                self.varint.clear();
+                self.after_key(number, wire_type)?
             }
             State::Varint { field } => {
+                let value = decode_varint(&mut bytes).map_err(malformed)?;
+                self.varint.clear();
                 if field == APPEND_SEQNO {
                     // int64 on the wire: two's complement in 64 bits.
                     self.out.append_seqno = value as i64;
@@ -189,11 +225,21 @@ impl AppendReader {
                 State::Key
             }
             State::Length { field } => {
+                let value = decode_varint(&mut bytes).map_err(malformed)?;
+                self.varint.clear();
                 let len = usize::try_from(value)
                     .ok()
                     .filter(|&len| len <= self.max)
                     .ok_or(AppendError::TooLarge(self.max))?;
                 match field {
+                    REQUEST_ID => {
+                        self.put_request_id_head(len);
+                        if len == 0 {
+                            State::Key
+                        } else {
+                            State::Gather { field, left: len, buf: BytesMut::with_capacity(len) }
+                        }
+                    }
                     _ if len == 0 => {
                         self.empty_field(field);
                         State::Key
@@ -202,60 +248,142 @@ impl AppendReader {
                         self.data = Vec::with_capacity(len / 2);
                         self.hex.clear();
                         self.half = None;
+                        self.not_hex = None;
                         State::Hex { left: len }
                     }
-                    REQUEST_ID | DATA_BINARY => State::Gather { field, left: len, buf: BytesMut::with_capacity(len) },
+                    DATA_BINARY => State::Gather { field, left: len, buf: BytesMut::with_capacity(len) },
                     _ => State::Skip { left: len },
                 }
             }
-            _ => unreachable!("only called after a varint state"),
+            // Only the varint states gather a varint.
+            State::Hex { .. } | State::Gather { .. } | State::Skip { .. } => {
+                return Err(AppendError::Malformed("internal: a varint outside a varint state".into()))
+            }
         };
         Ok(())
     }
 
+    /// The state after the key of field `number` in `wire_type`.
+    fn after_key(&mut self, number: u32, wire_type: WireType) -> Result<State, AppendError> {
+        let field = if self.groups.is_empty() { number } else { IN_GROUP };
+        if let Some(expected) = wire_type_of(field).filter(|expected| *expected != wire_type) {
+            return Err(AppendError::Malformed(format!("field {field} has wire type {wire_type:?}, not {expected:?}")));
+        }
+        Ok(match wire_type {
+            WireType::Varint => State::Varint { field },
+            WireType::SixtyFourBit => State::Skip { left: 8 },
+            WireType::ThirtyTwoBit => State::Skip { left: 4 },
+            WireType::LengthDelimited => State::Length { field },
+            WireType::StartGroup => {
+                // prost's skip_field enters one level per group, from its limit at the top.
+                if self.groups.len() >= RECURSION_LIMIT as usize {
+                    return Err(AppendError::Malformed("recursion limit reached".into()));
+                }
+                self.groups.push(number);
+                State::Key
+            }
+            WireType::EndGroup => {
+                if self.groups.pop() != Some(number) {
+                    return Err(AppendError::Malformed("unexpected end group tag".into()));
+                }
+                State::Key
+            }
+        })
+    }
+
+    /// Starts the copy of a `request_id` field of `len` bytes in `request_ids`.
+    fn put_request_id_head(&mut self, len: usize) {
+        encode_key(REQUEST_ID, WireType::LengthDelimited, &mut self.request_ids);
+        encode_varint(len as u64, &mut self.request_ids);
+    }
+
     /// A field present with an empty value replaces an earlier one (last wins).
-    fn empty_field(&mut self, field: u64) {
+    fn empty_field(&mut self, field: u32) {
         match field {
             DATA => {
                 self.out.data = Bytes::new();
                 self.out.data_hex = self.keep_hex.then(String::new);
+                self.data_is_hex = true;
             }
-            REQUEST_ID => self.out.request_id.clear(),
             DATA_BINARY => self.out.data_binary = Bytes::new(),
             _ => {}
         }
     }
 
-    fn finish_gather(&mut self) -> Result<(), AppendError> {
-        let State::Gather { field, buf, .. } = std::mem::replace(&mut self.state, State::Key) else {
-            unreachable!("called from the gather state")
-        };
-        if field == REQUEST_ID {
-            let id = BidiRequestId::decode(buf.freeze()).map_err(|e| AppendError::Malformed(e.to_string()))?;
-            self.out.request_id = id.request_id;
-        } else {
-            self.out.data_binary = buf.freeze();
+    fn finish_gather(&mut self) {
+        if let State::Gather { field, buf, .. } = std::mem::replace(&mut self.state, State::Key) {
+            if field == REQUEST_ID {
+                self.request_ids.extend_from_slice(&buf);
+            } else {
+                self.out.data_binary = buf.freeze();
+            }
         }
-        Ok(())
     }
 
     /// Decodes hex characters into `data`, carrying an odd last character to the next chunk.
-    fn decode_hex(&mut self, mut hex: &[u8]) -> Result<(), AppendError> {
+    /// Characters that are not hex do not refuse the body yet: a later `data` may replace this
+    /// one, as prost reads the last. From there on the field's bytes are only kept.
+    fn decode_hex(&mut self, hex: &[u8]) {
+        if let Some(rest) = &mut self.not_hex {
+            rest.extend_from_slice(hex);
+            return;
+        }
         if self.keep_hex {
             self.hex.extend_from_slice(hex);
         }
-        if let Some(first) = self.half.take() {
-            let Some((&second, rest)) = hex.split_first() else {
-                self.half = Some(first);
-                return Ok(());
-            };
-            self.decode_pairs(&[first, second])?;
-            hex = rest;
+        let mut pairs = hex;
+        let carried = self.half.take();
+        let decoded: Result<(), AppendError> = (|| {
+            if let Some(first) = carried {
+                let Some((&second, rest)) = pairs.split_first() else {
+                    self.half = Some(first);
+                    return Ok(());
+                };
+                self.decode_pairs(&[first, second])?;
+                pairs = rest;
+            }
+            let even = pairs.len() / 2 * 2;
+            self.decode_pairs(&pairs[..even])?;
+            if even < pairs.len() {
+                self.half = Some(pairs[even]);
+            }
+            Ok(())
+        })();
+        if decoded.is_err() {
+            // Everything before `carried` decoded as hex, so is ASCII: the UTF-8 check of
+            // the field needs only what follows.
+            self.half = None;
+            self.not_hex = Some(carried.into_iter().chain(hex.iter().copied()).collect());
         }
-        let even = hex.len() / 2 * 2;
-        self.decode_pairs(&hex[..even])?;
-        if even < hex.len() {
-            self.half = Some(hex[even]);
+    }
+
+    /// The end of a `data` field: it replaces the one before, hex or not, and is refused here
+    /// only if it is not even UTF-8.
+    fn end_data(&mut self) -> Result<(), AppendError> {
+        let rest = match (self.not_hex.take(), self.half.take()) {
+            (Some(rest), _) => Some(rest),
+            // An odd number of characters: the last one is on its own.
+            (None, Some(last)) => Some(vec![last]),
+            (None, None) => None,
+        };
+        match rest {
+            Some(rest) => {
+                std::str::from_utf8(&rest).map_err(|_| {
+                    AppendError::Malformed("data: invalid string value: data is not UTF-8 encoded".into())
+                })?;
+                self.data_is_hex = false;
+                self.data.clear();
+                self.out.data = Bytes::new();
+                self.out.data_hex = None;
+            }
+            None => {
+                self.data_is_hex = true;
+                self.out.data = Bytes::from(std::mem::take(&mut self.data));
+                if self.keep_hex {
+                    // Hex that decoded is ASCII, so this never replaces anything.
+                    self.out.data_hex = Some(String::from_utf8_lossy(&self.hex).into_owned());
+                }
+            }
         }
         Ok(())
     }
@@ -269,7 +397,7 @@ impl AppendReader {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::proto::aiserver::v1::BidiAppendRequest;
+    use crate::proto::aiserver::v1::BidiRequestId;
 
     fn request(data: &str, binary: &[u8]) -> Vec<u8> {
         BidiAppendRequest {
@@ -339,7 +467,7 @@ mod tests {
             let cut = read_in_chunks(&truncated[..truncated.len() - 1], chunk, false).unwrap_err();
             assert_eq!(cut, AppendError::Malformed("the body ends inside a field".into()));
             let group = read_in_chunks(&[0x0b], chunk, false).unwrap_err();
-            assert_eq!(group, AppendError::Malformed("field 1 has wire type 3".into()));
+            assert_eq!(group, AppendError::Malformed("field 1 has wire type StartGroup, not LengthDelimited".into()));
         }
         // Over the limit: in total, or by a declared field length.
         let mut reader = AppendReader::new(8, false);

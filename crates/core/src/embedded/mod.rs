@@ -18,6 +18,10 @@ mod scenario;
 mod script;
 mod server;
 
+/// The append body reader, public for the differential test and the fuzz target that hold it
+/// to prost's reading of a `BidiAppendRequest`; not an interface of the backend.
+#[doc(hidden)]
+pub use append::{Append, AppendError, AppendReader};
 pub use auth::AuthOptions;
 pub use record::{AppendRecord, MessageRecord, RunRecord};
 pub use scenario::{AppendFault, Scenario, Step};
