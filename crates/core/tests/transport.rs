@@ -810,7 +810,9 @@ async fn embedded_backend_refuses_bad_appends_with_clear_errors() {
     }
     // Too long without a declared length (chunked): refused once the limit is passed. The server
     // stops reading there, so the client sees the 400 or, when it is still writing, a reset.
-    let over_limit = vec![0u8; 32 * 1024 * 1024 + 2048];
+    // Valid as far as it goes (an unknown varint field, again and again), so that only its size
+    // refuses it: zeros are field 0, which the reader refuses at the first byte, as prost does.
+    let over_limit = [0x48u8, 0x00].repeat((32 * 1024 * 1024 + 2048) / 2);
     let chunked = reqwest::Body::wrap_stream(futures::stream::iter(
         over_limit.chunks(1 << 20).map(|c| Ok::<_, std::io::Error>(c.to_vec())).collect::<Vec<_>>(),
     ));
