@@ -191,6 +191,10 @@ pub const MAX_BLOB_ID_BYTES: usize = 64;
 /// blob and the writing process (`.<hex>.<pid>-<n>.tmp`), then renamed, so a crash never leaves
 /// a truncated blob under a valid id; temporaries of processes that are gone (killed mid-write)
 /// are removed when the store opens.
+///
+/// The folder is made when the store opens and never by a write: its owner (the stdio agent's
+/// session store) may remove it, a session deleted, and a blob the server sends after that is
+/// refused with an error naming the missing folder rather than bringing it back.
 #[derive(Debug, Clone)]
 pub struct DirBlobStore {
     dir: PathBuf,
@@ -316,10 +320,17 @@ impl BlobStore for DirBlobStore {
                 Ok(()) => tokio::fs::rename(&tmp, &path).await,
                 Err(e) => Err(e),
             };
-            if renamed.is_err() {
-                let _ = tokio::fs::remove_file(&tmp).await;
+            let Err(e) = renamed else { return Ok(()) };
+            let _ = tokio::fs::remove_file(&tmp).await;
+            // A missing folder is its owner's doing (a deleted session): said as such, and left
+            // missing.
+            if e.kind() == std::io::ErrorKind::NotFound && tokio::fs::metadata(&dir).await.is_err() {
+                return Err(CoreError::Callback(format!(
+                    "blob store write failed: the blob folder {} is gone (removed by its owner), and a write does not make it again",
+                    dir.display()
+                )));
             }
-            renamed.map_err(|e| CoreError::Callback(format!("blob store write failed: {e}")))
+            Err(CoreError::Callback(format!("blob store write failed: {e}")))
         })
     }
 

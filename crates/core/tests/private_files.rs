@@ -80,6 +80,24 @@ async fn empty_and_oversized_blob_ids_are_refused_and_nothing_is_written_outside
     assert_eq!(store.snapshot().unwrap().len(), 0);
 }
 
+#[tokio::test]
+async fn a_blob_folder_its_owner_removed_is_not_made_again_by_a_write() {
+    // The stdio agent deleting a session removes its blob folder; the server may still send a
+    // blob of that session's turn afterwards.
+    let parent = tempfile::tempdir().unwrap();
+    let dir = parent.path().join("blobs").join("session");
+    let store = DirBlobStore::new(&dir).unwrap();
+    store.set(Bytes::from_static(&[0x01]), Bytes::from_static(b"before")).await.unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    let late = store.set(Bytes::from_static(&[0x02]), Bytes::from_static(b"after")).await.unwrap_err();
+    let message = late.to_string();
+    assert!(message.contains("is gone") && message.contains(&dir.display().to_string()), "{message}");
+    assert!(!dir.exists(), "a write made the removed folder again");
+    assert_eq!(store.get(Bytes::from_static(&[0x01])).await.unwrap(), None);
+    let beside: Vec<_> = std::fs::read_dir(parent.path().join("blobs")).unwrap().collect();
+    assert!(beside.is_empty(), "something was written where the folder was: {beside:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_writes_of_one_blob_each_use_a_temporary_of_their_own() {
     let dir = tempfile::tempdir().unwrap();

@@ -675,6 +675,31 @@ async fn a_terminals_folder_the_host_names_is_made_when_needed_and_kept_without_
 }
 
 #[tokio::test]
+async fn a_terminals_folder_the_host_named_is_never_made_again_once_the_tools_are_closed() {
+    // The stdio agent deleting a session: it closes the session's tools, then removes the
+    // session's terminals folder. A shell the server asks for after that must not bring it back.
+    let parent = tempfile::tempdir().unwrap();
+    let named = parent.path().join("terminals").join("session-1");
+    let f = Fixture::with(|o| o.terminals_dir = named.clone());
+    spawn_background(&f, "echo before").await;
+    assert_eq!(wait_for_file(&named.join("1.txt")).await, "before\n");
+    f.tools.close();
+    std::fs::remove_dir_all(&named).unwrap();
+    let late = spawn_background(&f, "echo late").await;
+    let error = late["error"]["error"].as_str().unwrap_or_default();
+    assert!(error.contains("not made again") && error.contains("session-1"), "{late}");
+    assert!(!named.exists(), "a shell after close made the removed folder again");
+    assert_eq!(f.tools.shells().background_count(), 0, "a shell started without its output file");
+
+    // Tools closed before they ever made the folder: none is made either.
+    let never = parent.path().join("terminals").join("session-2");
+    let g = Fixture::with(|o| o.terminals_dir = never.clone());
+    g.tools.close();
+    assert!(spawn_background(&g, "echo late").await["error"]["error"].is_string());
+    assert!(!never.exists(), "a shell after close made the folder");
+}
+
+#[tokio::test]
 async fn unknown_kinds_are_not_handled_and_bad_args_are_errors() {
     let f = Fixture::new();
     let (ctx, _rx) = context();

@@ -79,8 +79,9 @@ pub struct ToolOptions {
     /// Where background shells write their output (`<id>.txt`); readable by the read tool.
     /// Empty (the default): a folder of the tools' own in the temp dir, made when the first
     /// background shell starts and removed by [`LocalTools::close`] or with the last clone.
-    /// A folder named here is made when needed (0700) and kept; the output files the tools
-    /// wrote in it (0600) are removed with the tools, like their shells.
+    /// A folder named here is made when needed (0700), until [`LocalTools::close`], and kept;
+    /// the output files the tools wrote in it (0600) are removed with the tools, like their
+    /// shells.
     pub terminals_dir: PathBuf,
 }
 
@@ -193,10 +194,13 @@ impl LocalTools {
     }
 
     /// Kills background shells and removes their output, with the tools' own terminals folder
-    /// (a folder the host named stays). A later background shell makes the folder again.
+    /// (a folder the host named stays). A later background shell makes the own folder again;
+    /// a folder the host named is used while it is there but never made again: the host may
+    /// remove it once the tools are closed (the stdio agent deleting a session) and no late
+    /// shell brings it back.
     pub fn close(&self) {
         self.inner.shells.kill_all();
-        self.inner.terminals.remove();
+        self.inner.terminals.close();
     }
 
     /// Runs one exec request. `Ok(None)`: not a kind these tools implement. Failures of the

@@ -10,10 +10,15 @@
 //! private to the user (0600, whatever the umask), folders made for it too (0700), and the
 //! files go when the tools are closed or dropped (their shells are killed then), also from a
 //! folder the host named.
+//!
+//! A folder the host named is the host's: the tools make it while they are open, but once
+//! closed they never make it again. The host closes the tools before it removes the folder (the
+//! stdio agent deleting a session), so a shell or output file that comes late finds no folder
+//! and fails, rather than bringing the deleted folder back.
 
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
 pub(super) struct TerminalsFolder {
@@ -22,6 +27,8 @@ pub(super) struct TerminalsFolder {
     own: bool,
     /// Output files written in a host's folder, removed with the tools.
     written: Mutex<Vec<PathBuf>>,
+    /// Set by [`TerminalsFolder::close`]: a host's folder is not made again from then on.
+    closed: AtomicBool,
 }
 
 impl TerminalsFolder {
@@ -30,11 +37,16 @@ impl TerminalsFolder {
     pub(super) fn new(configured: &Path) -> Self {
         if !configured.as_os_str().is_empty() {
             let path = std::path::absolute(configured).unwrap_or_else(|_| configured.to_path_buf());
-            return TerminalsFolder { path, own: false, written: Mutex::default() };
+            return TerminalsFolder { path, own: false, written: Mutex::default(), closed: AtomicBool::new(false) };
         }
         static NEXT: AtomicU64 = AtomicU64::new(1);
         let name = format!("cursor-acp-terminals-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
-        TerminalsFolder { path: std::env::temp_dir().join(name), own: true, written: Mutex::default() }
+        TerminalsFolder {
+            path: std::env::temp_dir().join(name),
+            own: true,
+            written: Mutex::default(),
+            closed: AtomicBool::new(false),
+        }
     }
 
     pub(super) fn path(&self) -> &Path {
@@ -47,11 +59,21 @@ impl TerminalsFolder {
 
     /// Makes the folder if it is missing. An own folder is made private (0700); a path that
     /// is already there is only taken if it is a real folder of this user, not a symlink or
-    /// something another user put in the shared temp dir.
+    /// something another user put in the shared temp dir. A host's folder is made only until
+    /// the tools are closed: after that, a missing one is the host's decision (it removed it).
     pub(super) fn ensure(&self) -> io::Result<()> {
         let mut builder = std::fs::DirBuilder::new();
         #[cfg(unix)]
         std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+        if !self.own && self.closed.load(Ordering::Acquire) {
+            return match std::fs::metadata(&self.path) {
+                Ok(found) if found.is_dir() => Ok(()),
+                _ => Err(io::Error::new(
+                    io::ErrorKind::NotFound,
+                    "the folder is gone and the tools were closed: it is not made again",
+                )),
+            };
+        }
         if !self.own {
             // Folders made here are private; one the host already has is left as it is.
             return builder.recursive(true).create(&self.path);
@@ -95,6 +117,14 @@ impl TerminalsFolder {
             self.written.lock().expect("terminals lock").push(path);
         }
         Ok(file)
+    }
+
+    /// [`TerminalsFolder::remove`], and from now on a host's folder is never made again.
+    pub(super) fn close(&self) {
+        // Before the removal: a shell starting meanwhile must not make the folder the host is
+        // about to remove.
+        self.closed.store(true, Ordering::Release);
+        self.remove();
     }
 
     /// Removes the shells' output: an own folder with everything in it, or from a host's folder
