@@ -40,13 +40,20 @@ export function startAgent({ scenario, args = [], env = {}, handlers = {}, cache
   let stderr = ''
   child.stderr.on('data', (c) => { stderr += c })
   const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })))
+  /** False once the client side stopped reading (the connection closed). */
+  let reading = true
   const input = new ReadableStream({
     start(controller) {
       child.stdout.on('data', (chunk) => {
         stdout += chunk
-        controller.enqueue(new Uint8Array(chunk))
+        // What the agent writes after the connection closed is kept in `stdout` only (enqueued,
+        // it would throw in this listener and fail whichever test runs then).
+        if (reading) controller.enqueue(new Uint8Array(chunk))
       })
       child.stdout.on('end', () => { try { controller.close() } catch {} })
+    },
+    cancel() {
+      reading = false
     },
   })
   const updates = []
