@@ -85,6 +85,51 @@ test('delete removes the session, its blobs and its shells\' output, and nothing
   assert.equal(store.get('c'), null)
 })
 
+test('an open session saves through its files until it is deleted; after that nothing of it is written again', () => {
+  const dir = tempDir('acp-cache-')
+  const store = new SessionStore(dir)
+  const a = store.open('a')
+  const b = store.open('b')
+  assert.deepEqual([a.sessionId, a.blobDir, a.terminalsDir], ['a', path.join(dir, 'blobs', 'a'), path.join(dir, 'terminals', 'a')])
+  assert.ok(!fs.existsSync(a.blobDir) && !fs.existsSync(a.terminalsDir), 'open() makes nothing: the addon makes the folders it is handed')
+  assert.equal(a.save({ sessionId: 'a', cwd: '/w', title: 'one' }), true)
+  assert.equal(b.save({ sessionId: 'b', cwd: '/w', title: 'b' }), true)
+  assert.equal(store.get('a').title, 'one')
+  assert.equal(a.deleted, false)
+
+  store.delete('a')
+  assert.equal(a.deleted, true)
+  // A turn that was running saves once it ends: refused, and nothing is on disk.
+  assert.equal(a.save({ sessionId: 'a', cwd: '/w', title: 'after the delete' }), false)
+  assert.equal(store.get('a'), null)
+  assert.deepEqual(fs.readdirSync(store.sessionsDir), ['b.json'], 'no file, no temporary')
+  assert.deepEqual(listed(store), [['b', 'b']])
+  // Deleted twice: still nothing, and the other session saves as before.
+  store.delete('a')
+  assert.equal(a.save({ sessionId: 'a', cwd: '/w' }), false)
+  assert.equal(b.deleted, false)
+  assert.equal(b.save({ sessionId: 'b', cwd: '/w', title: 'b again' }), true)
+  assert.equal(store.get('b').title, 'b again')
+
+  // Files opened after the delete belong to a session made since: they save.
+  const again = store.open('a')
+  assert.equal(again.save({ sessionId: 'a', cwd: '/w', title: 'new' }), true)
+  assert.equal(store.get('a').title, 'new')
+  assert.equal(a.save({ sessionId: 'a', cwd: '/w', title: 'stale' }), false, 'the deleted one still writes nothing')
+  assert.equal(store.get('a').title, 'new')
+})
+
+test('session files refuse another session\'s record and ids that name no folder of their own', () => {
+  const store = new SessionStore(tempDir('acp-cache-'))
+  const a = store.open('a')
+  assert.throws(() => a.save({ sessionId: 'b', cwd: '/w' }), /not the record of session a/)
+  assert.equal(store.get('b'), null)
+  for (const id of ['.', '..', '', 'a/b', 'x'.repeat(129)]) assert.throws(() => store.open(id), /not a session id/, JSON.stringify(id))
+  // Deleting such an id touches no open session.
+  store.delete('..')
+  assert.equal(a.deleted, false)
+})
+
 test('"." and ".." are no session ids: they name no file, and delete() removes nothing', () => {
   const dir = tempDir('acp-cache-')
   const store = new SessionStore(dir)

@@ -129,8 +129,20 @@ export function createAgent(config) {
     }
     // The account's models for the picker (bounded: without them the picker has Auto and --models).
     await session.loadModels(() => models.get(() => session.client.listModels()))
+    unlessDeleted(session)
     sessions.set(sessionId, session)
     return session
+  }
+
+  /**
+   * A session deleted while its load or resume was under way is not found: the delete wins.
+   * @param {AgentSession} session
+   */
+  const unlessDeleted = (session) => {
+    if (!session.files.deleted) return
+    session.close()
+    if (sessions.get(session.sessionId) === session) sessions.delete(session.sessionId)
+    throw RequestError.sessionNotFound(session.sessionId)
   }
 
   /**
@@ -234,8 +246,10 @@ export function createAgent(config) {
         try {
           await session.replay()
         } catch (e) {
+          unlessDeleted(session)
           throw toRequestError(e)
         }
+        unlessDeleted(session)
         afterResponse(session)
         return state(session)
       })
@@ -282,6 +296,8 @@ export function createAgent(config) {
         return {}
       })
       .onRequest('session/delete', async ({ params }) => {
+        // Its tools closed before its folders go (closed tools never make theirs again); the
+        // store then refuses every later save of it, the running turn's last one included.
         sessions.get(params.sessionId)?.close()
         sessions.delete(params.sessionId)
         if (!store.get(params.sessionId)) throw RequestError.sessionNotFound(params.sessionId)

@@ -120,6 +120,8 @@ export class AgentSession {
     this.additionalDirectories = additionalDirectories
     this.settings = settings
     this.store = store
+    /** Its folders and saves, from the store that owns them (nothing is saved once deleted). */
+    this.files = store.open(sessionId)
     this.log = log
     this.mode = record?.mode ?? settings.mode ?? 'agent'
     this.model = record?.model ?? settings.model ?? 'default'
@@ -147,7 +149,7 @@ export class AgentSession {
     const turn = { cancel: () => this.cancel() }
     this.permissions = new PermissionFlow({ sessionId, client: peer.client, relay: this.relay, cards: () => this.native, turn, log })
     this.mcp = new McpServers(mcpServers, { cwd, log })
-    this.tools = new LocalTools({ roots: [cwd, ...additionalDirectories], terminalsDir: store.terminalsOf(sessionId) })
+    this.tools = new LocalTools({ roots: [cwd, ...additionalDirectories], terminalsDir: this.files.terminalsDir })
     const execs = new ExecMapping({
       sessionId,
       cwd,
@@ -175,7 +177,7 @@ export class AgentSession {
       baseUrl: settings.baseUrl,
       accessToken,
       transport: settings.transport,
-      blobDir: store.blobsOf(sessionId),
+      blobDir: this.files.blobDir,
       exec: (req, ctx) => execs.run(req, ctx),
       interaction: (q) => interactions.answer(q),
       requestContext: () =>
@@ -263,9 +265,11 @@ export class AgentSession {
   // ---------- persistence ----------
 
   persist() {
+    // Deleted (session/delete while a turn ran): the store writes nothing of it again.
+    if (this.files.deleted) return
     const saved = this.native.save()
     // Blobs live in the session's blob folder already; the record keeps only the rest.
-    this.store.put({
+    this.files.save({
       sessionId: this.sessionId,
       cwd: this.cwd,
       additionalDirectories: this.additionalDirectories,

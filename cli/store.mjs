@@ -2,6 +2,12 @@
 // Sessions saved under the user's cache directory: one JSON file per session (id, cwd, title,
 // updatedAt, mode, model and the addon's saved conversation), written atomically, readable by
 // its owner only (files 0600 in 0700 folders, whatever the umask).
+//
+// The store owns every file of a session: it names the layout (`sessions/<id>.json`,
+// `blobs/<id>/`, `terminals/<id>/`), hands an open session its folders and its saves through
+// `open()`, lists, tidies and deletes. The addon writes only into the folders it is handed and
+// never makes one again once the store removed it; a session deleted while it is open saves
+// nothing again (see `SessionFiles`).
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
@@ -18,6 +24,20 @@ import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, privateDir, tightenInBackground, w
  * @property {string} [mode]
  * @property {string} [model]
  * @property {import('../index.js').SavedSession} [saved]  the addon's conversation, without its blobs (they are files of their own)
+ */
+
+/**
+ * The files of one open session, from `SessionStore.open()`: the folders the addon is handed
+ * (it writes nowhere else) and the saves of its record. Once the session is deleted, `deleted`
+ * is true and `save` writes nothing: a turn that was running then ends without bringing the
+ * session back.
+ * @typedef {object} SessionFiles
+ * @property {string} sessionId
+ * @property {string} blobDir  the addon's `blobDir`
+ * @property {string} terminalsDir  the built-in tools' `terminalsDir`
+ * @property {boolean} deleted  whether the session was deleted since it was opened
+ * @property {(record: SessionRecord) => boolean} save  saves the record, unless the session
+ *   was deleted since it was opened (false, nothing written); throws for another session's record
  */
 
 /**
@@ -51,6 +71,13 @@ export class SessionStore {
    * @type {Map<string, { stamp: string, summary: SessionSummary | null }>}
    */
   #summaries = new Map()
+
+  /**
+   * How many times each session was deleted by this process: a `SessionFiles` opened before the
+   * latest deletion of its session writes nothing. Only deleted ids are kept (a few bytes each).
+   * @type {Map<string, number>}
+   */
+  #deletions = new Map()
 
   /**
    * Opens (or makes) the store: its folders, made 0700 or tightened to it. The cache folder
@@ -130,14 +157,45 @@ export class SessionStore {
   }
 
   /**
+   * Opens the files of session `sessionId` for the session that runs it: its folders for the
+   * addon, and its saves, which stop for good once the session is deleted (`delete()`).
+   * Nothing is made on disk here: the addon makes the folders as it opens them.
+   * @param {string} sessionId  an id `file()` accepts
+   * @returns {SessionFiles}
+   */
+  open(sessionId) {
+    const id = checkedId(sessionId)
+    const opened = this.#deletions.get(id) ?? 0
+    const deleted = () => (this.#deletions.get(id) ?? 0) !== opened
+    return {
+      sessionId: id,
+      blobDir: this.blobsOf(id),
+      terminalsDir: this.terminalsOf(id),
+      get deleted() {
+        return deleted()
+      },
+      save: (record) => {
+        if (record.sessionId !== id) throw new Error(`not the record of session ${id}: ${JSON.stringify(record.sessionId)}`)
+        if (deleted()) return false
+        this.put(record)
+        return true
+      },
+    }
+  }
+
+  /**
    * Removes the session, its blobs (the conversation's prompts and results, kept by the addon
    * under `blobs/<id>/`) and its background shells' output (`terminals/<id>/`, left there by an
-   * agent that was killed): a deleted conversation leaves nothing of itself behind.
+   * agent that was killed): a deleted conversation leaves nothing of itself behind. Every
+   * `SessionFiles` of it opened before saves nothing from now on. The session's tools must be
+   * closed first (they never make their folder again once closed; the blob store never does).
    * @param {string} sessionId
    */
   delete(sessionId) {
     const file = this.file(sessionId)
     if (!file) return
+    // First: whatever happens below, a save of the session that was open is refused.
+    this.#deletions.set(sessionId, (this.#deletions.get(sessionId) ?? 0) + 1)
     fs.rmSync(file, { force: true })
     fs.rmSync(this.blobsOf(sessionId), { recursive: true, force: true })
     fs.rmSync(this.terminalsOf(sessionId), { recursive: true, force: true })
