@@ -164,13 +164,17 @@ test('session/delete while the turn streams: the answer comes, and the session s
     const { sessionId } = await agent.agent.request('session/new', { cwd, mcpServers: [] })
     const prompt = agent.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'take your time' }] })
     await waitFor(() => agent.updatesFor(sessionId).some((u) => u.sessionUpdate === 'agent_message_chunk'), 15_000, 'the first text')
-    // Two deletes at once: one deletes, the other finds nothing.
-    const both = await Promise.all([
+    // Two deletes at once, and a prompt beside them: one delete deletes, the other finds
+    // nothing, and the prompt is refused (busy before the delete, not found after it).
+    const [one, two, another] = await Promise.allSettled([
       agent.agent.request('session/delete', { sessionId }),
+      agent.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'and another thing' }] }),
       agent.agent.request('session/delete', { sessionId }),
     ])
-    assert.deepEqual(both, [{}, {}])
-    assert.deepEqual(wireErrorsFor(agent, sessionId), [-32002], 'the second delete found nothing')
+    assert.deepEqual([one, another], [{ status: 'fulfilled', value: {} }, { status: 'fulfilled', value: {} }])
+    assert.equal(two.status, 'rejected')
+    assert.ok([-32602, -32002].includes(two.reason.code), `the prompt beside the delete: ${two.reason.code} ${two.reason.message}`)
+    assert.deepEqual(wireErrorsFor(agent, sessionId).filter((code) => code === -32002).length, two.reason.code === -32002 ? 2 : 1, 'the second delete found nothing')
     const response = await within(10_000, prompt, 'the prompt\'s answer after session/delete')
     assert.equal(response.stopReason, 'cancelled')
     await assertGone(agent, cacheDir, sessionId, cwd)
