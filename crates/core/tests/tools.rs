@@ -774,3 +774,39 @@ async fn the_tools_answer_a_real_turn_on_the_wire() {
     assert!(!alive(pid), "the aborted shell is still running");
     assert!(results_for(5)[0]["readResult"]["rejected"].is_object());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shell_starting_while_the_tools_close_neither_outlives_them_nor_makes_the_folder_again() {
+    // A background shell the model asked for just before the session was deleted starts on
+    // another thread while the host closes the tools and removes the folder. Swept over the
+    // first 2 ms of the start (without the fix about half the shells outlived close, and some
+    // made the removed folder again).
+    let mut started = Vec::new();
+    for i in 0..100u64 {
+        let parent = tempfile::tempdir().unwrap();
+        let named = parent.path().join("terminals").join("session");
+        let f = Fixture::with(|o| o.terminals_dir = named.clone());
+        let tools = f.tools.clone();
+        let spawn = tokio::spawn(async move {
+            let args = json!({ "command": "sleep 30" });
+            tools.run_kind("backgroundShellSpawn", &args, &cursor_acp_core::host::ExecContext::detached()).await
+        });
+        let spin = Instant::now();
+        while spin.elapsed() < Duration::from_micros(i * 20) {
+            std::hint::spin_loop();
+        }
+        f.tools.close();
+        let _ = std::fs::remove_dir_all(&named);
+        let result = spawn.await.unwrap().unwrap().unwrap();
+        if let Some(pid) = result["success"]["pid"].as_i64() {
+            started.push(pid);
+        }
+        assert_eq!(f.tools.shells().background_count(), 0, "round {i}: a shell outlived close(): {result}");
+        assert!(!named.exists(), "round {i}: the removed folder was made again: {result}");
+    }
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while started.iter().any(|&pid| alive(pid)) {
+        assert!(Instant::now() < deadline, "shells still running after close(): {started:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}

@@ -19,6 +19,9 @@ use super::shell::{read_some, shell_command, working_directory, GroupKill, Shell
 pub struct Shells {
     next_id: AtomicU32,
     background: Mutex<HashMap<u32, Background>>,
+    /// How many times [`Shells::kill_all`] ran: a shell whose start straddles one is killed
+    /// rather than registered after the table was emptied.
+    kills: AtomicU64,
 }
 
 struct Background {
@@ -29,9 +32,13 @@ struct Background {
 }
 
 impl Shells {
-    /// Kills every background shell (and its process group).
+    /// Kills every background shell (and its process group), those still starting included.
     pub fn kill_all(&self) {
-        self.background.lock().expect("shell table").clear();
+        let mut table = self.background.lock().expect("shell table");
+        // Counted under the table's lock, which a starting shell takes to register: it sees
+        // either its entry cleared here or the count moved.
+        self.kills.fetch_add(1, Ordering::AcqRel);
+        table.clear();
     }
 
     pub fn background_count(&self) -> usize {
@@ -49,6 +56,8 @@ impl Shells {
 pub fn spawn_background(t: &ShellContext<'_>, args: &pb::BackgroundShellSpawnArgs) -> pb::BackgroundShellSpawnResult {
     use pb::background_shell_spawn_result::Result as R;
     let (shells, terminals) = (t.shells, t.terminals);
+    // A kill_all from now on (the tools closed) is this shell's end too, however far it got.
+    let kills_at_start = shells.kills.load(Ordering::Acquire);
     let command = args.command.clone();
     let cwd = match working_directory(t.workspace, &args.working_directory) {
         Ok(d) => d,
@@ -121,11 +130,17 @@ pub fn spawn_background(t: &ShellContext<'_>, args: &pb::BackgroundShellSpawnArg
     tokio::spawn(async move {
         let _ = child.wait().await;
     });
-    shells
-        .background
-        .lock()
-        .expect("shell table")
-        .insert(shell_id, Background { pid, stdin, output_len, _kill: GroupKill::new(pid) });
+    let kill = GroupKill::new(pid);
+    {
+        let mut table = shells.background.lock().expect("shell table");
+        if shells.kills.load(Ordering::Acquire) != kills_at_start {
+            drop(table);
+            // Dropped: the process group is killed, as kill_all killed the others.
+            drop(kill);
+            return spawn_error("the tools were closed while the shell started: it was stopped".into());
+        }
+        table.insert(shell_id, Background { pid, stdin, output_len, _kill: kill });
+    }
     pb::BackgroundShellSpawnResult {
         result: Some(R::Success(pb::BackgroundShellSpawnSuccess { shell_id, command, working_directory: wd, pid })),
     }

@@ -18,7 +18,7 @@
 
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 pub(super) struct TerminalsFolder {
@@ -27,8 +27,10 @@ pub(super) struct TerminalsFolder {
     own: bool,
     /// Output files written in a host's folder, removed with the tools.
     written: Mutex<Vec<PathBuf>>,
-    /// Set by [`TerminalsFolder::close`]: a host's folder is not made again from then on.
-    closed: AtomicBool,
+    /// Set by [`TerminalsFolder::close`]: a host's folder is not made again from then on. A
+    /// lock, not a flag: `ensure` holds it from the check to the folder made, so the folder is
+    /// never made after `close` returned (and the host removed it).
+    closed: Mutex<bool>,
 }
 
 impl TerminalsFolder {
@@ -37,7 +39,7 @@ impl TerminalsFolder {
     pub(super) fn new(configured: &Path) -> Self {
         if !configured.as_os_str().is_empty() {
             let path = std::path::absolute(configured).unwrap_or_else(|_| configured.to_path_buf());
-            return TerminalsFolder { path, own: false, written: Mutex::default(), closed: AtomicBool::new(false) };
+            return TerminalsFolder { path, own: false, written: Mutex::default(), closed: Mutex::new(false) };
         }
         static NEXT: AtomicU64 = AtomicU64::new(1);
         let name = format!("cursor-acp-terminals-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
@@ -45,7 +47,7 @@ impl TerminalsFolder {
             path: std::env::temp_dir().join(name),
             own: true,
             written: Mutex::default(),
-            closed: AtomicBool::new(false),
+            closed: Mutex::new(false),
         }
     }
 
@@ -65,16 +67,17 @@ impl TerminalsFolder {
         let mut builder = std::fs::DirBuilder::new();
         #[cfg(unix)]
         std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-        if !self.own && self.closed.load(Ordering::Acquire) {
-            return match std::fs::metadata(&self.path) {
-                Ok(found) if found.is_dir() => Ok(()),
-                _ => Err(io::Error::new(
-                    io::ErrorKind::NotFound,
-                    "the folder is gone and the tools were closed: it is not made again",
-                )),
-            };
-        }
         if !self.own {
+            let closed = self.closed.lock().expect("terminals lock");
+            if *closed {
+                return match std::fs::metadata(&self.path) {
+                    Ok(found) if found.is_dir() => Ok(()),
+                    _ => Err(io::Error::new(
+                        io::ErrorKind::NotFound,
+                        "the folder is gone and the tools were closed: it is not made again",
+                    )),
+                };
+            }
             // Folders made here are private; one the host already has is left as it is.
             return builder.recursive(true).create(&self.path);
         }
@@ -123,7 +126,7 @@ impl TerminalsFolder {
     pub(super) fn close(&self) {
         // Before the removal: a shell starting meanwhile must not make the folder the host is
         // about to remove.
-        self.closed.store(true, Ordering::Release);
+        *self.closed.lock().expect("terminals lock") = true;
         self.remove();
     }
 
