@@ -779,8 +779,7 @@ async fn the_tools_answer_a_real_turn_on_the_wire() {
 async fn a_shell_starting_while_the_tools_close_neither_outlives_them_nor_makes_the_folder_again() {
     // A background shell the model asked for just before the session was deleted starts on
     // another thread while the host closes the tools and removes the folder. Swept over the
-    // first 2 ms of the start (without the fix about half the shells outlived close, and some
-    // made the removed folder again).
+    // first 2 ms of the start.
     let mut started = Vec::new();
     for i in 0..100u64 {
         let parent = tempfile::tempdir().unwrap();
@@ -802,7 +801,8 @@ async fn a_shell_starting_while_the_tools_close_neither_outlives_them_nor_makes_
             started.push(pid);
         }
         assert_eq!(f.tools.shells().background_count(), 0, "round {i}: a shell outlived close(): {result}");
-        assert!(!named.exists(), "round {i}: the removed folder was made again: {result}");
+        // Made again, or never removed: a file made while it was removed keeps it there.
+        assert!(!named.exists(), "round {i}: the folder is there after its removal: {result}");
     }
     let deadline = Instant::now() + Duration::from_secs(5);
     while started.iter().any(|&pid| alive(pid)) {

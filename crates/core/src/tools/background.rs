@@ -90,15 +90,16 @@ pub fn spawn_background(t: &ShellContext<'_>, args: &pb::BackgroundShellSpawnArg
         })),
     };
     let shell_id = shells.next_id.fetch_add(1, Ordering::Relaxed) + 1;
-    if let Err(e) = terminals.ensure() {
-        return spawn_error(format!("cannot create {}: {e}", terminals.path().display()));
-    }
+    let opened = match terminals.ensure() {
+        Ok(opened) => opened,
+        Err(e) => return spawn_error(format!("cannot create {}: {e}", terminals.path().display())),
+    };
     let mut cmd = match shell_command(t, &command, &cwd) {
         Ok(cmd) => cmd,
         Err(error) => return spawn_error(error),
     };
     // Made before the shell starts, so a shell is never left running without its output file.
-    let log = match terminals.create_output(shell_id) {
+    let log = match terminals.create_output(opened, shell_id) {
         Ok(f) => Arc::new(Mutex::new(f)),
         Err(e) => return spawn_error(format!("cannot create the output file of shell {shell_id}: {e}")),
     };

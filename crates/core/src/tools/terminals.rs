@@ -14,7 +14,9 @@
 //! A folder the host named is the host's: the tools make it while they are open, but once
 //! closed they never make it again. The host closes the tools before it removes the folder (the
 //! stdio agent deleting a session), so a shell or output file that comes late finds no folder
-//! and fails, rather than bringing the deleted folder back.
+//! and fails, rather than bringing the deleted folder back. A writer that opened the folder
+//! before a close makes no file in it after (see [`Opened`]): the host's removal never races a
+//! new file (which would leave the folder there, not empty).
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -27,10 +29,18 @@ pub(super) struct TerminalsFolder {
     own: bool,
     /// Output files written in a host's folder, removed with the tools.
     written: Mutex<Vec<PathBuf>>,
-    /// Set by [`TerminalsFolder::close`]: a host's folder is not made again from then on. A
-    /// lock, not a flag: `ensure` holds it from the check to the folder made, so the folder is
-    /// never made after `close` returned (and the host removed it).
-    closed: Mutex<bool>,
+    /// How many times [`TerminalsFolder::close`] ran; once closed, a host's folder is not made
+    /// again. A lock, not an atomic: `ensure` and `create_file` hold it from their check to the
+    /// folder or file made, so nothing is made once `close` returned (and the host removed it).
+    closes: Mutex<u64>,
+}
+
+/// The folder as `ensure` found or made it, for the writer that asked: files are made in it
+/// only while the tools have not been closed since.
+#[derive(Debug, Clone, Copy)]
+#[must_use]
+pub(super) struct Opened {
+    closes: u64,
 }
 
 impl TerminalsFolder {
@@ -39,7 +49,7 @@ impl TerminalsFolder {
     pub(super) fn new(configured: &Path) -> Self {
         if !configured.as_os_str().is_empty() {
             let path = std::path::absolute(configured).unwrap_or_else(|_| configured.to_path_buf());
-            return TerminalsFolder { path, own: false, written: Mutex::default(), closed: Mutex::new(false) };
+            return TerminalsFolder { path, own: false, written: Mutex::default(), closes: Mutex::new(0) };
         }
         static NEXT: AtomicU64 = AtomicU64::new(1);
         let name = format!("cursor-acp-terminals-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
@@ -47,7 +57,7 @@ impl TerminalsFolder {
             path: std::env::temp_dir().join(name),
             own: true,
             written: Mutex::default(),
-            closed: Mutex::new(false),
+            closes: Mutex::new(0),
         }
     }
 
@@ -63,15 +73,16 @@ impl TerminalsFolder {
     /// is already there is only taken if it is a real folder of this user, not a symlink or
     /// something another user put in the shared temp dir. A host's folder is made only until
     /// the tools are closed: after that, a missing one is the host's decision (it removed it).
-    pub(super) fn ensure(&self) -> io::Result<()> {
+    pub(super) fn ensure(&self) -> io::Result<Opened> {
         let mut builder = std::fs::DirBuilder::new();
         #[cfg(unix)]
         std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+        let closes = self.closes.lock().expect("terminals lock");
+        let opened = Opened { closes: *closes };
         if !self.own {
-            let closed = self.closed.lock().expect("terminals lock");
-            if *closed {
+            if *closes > 0 {
                 return match std::fs::metadata(&self.path) {
-                    Ok(found) if found.is_dir() => Ok(()),
+                    Ok(found) if found.is_dir() => Ok(opened),
                     _ => Err(io::Error::new(
                         io::ErrorKind::NotFound,
                         "the folder is gone and the tools were closed: it is not made again",
@@ -79,30 +90,35 @@ impl TerminalsFolder {
                 };
             }
             // Folders made here are private; one the host already has is left as it is.
-            return builder.recursive(true).create(&self.path);
+            return builder.recursive(true).create(&self.path).map(|()| opened);
         }
         match builder.create(&self.path) {
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
                 let found = std::fs::symlink_metadata(&self.path)?;
                 if found.is_dir() && owned_by_this_user(&found) {
-                    Ok(())
+                    Ok(opened)
                 } else {
                     Err(io::Error::new(io::ErrorKind::AlreadyExists, "something else is already there"))
                 }
             }
-            made => made,
+            made => made.map(|()| opened),
         }
     }
 
     /// Creates (or empties) the output file of a background shell, readable by this user
     /// only. A link put in its place is not followed.
-    pub(super) fn create_output(&self, shell_id: u32) -> io::Result<std::fs::File> {
-        self.create_file(&format!("{shell_id}.txt"))
+    pub(super) fn create_output(&self, opened: Opened, shell_id: u32) -> io::Result<std::fs::File> {
+        self.create_file(opened, &format!("{shell_id}.txt"))
     }
 
-    /// Creates (or empties) the file `name` in the folder (made if missing), as
-    /// [`TerminalsFolder::create_output`] does: private, no link followed, removed with the tools.
-    pub(super) fn create_file(&self, name: &str) -> io::Result<std::fs::File> {
+    /// Creates (or empties) the file `name` in the folder `ensure` opened, as
+    /// [`TerminalsFolder::create_output`] does: private, no link followed, removed with the
+    /// tools; refused when the tools were closed since.
+    pub(super) fn create_file(&self, opened: Opened, name: &str) -> io::Result<std::fs::File> {
+        let closes = self.closes.lock().expect("terminals lock");
+        if *closes != opened.closes {
+            return Err(io::Error::other("the tools were closed meanwhile"));
+        }
         let path = self.path.join(name);
         let mut options = std::fs::OpenOptions::new();
         options.write(true).create(true).truncate(true);
@@ -119,14 +135,16 @@ impl TerminalsFolder {
         if !self.own {
             self.written.lock().expect("terminals lock").push(path);
         }
+        drop(closes);
         Ok(file)
     }
 
-    /// [`TerminalsFolder::remove`], and from now on a host's folder is never made again.
+    /// [`TerminalsFolder::remove`], and from now on a host's folder is never made again, nor
+    /// a file in any folder by a writer that opened it before.
     pub(super) fn close(&self) {
-        // Before the removal: a shell starting meanwhile must not make the folder the host is
-        // about to remove.
-        *self.closed.lock().expect("terminals lock") = true;
+        let mut closes = self.closes.lock().expect("terminals lock");
+        *closes += 1;
+        // Under the lock: no writer makes a file while the output is removed.
         self.remove();
     }
 

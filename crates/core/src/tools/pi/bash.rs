@@ -86,8 +86,8 @@ fn error(
 fn keep_full_output(t: &ShellContext<'_>, output: &str) -> Option<String> {
     static NEXT: AtomicU64 = AtomicU64::new(1);
     let name = format!("pi-bash-{}-{}.log", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
-    t.terminals.ensure().ok()?;
-    let mut file = t.terminals.create_file(&name).ok()?;
+    let opened = t.terminals.ensure().ok()?;
+    let mut file = t.terminals.create_file(opened, &name).ok()?;
     file.write_all(output.as_bytes()).ok()?;
     Some(t.terminals.path().join(name).display().to_string())
 }
