@@ -130,6 +130,31 @@ test('session files refuse another session\'s record and ids that name no folder
   assert.equal(a.deleted, false)
 })
 
+test('delete removes a session\'s folders while another thread still writes files in them', async () => {
+  // As the addon's blob store finishing a write of a turn that was cancelled: a new file each
+  // time, in the folder by its path, until the folder is not there.
+  const { Worker } = await import('node:worker_threads')
+  for (let round = 0; round < 10; round++) {
+    const store = new SessionStore(tempDir('acp-cache-'))
+    store.put({ sessionId: 's', cwd: '/w' })
+    const blobs = store.blobsOf('s')
+    fs.mkdirSync(blobs)
+    for (let i = 0; i < 200; i++) fs.writeFileSync(path.join(blobs, `blob-${i}`), 'x')
+    const writer = new Worker(`
+      const fs = require('node:fs')
+      const { workerData: dir, parentPort } = require('node:worker_threads')
+      parentPort.postMessage('writing')
+      for (let n = 0; n < 5_000; n++) {
+        try { fs.writeFileSync(dir + '/.late-' + n + '.tmp', 'x', { flag: 'wx' }) } catch (e) { if (e.code === 'ENOENT') break }
+      }
+    `, { eval: true, workerData: blobs })
+    await new Promise((resolve) => writer.once('message', resolve))
+    store.delete('s')
+    await new Promise((resolve) => writer.once('exit', resolve))
+    assert.deepEqual(fs.readdirSync(store.blobDir), [], `round ${round}: something of the session is left`)
+  }
+})
+
 test('"." and ".." are no session ids: they name no file, and delete() removes nothing', () => {
   const dir = tempDir('acp-cache-')
   const store = new SessionStore(dir)

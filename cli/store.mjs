@@ -197,8 +197,8 @@ export class SessionStore {
     // First: whatever happens below, a save of the session that was open is refused.
     this.#deletions.set(sessionId, (this.#deletions.get(sessionId) ?? 0) + 1)
     fs.rmSync(file, { force: true })
-    fs.rmSync(this.blobsOf(sessionId), { recursive: true, force: true })
-    fs.rmSync(this.terminalsOf(sessionId), { recursive: true, force: true })
+    removeFolder(this.blobsOf(sessionId))
+    removeFolder(this.terminalsOf(sessionId))
   }
 
   /**
@@ -274,6 +274,28 @@ export class SessionStore {
     }
     return { stamp, summary }
   }
+}
+
+/** Numbers the folders `removeFolder` moves aside. */
+let removals = 0
+
+/**
+ * Removes `folder` and everything in it, even while a writer of another thread (the addon's
+ * blob store finishing a write) still makes files in it: a removal in place would meet a file
+ * it had not listed and fail (ENOTEMPTY), leaving the folder. Renamed first (a name no session
+ * id can have), the folder is gone at once under its own name, where the addon never makes it
+ * again; what is still being made in it goes with the retries.
+ * @param {string} folder
+ */
+function removeFolder(folder) {
+  const aside = `${folder}~deleted-${process.pid}-${++removals}`
+  try {
+    fs.renameSync(folder, aside)
+  } catch (e) {
+    if (/** @type {NodeJS.ErrnoException} */ (e).code === 'ENOENT') return
+    throw e
+  }
+  fs.rmSync(aside, { recursive: true, force: true, maxRetries: 5, retryDelay: 10 })
 }
 
 /**
