@@ -7,7 +7,8 @@ use crate::error::CoreError;
 use crate::proto::agent::v1 as pb;
 
 /// Parses prompt content given as JSON: a string, or an array of ACP `ContentBlock`s. Block
-/// types ACP does not have are rejected with an error naming the type.
+/// types other than text, image, resource and resource_link (audio: the client advertises no
+/// audio) are rejected with an error naming the type.
 pub fn parse_content(value: &serde_json::Value) -> Result<Vec<acp::ContentBlock>, CoreError> {
     match value {
         serde_json::Value::String(s) => Ok(vec![acp::ContentBlock::Text(acp::TextContent::new(s.clone()))]),
@@ -16,9 +17,9 @@ pub fn parse_content(value: &serde_json::Value) -> Result<Vec<acp::ContentBlock>
             .enumerate()
             .map(|(i, item)| {
                 let kind = item.get("type").and_then(|t| t.as_str()).unwrap_or("<missing>");
-                if !matches!(kind, "text" | "image" | "audio" | "resource" | "resource_link") {
+                if !matches!(kind, "text" | "image" | "resource" | "resource_link") {
                     return Err(CoreError::InvalidInput(format!(
-                        "prompt block {i} has unsupported type {kind:?} (expected text, image, audio, resource or resource_link)"
+                        "prompt block {i} has unsupported type {kind:?} (expected text, image, resource or resource_link)"
                     )));
                 }
                 serde_json::from_value(item.clone())
@@ -193,11 +194,13 @@ mod tests {
             { "type": "resource", "resource": { "uri": "file:///w/shot.png", "blob": "AAEC", "mimeType": "image/png" } },
             { "type": "resource", "resource": { "uri": "file:///w/spec.pdf", "blob": "JVBERi0xLjc=", "mimeType": "application/pdf" } },
             { "type": "image", "data": "not base64!", "mimeType": "image/png" },
-            { "type": "audio", "data": "AAAA", "mimeType": "audio/wav" },
             { "type": "resource_link", "uri": "https://example.com/issue/1", "name": "Issue 1" },
             { "type": "resource_link", "uri": "zed:///agent/thread/7", "name": "zed:///agent/thread/7" }
         ]))
         .unwrap();
+        // Audio comes only from Rust callers (parse_content refuses it): a note too.
+        let mut blocks = blocks;
+        blocks.insert(4, acp::ContentBlock::Audio(acp::AudioContent::new("AAAA", "audio/wav")));
         let m = user_message(&blocks, None).unwrap();
         let lines: Vec<&str> = m.text.lines().collect();
         assert_eq!(
@@ -219,6 +222,8 @@ mod tests {
 
     #[test]
     fn unknown_block_types_are_named() {
+        let err = parse_content(&json!([{ "type": "audio", "data": "", "mimeType": "audio/wav" }])).unwrap_err();
+        assert!(err.to_string().contains("\"audio\""), "{err}");
         let err = parse_content(&json!([{ "type": "video" }])).unwrap_err();
         assert!(err.to_string().contains("\"video\""), "{err}");
         assert!(parse_content(&json!(42)).is_err());
