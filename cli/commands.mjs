@@ -9,6 +9,8 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 
+import { folderEntries } from './text-files.mjs'
+
 /** @typedef {import('@agentclientprotocol/sdk').AvailableCommand} AvailableCommand */
 
 /** A command's name: what follows the `/`. */
@@ -92,15 +94,7 @@ export function loadCommands(cwd, { home, reserved, log }) {
   /** @type {Map<string, CustomCommand>} */
   const commands = new Map()
   for (const folder of commandFolders(cwd, home)) {
-    let entries
-    try {
-      entries = fs.readdirSync(folder, { withFileTypes: true })
-    } catch (e) {
-      const code = /** @type {NodeJS.ErrnoException} */ (e).code
-      if (code !== 'ENOENT' && code !== 'ENOTDIR') log.warn(`cannot read the commands in ${folder}:`, e)
-      continue
-    }
-    for (const entry of entries.sort((a, b) => a.name.localeCompare(b.name))) {
+    for (const entry of folderEntries(folder, 'the commands', log)) {
       if (!entry.name.endsWith('.md')) continue
       const name = entry.name.slice(0, -'.md'.length)
       const file = path.join(folder, entry.name)

@@ -10,6 +10,8 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 
+import { folderEntries } from './text-files.mjs'
+
 /** @typedef {import('../index.js').agent.AgentSkill} AgentSkill */
 
 /** The largest SKILL.md read. */
@@ -44,15 +46,7 @@ export function loadSkills(roots, { home, log }) {
   /** @type {Map<string, Skill>} */
   const skills = new Map()
   for (const folder of skillFolders(roots, home)) {
-    let entries
-    try {
-      entries = fs.readdirSync(folder, { withFileTypes: true })
-    } catch (e) {
-      const code = /** @type {NodeJS.ErrnoException} */ (e).code
-      if (code !== 'ENOENT' && code !== 'ENOTDIR') log.warn(`cannot read the skills in ${folder}:`, e)
-      continue
-    }
-    for (const entry of entries.sort((a, b) => a.name.localeCompare(b.name))) {
+    for (const entry of folderEntries(folder, 'the skills', log)) {
       if (!entry.isDirectory()) continue
       const file = path.join(folder, entry.name, 'SKILL.md')
       const skill = readSkill(file, log)

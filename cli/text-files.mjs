@@ -1,6 +1,7 @@
 // @ts-check
-// Small text files read for the model's benefit (the old text of a diff, workspace rules):
-// anything missing, not a regular file, too large or binary is simply absent.
+// Small text files read for the model's benefit (the old text of a diff, workspace rules), and
+// the folders of the user's set-up (commands, skills): anything missing, not a regular file,
+// too large or binary is simply absent.
 import fs from 'node:fs'
 
 /**
@@ -18,5 +19,24 @@ export function readTextOrNull(file, limit = 4 * 1024 * 1024) {
     return data.toString('utf8')
   } catch {
     return null
+  }
+}
+
+/**
+ * The entries of a folder of the user's set-up, sorted by name; none when it is missing. Any
+ * other failure is a warning naming `what` could not be read: a set-up folder never fails a
+ * session.
+ * @param {string} folder
+ * @param {string} what  e.g. "the commands"
+ * @param {import('./log.mjs').Logger} log
+ * @returns {fs.Dirent[]}
+ */
+export function folderEntries(folder, what, log) {
+  try {
+    return fs.readdirSync(folder, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))
+  } catch (e) {
+    const code = /** @type {NodeJS.ErrnoException} */ (e).code
+    if (code !== 'ENOENT' && code !== 'ENOTDIR') log.warn(`cannot read ${what} in ${folder}:`, e)
+    return []
   }
 }
