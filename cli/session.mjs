@@ -131,6 +131,8 @@ export class AgentSession {
     this.models = []
     /** Settled once `available_commands_update` is out (see `sendCommandsAfterResponse`). */
     this.commandsSent = Promise.resolve()
+    /** The user's commands and skills as last read (`readSetup`). @type {{ commands: Map<string, import('./commands.mjs').CustomCommand>, skills: Map<string, import('./skills.mjs').Skill> } | undefined} */
+    this.setup = undefined
     /** The command list last sent (JSON), to send it again only when it changed. */
     this.commandsListed = ''
     /** @type {(() => void) | undefined} */
@@ -181,7 +183,7 @@ export class AgentSession {
       exec: (req, ctx) => execs.run(req, ctx),
       interaction: (q) => interactions.answer(q),
       requestContext: () =>
-        requestContext({ cwd, additionalDirectories, mcp: this.mcp, terminalsDir: this.tools.terminalsDir, skills: this.skills().map((k) => k.agentSkill) }),
+        requestContext({ cwd, additionalDirectories, mcp: this.mcp, terminalsDir: this.tools.terminalsDir, skills: [...(this.setup ?? this.readSetup()).skills.values()].map((k) => k.agentSkill) }),
       terminalOutput: caps._meta?.terminal_output === true,
       notices: caps.session?.notices != null,
       compactionUpdates: caps.session?.compaction != null,
@@ -293,22 +295,29 @@ export class AgentSession {
     return this.relay.send(update)
   }
 
-  /** The session's skills as they are on disk now (skills.mjs). */
-  skills() {
-    return [...loadSkills([this.cwd, ...this.additionalDirectories], { log: this.log }).values()]
+  /**
+   * The user's set-up as it is on disk now: custom commands (commands.mjs) and skills
+   * (skills.mjs), read once per turn (and when a watched folder changes) and kept in
+   * `this.setup`, which the turn's command, command list and request context all read.
+   */
+  readSetup() {
+    const commands = loadCommands(this.cwd, { reserved: COMMANDS.map((c) => c.name), log: this.log })
+    const skills = loadSkills([this.cwd, ...this.additionalDirectories], { log: this.log })
+    this.setup = { commands, skills }
+    return this.setup
   }
 
   /**
-   * `available_commands_update` with the commands as they are on disk now (custom commands
-   * included); sent again only when the list changed since.
+   * `available_commands_update` with the commands of `setup` (read now unless given); sent
+   * again only when the list changed since.
    * @param {boolean} [always]  send even if the list did not change
+   * @param {ReturnType<AgentSession['readSetup']>} [setup]
    */
-  async sendCommands(always = true) {
-    const custom = loadCommands(this.cwd, { reserved: COMMANDS.map((c) => c.name), log: this.log })
-    const skills = this.skills().filter((k) => !COMMANDS.some((c) => c.name === k.name) && !custom.has(k.name))
+  async sendCommands(always = true, setup = this.readSetup()) {
+    const skills = [...setup.skills.values()].filter((k) => !COMMANDS.some((c) => c.name === k.name) && !setup.commands.has(k.name))
     const availableCommands = [
       ...COMMANDS,
-      ...available(custom),
+      ...available(setup.commands),
       ...skills.map((k) => ({ name: k.name, description: `Skill: ${k.description}`, input: { hint: 'what to do (optional)' } })),
     ]
     const list = JSON.stringify(availableCommands)
@@ -410,9 +419,10 @@ export class AgentSession {
     blocks = this.withLinkedFiles(blocks)
     const call = first === null ? null : parseCall(first)
     // As the files are now: a command added since the last prompt works at once.
-    const custom = call ? loadCommands(this.cwd, { reserved: COMMANDS.map((c) => c.name), log: this.log }).get(call.name) : undefined
+    const setup = this.readSetup()
+    const custom = call ? setup.commands.get(call.name) : undefined
     const builtin = call !== null && COMMANDS.some((c) => c.name === call.name)
-    const skill = call && !custom && !builtin ? this.skills().find((k) => k.name === call.name) : undefined
+    const skill = call && !custom && !builtin ? setup.skills.get(call.name) : undefined
     let turn
     try {
       if (custom && call) blocks = withFirstText(blocks, expand(custom, call.args))
@@ -434,7 +444,7 @@ export class AgentSession {
     try {
       await this.commandsSent
       // The list again if the files changed since it was sent.
-      await this.sendCommands(false).catch((e) => this.log.debug('available_commands_update failed:', e))
+      await this.sendCommands(false, setup).catch((e) => this.log.debug('available_commands_update failed:', e))
       if (!this.title && first && !builtin) {
         this.title = titleOf(first)
         await this.update({ sessionUpdate: 'session_info_update', title: this.title, updatedAt: new Date().toISOString() })
