@@ -301,6 +301,12 @@ fn card_update(kind: &str, id: &str, fields: Value) -> std::result::Result<acp::
     let Value::Object(mut fields) = fields else {
         return Err(CoreError::InvalidInput("a card must be an object".into()));
     };
+    // The schema reads an unknown `status` as absent rather than failing: a card the host meant
+    // to settle would silently stay open. (An unknown `kind` is the schema's `other`, by design.)
+    if let Some(status) = fields.get("status").filter(|v| !v.is_null()) {
+        serde_json::from_value::<acp::ToolCallStatus>(status.clone())
+            .map_err(|_| CoreError::InvalidInput(format!("not an ACP {kind}: `status` cannot be {status}")))?;
+    }
     fields.insert("sessionUpdate".into(), Value::String(kind.into()));
     fields.insert("toolCallId".into(), Value::String(id.into()));
     serde_json::from_value(Value::Object(fields))
