@@ -58,6 +58,44 @@ export type WithByteArrays<T> = T extends string
     : T extends object
       ? { [K in keyof T]: WithByteArrays<T[K]> }
       : T
+/**
+ * A question to the permission policy (`permission` option) about a call of the built-in tools:
+ * the client already shows its card (`toolCall`, with its ACP id and content such as the diff).
+ * `mayAsk: false` is the server's allowlist precheck: answer from your rules, never ask the user.
+ */
+export interface PermissionRequest {
+  toolCall: ToolCard & { toolCallId: string; status?: string }
+  /** ACP's tool kind: `execute`, `edit`, `delete`, `fetch`, `other` (MCP). */
+  kind: string
+  /** A shell's command line. */
+  command?: string
+  /** The programs the command runs, when the server parsed it (prechecks). */
+  programs: string[]
+  /** Absolute paths a write or delete touches. */
+  paths: string[]
+  url?: string
+  /** The MCP server and tool a call runs. */
+  mcpServer?: string
+  mcpTool?: string
+  mayAsk: boolean
+}
+/** `'cancelled'` stops the turn (the user dismissed the question); a reason is what the model reads. */
+export type PermissionAnswer = 'allow' | 'reject' | 'cancelled' | { outcome: 'allow' | 'reject' | 'cancelled'; reason?: string }
+/** What the core asks the host's MCP client (`mcp` option) to do, after the permission policy. */
+export type McpRequest =
+  | { op: 'callTool'; server: string; tool: string; args: Record<string, unknown> }
+  | { op: 'listResources'; server?: string }
+  | { op: 'readResource'; server: string; uri: string }
+  | { op: 'state'; servers: string[] }
+/** The result message of the request: `agent.McpResult`, `agent.ListMcpResourcesExecResult`, … */
+export type McpAnswer = agent.McpResult | agent.ListMcpResourcesExecResult | agent.ReadMcpResourceExecResult | agent.McpStateExecResult
+/** A conversation the host keeps (`pastConversations` option), for the model's conversation search. */
+export interface PastConversation {
+  conversationId: string
+  title: string
+  /** When it last changed, in milliseconds since the epoch. */
+  updatedAt?: number
+}
 /** An interaction query: `kind` is `webSearch`, `askQuestion`, `switchMode`, `createPlan`, `webFetch`, … */
 export type InteractionQuery = agent.HostInteractionQuery
 /** The matching response message (see `agent.InteractionAnswerByKind`), e.g. `{ approved: {} }`. */
@@ -226,6 +264,11 @@ export declare class AgentClient {
    * `'h2'` until a turn finds that the server does not speak HTTP/2.
    */
   get transport(): 'sse' | 'h2'
+  /**
+   * The built-in tools of the `tools` option (the same tools the core runs, their
+   * background shells included), or `null`.
+   */
+  get tools(): LocalTools | null
   /** Starts a new conversation. */
   newSession(options?: NewSessionOptions | undefined | null): Session
   /**
@@ -512,10 +555,28 @@ export interface AgentClientOptions {
   /** Supplies the `RequestContext` (rules, env, MCP tools) in proto3 JSON. */
   requestContext?: () => RequestContext | null | undefined | Promise<RequestContext | null | undefined>
   /**
-   * Built-in local tools (read, write, delete, ls, grep, shells) confined to these roots;
-   * they answer every exec the `exec` callback leaves unhandled (no callback, or `undefined`).
+   * Built-in local tools confined to these roots, run by the core for every exec the `exec`
+   * callback leaves unhandled (no callback, or `undefined`): reads, listings and searches at
+   * once; writes, deletes, shells, fetches and MCP calls once `permission` allows them
+   * (without a `permission` callback they all run). `client.tools` is them.
    */
   tools?: LocalToolsOptions
+  /**
+   * The permission policy of the built-in tools: asked before a call that changes something,
+   * about a card the client already shows (`request.toolCall`), and (`mayAsk: false`) for
+   * the server's allowlist prechecks. `ctx.signal` aborts when the turn is cancelled.
+   */
+  permission?: (request: PermissionRequest, ctx: ExecContext) => PermissionAnswer | Promise<PermissionAnswer>
+  /** The editor's file hooks: reads and text writes of the built-in tools go through them. */
+  editor?: EditorHooks
+  /**
+   * The host's MCP client: the built-in tools' MCP calls (after `permission`), resource
+   * listings and reads, and server state. The servers' tools are those the request context
+   * lists.
+   */
+  mcp?: (request: McpRequest, ctx: ExecContext) => McpAnswer | Promise<McpAnswer>
+  /** The conversations this host keeps, for the model's conversation search. */
+  pastConversations?: () => PastConversation[] | Promise<PastConversation[]>
   /** Replaces the built-in in-memory blob store. */
   kv?: KvOptions
   /** Keep blobs as files in this directory (survives restarts). Ignored when `kv` is set. */
@@ -617,6 +678,20 @@ export declare function describeExecResult(request: ExecRequest, result: ExecRes
  * what a permission prompt or a question shows.
  */
 export declare function describeInteraction(query: InteractionQuery, options?: CardOptions): ToolCard
+
+/** The editor's file hooks (ACP `fs/read_text_file`, `fs/write_text_file`). */
+export interface EditorHooks {
+  /**
+   * The file's text as the editor holds it, from `line` (1-based) for `limit` lines;
+   * `null` to read the disk instead.
+   */
+  readTextFile?: (request: { path: string; line?: number | null; limit?: number | null }) => string | null | undefined | Promise<string | null | undefined>
+  /**
+   * Writes a text file through the editor; `false` to write the disk instead. A throw is the
+   * write's error.
+   */
+  writeTextFile?: (request: { path: string; content: string }) => boolean | void | Promise<boolean | void>
+}
 
 export interface EmbeddedBackendOptions {
   /** What the backend plays: see `Scenario`. */

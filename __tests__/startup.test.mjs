@@ -38,13 +38,13 @@ function rawAgent() {
     send: (message) => child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', ...message })}\n`),
     messages,
     stderr: () => err,
-    /** Resolves the answer to request `id` once it is on stdout. */
-    async answer(id, ms = 10_000) {
+    /** Resolves the answer to request `id` once it is on stdout (the `nth` one, counting from 1). */
+    async answer(id, ms = 10_000, nth = 1) {
       const deadline = Date.now() + ms
       for (;;) {
-        const found = messages().find((m) => m.id === id && !('method' in m))
+        const found = messages().filter((m) => m.id === id && !('method' in m))[nth - 1]
         if (found) return found
-        if (Date.now() > deadline) throw new Error(`no answer to ${JSON.stringify(id)} within ${ms} ms; stdout: ${out}`)
+        if (Date.now() > deadline) throw new Error(`no answer ${nth} to ${JSON.stringify(id)} within ${ms} ms; stdout: ${out}`)
         await new Promise((resolve) => {
           wakers.push(resolve)
           setTimeout(resolve, 50)
@@ -268,7 +268,7 @@ test('a session/new the agent does not answer early gets the SDK\'s own answer',
   same.send({ id: 1, ...INITIALIZE })
   await same.answer(1)
   same.send({ id: 1, ...NEW_SESSION })
-  await new Promise((resolve) => setTimeout(resolve, 500))
+  await same.answer(1, 10_000, 2)
   assert.equal(await same.stop(), 0)
   assert.equal(same.messages().filter((m) => m.id === 1).length, 2)
   assert.ok(same.messages().some((m) => m.id === 1 && m.result?.sessionId))

@@ -1,7 +1,7 @@
 // @ts-check
 // The MCP servers an editor hands to `session/new` (stdio, streamable HTTP, SSE), connected with
 // the MCP client SDK: their tools are advertised to Cursor in the request context, and the
-// server's `mcp` exec requests call them (behind a permission prompt, see exec-mapping.mjs);
+// server's `mcp` exec requests call them (the core asks the permission policy first, see permissions.mjs);
 // `list_mcp_resources`, `read_mcp_resource` and `mcp_state` read their resources and state.
 // The MCP client SDK is loaded with the first server: it takes longer to load than Node takes
 // to start, and most sessions have no MCP servers.
@@ -385,6 +385,29 @@ export class McpServers {
       return { success }
     } catch (e) {
       return { error: { error: e instanceof Error ? e.message : String(e) } }
+    }
+  }
+
+  /**
+   * What the addon's core asks of the MCP client (its `mcp` callback), once the permission
+   * policy allowed a tool call.
+   * @param {import('../index.js').McpRequest} request
+   * @param {AbortSignal | undefined} signal
+   * @returns {Promise<import('../index.js').McpAnswer>}
+   */
+  async run(request, signal) {
+    await this.ready
+    switch (request.op) {
+      case 'callTool': {
+        const found = this.find({ providerIdentifier: request.server, toolName: request.tool })
+        return 'result' in found ? found.result : this.call(found, request.args, signal)
+      }
+      case 'listResources':
+        return this.listResources(request.server ?? undefined)
+      case 'readResource':
+        return this.readResource({ server: request.server, uri: request.uri }, signal)
+      case 'state':
+        return this.state(request.servers)
     }
   }
 

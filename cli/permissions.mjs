@@ -1,11 +1,13 @@
 // @ts-check
-// The permission flow of one session. Tools that change things (edit, delete, execute, fetch,
-// MCP) and some interaction queries ask the user first: one `session/request_permission` per
-// call, about a card the client already shows in this turn — the server's own once the addon
-// says it is out, or else one this flow opens through the addon and settles when the tool has
-// run (the addon fails it at turn end if nothing settled it). Allow / Always allow / Reject
-// (one option of each kind: clients that key options by kind keep them all); "always allow" is
-// remembered for the session (shells by their program, everything else by tool).
+// The permission policy of one session. The addon's built-in tools ask it (`decide`) before a
+// call that changes things (edit, delete, execute, fetch, MCP), about a card the core already
+// shows, and for the server's allowlist prechecks; some interaction queries ask it too
+// (`permit`, `choose`), about a card the client already shows in this turn — the server's own
+// once the addon says it is out, or else one this flow opens through the addon and settles
+// (the addon fails it at turn end if nothing settled it). Allow / Always allow / Reject (one
+// option of each kind: clients that key options by kind keep them all); "always allow" is
+// remembered for the session, keyed by what ACP names: the card's kind, a shell's program, an
+// MCP server's tool.
 //
 // A request the client cancels, or one that fails, means "stop": it cancels the turn rather
 // than denying and going on. Cancelling the turn withdraws a pending request
@@ -17,6 +19,8 @@
 /** @typedef {import('../index.js').ToolCard} Card */
 /** @typedef {import('../index.js').ToolCardOutcome} Outcome */
 /** @typedef {import('../index.js').Session} NativeSession */
+/** @typedef {import('../index.js').PermissionRequest} PermissionRequest */
+/** @typedef {import('../index.js').PermissionAnswer} PermissionAnswer */
 /** @typedef {import('./update-relay.mjs').UpdateRelay} UpdateRelay */
 /** @typedef {import('./update-relay.mjs').TurnScope} TurnScope */
 
@@ -71,6 +75,20 @@ export function ruleKey(kind, command) {
   return `execute:${program}`
 }
 
+/**
+ * The rules a call needs, all of them, to run without a question: every program of a shell
+ * command, an MCP server's tool, else the card's kind (`edit`, `delete`, `fetch`).
+ * @param {PermissionRequest} request
+ * @returns {string[]}
+ */
+export function rulesFor(request) {
+  if (request.mcpServer !== undefined) return [`mcp:${request.mcpServer}:${request.mcpTool ?? ''}`]
+  if (request.kind !== 'execute') return [request.kind]
+  const programs = request.programs.filter((p) => p.trim() !== '')
+  if (programs.length > 0) return programs.map((p) => ruleKey('execute', p))
+  return request.command?.trim() ? [ruleKey('execute', request.command)] : []
+}
+
 /** The model-visible reason of a rejection. */
 export const REJECTED_BY_USER = 'User rejected'
 export const CANCELLED_BY_USER = 'The user cancelled the turn'
@@ -92,14 +110,16 @@ export class PermissionFlow {
    * @param {UpdateRelay} o.relay
    * @param {() => NativeSession} o.cards  the addon's session, which owns the cards
    * @param {TurnControl} o.turn
+   * @param {() => string} [o.mode]  the session's mode now: prechecks allow nothing outside agent mode
    * @param {import('./log.mjs').Logger} o.log
    */
-  constructor({ sessionId, client, relay, cards, turn, log }) {
+  constructor({ sessionId, client, relay, cards, turn, mode = () => 'agent', log }) {
     this.sessionId = sessionId
     this.client = client
     this.relay = relay
     this.cards = cards
     this.turn = turn
+    this.mode = mode
     this.log = log
     /** "Always allow" rules (see `ruleKey`). */
     this.rules = /** @type {Set<string>} */ (new Set())
@@ -111,6 +131,29 @@ export class PermissionFlow {
    */
   allows(key) {
     return this.rules.has(key)
+  }
+
+  /**
+   * The policy's answer about one call of the built-in tools (the addon's `permission`
+   * callback): allowed at once when "Always allow" rules cover it; for a precheck
+   * (`mayAsk: false`) never a question (and, but for fetches, nothing outside agent mode);
+   * else the user is asked about the card the core shows. No answer cancels the turn.
+   * @param {PermissionRequest} request
+   * @param {AbortSignal} [signal]  the exec's: aborted with the turn or by the server
+   * @returns {Promise<PermissionAnswer>}
+   */
+  async decide(request, signal) {
+    const rules = rulesFor(request)
+    const covered = rules.length > 0 && rules.every((r) => this.rules.has(r))
+    if (!request.mayAsk) return covered && (request.kind === 'fetch' || this.mode() === 'agent') ? 'allow' : 'reject'
+    if (covered) return 'allow'
+    const turn = this.relay.turn
+    if (turn.cancelled || turn.over) return 'cancelled'
+    await this.relay.queued()
+    const chosen = await this.request(request.toolCall, PERMISSION_OPTIONS, signal ? AbortSignal.any([turn.signal, signal]) : turn.signal, turn)
+    if (!chosen || turn.cancelled) return 'cancelled'
+    if (chosen === 'allow-always') rules.forEach((r) => this.rules.add(r))
+    return chosen === 'reject-once' ? 'reject' : 'allow'
   }
 
   /**
@@ -207,20 +250,34 @@ export class PermissionFlow {
    * @param {PermissionOption[]} options
    * @returns {Promise<string | null>}
    */
-  async ask(ref, card, options) {
+  ask(ref, card, options) {
+    return this.request({ ...card, toolCallId: ref.id, status: 'pending' }, options, ref.turn.signal, ref.turn)
+  }
+
+  /**
+   * One `session/request_permission` about `toolCall`, withdrawn when `signal` aborts.
+   * @param {PermissionRequest['toolCall']} toolCall
+   * @param {PermissionOption[]} options
+   * @param {AbortSignal} signal
+   * @param {TurnScope} turn  the turn it belongs to (no answer cancels it)
+   * @returns {Promise<string | null>}
+   */
+  async request(toolCall, options, signal, turn) {
     let response
     try {
       response = await this.client().request(
         'session/request_permission',
-        { sessionId: this.sessionId, toolCall: { ...card, toolCallId: ref.id, status: 'pending' }, options },
-        { cancellationSignal: ref.turn.signal, stopWaitingOnCancel: true },
+        { sessionId: this.sessionId, toolCall: /** @type {import('@agentclientprotocol/sdk').ToolCallUpdate} */ (toolCall), options },
+        { cancellationSignal: signal, stopWaitingOnCancel: true },
       )
     } catch (e) {
-      if (!ref.turn.cancelled) this.log.warn('permission request failed:', e)
+      if (!turn.cancelled && !signal.aborted) this.log.warn('permission request failed:', e)
     }
     const outcome = response?.outcome
     const chosen = outcome?.outcome === 'selected' ? outcome.optionId : null
-    if (!chosen && !ref.turn.over) this.turn.cancel()
+    // The user dismissed it (or the client failed): stop the turn. A question withdrawn
+    // because its exec was aborted or the turn cancelled stops nothing more.
+    if (!chosen && !turn.over && !signal.aborted) this.turn.cancel()
     return chosen
   }
 }

@@ -2,14 +2,16 @@
 // One ACP session of the stdio agent: the addon's session and built-in tools, its mode and
 // model, and its turns — `session/prompt` streams the addon's updates to the client and answers
 // with the stop reason, `session/cancel` stops the turn — saved to the store after every change.
-// The server's exec requests, interaction queries and request context are answered by
-// exec-mapping.mjs, interaction-mapping.mjs and request-context.mjs, behind the permission flow
-// of permissions.mjs.
+// The server's exec requests are the addon's: its built-in tools run them, asking this agent
+// only what it decides — the permission policy (permissions.mjs), the editor's file hooks
+// (editor-files.mjs), the MCP client (mcp.mjs) and the saved conversations (the store).
+// Interaction queries and the request context are answered by interaction-mapping.mjs and
+// request-context.mjs.
 
 import { fileURLToPath } from 'node:url'
 
 import { loadAddon } from './addon.mjs'
-import { ExecMapping } from './exec-mapping.mjs'
+import { editorFiles } from './editor-files.mjs'
 import { InteractionMapping } from './interaction-mapping.mjs'
 import { McpServers } from './mcp.mjs'
 import { PermissionFlow } from './permissions.mjs'
@@ -144,26 +146,13 @@ export class AgentSession {
     /** The running turn, or null between turns. */
     this.turn = /** @type {PromptTurn | null} */ (null)
 
-    const { AgentClient, LocalTools } = loadAddon()
+    const { AgentClient } = loadAddon()
     /** The session's updates, and the scope (cancellation) of its turns. */
     this.relay = new UpdateRelay(peer.client, sessionId)
     /** @type {import('./permissions.mjs').TurnControl} */
     const turn = { cancel: () => this.cancel() }
-    this.permissions = new PermissionFlow({ sessionId, client: peer.client, relay: this.relay, cards: () => this.native, turn, log })
+    this.permissions = new PermissionFlow({ sessionId, client: peer.client, relay: this.relay, cards: () => this.native, turn, mode: () => this.mode, log })
     this.mcp = new McpServers(mcpServers, { cwd, log })
-    this.tools = new LocalTools({ roots: [cwd, ...additionalDirectories], terminalsDir: this.files.terminalsDir })
-    const execs = new ExecMapping({
-      sessionId,
-      cwd,
-      client: peer.client,
-      capabilities: peer.capabilities,
-      tools: this.tools,
-      mcp: this.mcp,
-      permissions: this.permissions,
-      mode: () => this.mode,
-      store,
-      log,
-    })
     const interactions = new InteractionMapping({
       sessionId,
       cwd,
@@ -180,7 +169,12 @@ export class AgentSession {
       accessToken,
       transport: settings.transport,
       blobDir: this.files.blobDir,
-      exec: (req, ctx) => execs.run(req, ctx),
+      tools: { roots: [cwd, ...additionalDirectories], terminalsDir: this.files.terminalsDir },
+      permission: (request, ctx) => this.permissions.decide(request, ctx.signal),
+      editor: editorFiles({ sessionId, client: peer.client, capabilities: caps, relay: this.relay, log }),
+      mcp: (request, ctx) => this.mcp.run(request, ctx.signal),
+      pastConversations: () =>
+        store.list().map((r) => ({ conversationId: r.conversationId ?? r.sessionId, title: r.title ?? '', updatedAt: r.updatedAt ? Date.parse(r.updatedAt) : undefined })),
       interaction: (q) => interactions.answer(q),
       requestContext: () =>
         requestContext({ cwd, additionalDirectories, mcp: this.mcp, terminalsDir: this.tools.terminalsDir, skills: [...(this.setup ?? this.readSetup()).skills.values()].map((k) => k.agentSkill) }),
@@ -188,8 +182,9 @@ export class AgentSession {
       notices: caps.session?.notices != null,
       compactionUpdates: caps.session?.compaction != null,
       ...settings.clientOptions,
-      shell: this.tools.shell, // the request context names the shell the tools run
     })
+    /** The built-in tools the addon runs for this session (paths, background shells). */
+    this.tools = /** @type {import('../index.js').LocalTools} */ (this.client.tools)
     this.native = record?.saved
       ? this.client.loadSession({ ...record.saved, model: this.model, mode: this.mode, cwd })
       : this.client.newSession({ cwd, model: this.model, mode: this.mode, conversationId: sessionId })

@@ -70,6 +70,19 @@ export class UpdateRelay {
   }
 
   /**
+   * Resolves once the updates the addon has handed out so far are queued to the client. The
+   * core asks the host about a card (a permission, an editor's file call) as soon as it has
+   * handed out the batch announcing it; that batch reaches this relay through a promise the
+   * addon settled before it called the host, in the same turn of Node's event loop, and the
+   * relay queues a whole batch at once. One `setImmediate` lets that run first, so a request
+   * about a card never overtakes the card.
+   * @returns {Promise<void>}
+   */
+  queued() {
+    return new Promise((resolve) => setImmediate(resolve))
+  }
+
+  /**
    * Sends a batch of updates in order, all queued at once; resolves when the last is written.
    * @param {SessionUpdate[]} updates
    */

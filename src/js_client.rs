@@ -25,6 +25,21 @@ pub struct KvOptions {
     pub set: Callback<FnArgs<(String, Buffer)>, Value>,
 }
 
+/// The editor's file hooks (ACP `fs/read_text_file`, `fs/write_text_file`).
+#[napi(object, object_to_js = false)]
+pub struct EditorHooks {
+    /// The file's text as the editor holds it, from `line` (1-based) for `limit` lines;
+    /// `null` to read the disk instead.
+    #[napi(
+        ts_type = "(request: { path: string; line?: number | null; limit?: number | null }) => string | null | undefined | Promise<string | null | undefined>"
+    )]
+    pub read_text_file: Option<Callback<Value, String>>,
+    /// Writes a text file through the editor; `false` to write the disk instead. A throw is the
+    /// write's error.
+    #[napi(ts_type = "(request: { path: string; content: string }) => boolean | void | Promise<boolean | void>")]
+    pub write_text_file: Option<Callback<Value, Value>>,
+}
+
 #[napi(object, object_to_js = false)]
 pub struct AgentClientOptions {
     /// `https://api2.cursor.sh` (default) or a local gateway / embedded backend URL.
@@ -83,9 +98,26 @@ pub struct AgentClientOptions {
     /// Supplies the `RequestContext` (rules, env, MCP tools) in proto3 JSON.
     #[napi(ts_type = "() => RequestContext | null | undefined | Promise<RequestContext | null | undefined>")]
     pub request_context: Option<Callback<(), crate::json::HostJson>>,
-    /// Built-in local tools (read, write, delete, ls, grep, shells) confined to these roots;
-    /// they answer every exec the `exec` callback leaves unhandled (no callback, or `undefined`).
+    /// Built-in local tools confined to these roots, run by the core for every exec the `exec`
+    /// callback leaves unhandled (no callback, or `undefined`): reads, listings and searches at
+    /// once; writes, deletes, shells, fetches and MCP calls once `permission` allows them
+    /// (without a `permission` callback they all run). `client.tools` is them.
     pub tools: Option<crate::js_tools::LocalToolsOptions>,
+    /// The permission policy of the built-in tools: asked before a call that changes something,
+    /// about a card the client already shows (`request.toolCall`), and (`mayAsk: false`) for
+    /// the server's allowlist prechecks. `ctx.signal` aborts when the turn is cancelled.
+    #[napi(ts_type = "(request: PermissionRequest, ctx: ExecContext) => PermissionAnswer | Promise<PermissionAnswer>")]
+    pub permission: Option<crate::js_host::ContextCallback>,
+    /// The editor's file hooks: reads and text writes of the built-in tools go through them.
+    pub editor: Option<EditorHooks>,
+    /// The host's MCP client: the built-in tools' MCP calls (after `permission`), resource
+    /// listings and reads, and server state. The servers' tools are those the request context
+    /// lists.
+    #[napi(ts_type = "(request: McpRequest, ctx: ExecContext) => McpAnswer | Promise<McpAnswer>")]
+    pub mcp: Option<crate::js_host::ContextCallback>,
+    /// The conversations this host keeps, for the model's conversation search.
+    #[napi(ts_type = "() => PastConversation[] | Promise<PastConversation[]>")]
+    pub past_conversations: Option<Callback<(), Value>>,
     /// Replaces the built-in in-memory blob store.
     pub kv: Option<KvOptions>,
     /// Keep blobs as files in this directory (survives restarts). Ignored when `kv` is set.
@@ -234,21 +266,26 @@ impl AgentClient {
             ),
             None => None,
         };
-        let host: Arc<dyn cursor_acp_core::host::Host> = if options.exec.is_none()
-            && options.interaction.is_none()
-            && options.request_context.is_none()
-            && tools.is_none()
-        {
-            Arc::new(NoHost)
-        } else {
-            Arc::new(JsHost {
-                exec: options.exec.map(Arc::new),
-                tools,
-                interaction: options.interaction.map(Arc::new),
-                request_context: options.request_context.map(Arc::new),
-            })
+        let (editor_read, editor_write) = match options.editor {
+            Some(e) => (e.read_text_file.map(Arc::new), e.write_text_file.map(Arc::new)),
+            None => (None, None),
         };
-        let inner = session::AgentClient::new(config, host, kv).map_err(|e| coded(&env, &e))?;
+        let js_host = JsHost {
+            exec: options.exec.map(Arc::new),
+            interaction: options.interaction.map(Arc::new),
+            request_context: options.request_context.map(Arc::new),
+            permission: options.permission.map(Arc::new),
+            editor_read,
+            editor_write,
+            mcp: options.mcp.map(Arc::new),
+            past_conversations: options.past_conversations.map(Arc::new),
+        };
+        let host: Arc<dyn cursor_acp_core::host::Host> =
+            if js_host.is_empty() { Arc::new(NoHost) } else { Arc::new(js_host) };
+        let mut inner = session::AgentClient::new(config, host, kv).map_err(|e| coded(&env, &e))?;
+        if let Some(tools) = tools {
+            inner = inner.with_tools(tools);
+        }
         Ok(AgentClient { inner })
     }
 
@@ -260,6 +297,13 @@ impl AgentClient {
             TransportKind::Sse => "sse",
             TransportKind::H2 | TransportKind::Auto => "h2",
         }
+    }
+
+    /// The built-in tools of the `tools` option (the same tools the core runs, their
+    /// background shells included), or `null`.
+    #[napi(getter)]
+    pub fn tools(&self) -> Option<crate::js_tools::LocalTools> {
+        self.inner.tools().cloned().map(crate::js_tools::LocalTools::from_core)
     }
 
     /// Starts a new conversation.

@@ -5,7 +5,10 @@
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use cursor_acp_core::host::{self, BlobStore, ExecEvent, ExecRequest, Host, InteractionRequest};
+use cursor_acp_core::host::{
+    self, BlobStore, ExecEvent, ExecRequest, Host, InteractionRequest, McpCall, PastConversation, Permission,
+    PermissionRequest,
+};
 use cursor_acp_core::CoreError;
 use futures::future::BoxFuture;
 use napi::bindgen_prelude::*;
@@ -161,13 +164,109 @@ impl ExecContext {
 /// `exec(request, ctx)`.
 pub type ExecCallback = Callback<FnArgs<(Value, ExecContext)>, HostJson>;
 
+/// `(request, ctx) => answer`: the permission policy and the MCP client.
+pub type ContextCallback = Callback<FnArgs<(Value, ExecContext)>, Value>;
+
 /// JS callbacks implementing the core's `Host`.
+#[derive(Default)]
 pub struct JsHost {
     pub exec: Option<Arc<ExecCallback>>,
-    /// Built-in tools answering what `exec` leaves unhandled (no callback, or `undefined`).
-    pub tools: Option<cursor_acp_core::tools::LocalTools>,
     pub interaction: Option<Arc<Callback<Value, HostJson>>>,
     pub request_context: Option<Arc<Callback<(), HostJson>>>,
+    pub permission: Option<Arc<ContextCallback>>,
+    pub editor_read: Option<Arc<Callback<Value, String>>>,
+    pub editor_write: Option<Arc<Callback<Value, Value>>>,
+    pub mcp: Option<Arc<ContextCallback>>,
+    pub past_conversations: Option<Arc<Callback<(), Value>>>,
+}
+
+impl JsHost {
+    /// Whether it has any callback (else the client takes `NoHost`).
+    pub fn is_empty(&self) -> bool {
+        self.exec.is_none()
+            && self.interaction.is_none()
+            && self.request_context.is_none()
+            && self.permission.is_none()
+            && self.editor_read.is_none()
+            && self.editor_write.is_none()
+            && self.mcp.is_none()
+            && self.past_conversations.is_none()
+    }
+}
+
+/// An `ExecContext` for a callback that is not an exec's (the permission policy, the MCP
+/// client): its `signal` follows `cancel`; what it reports goes nowhere.
+fn context_of(cancel: CancellationToken) -> (ExecContext, tokio_util::sync::DropGuard) {
+    let done = CancellationToken::new();
+    let guard = done.clone().drop_guard();
+    let (events, _) = mpsc::unbounded_channel();
+    (ExecContext { events, cancel, done, signal: None }, guard)
+}
+
+fn permission_json(request: &PermissionRequest) -> Value {
+    let mut json = serde_json::json!({
+        "toolCall": request.tool_call,
+        "kind": request.kind,
+        "programs": request.programs,
+        "paths": request.paths,
+        "mayAsk": request.may_ask,
+    });
+    if let Some(command) = &request.command {
+        json["command"] = Value::String(command.clone());
+    }
+    if let Some(url) = &request.url {
+        json["url"] = Value::String(url.clone());
+    }
+    if let Some((server, tool)) = &request.mcp {
+        json["mcpServer"] = Value::String(server.clone());
+        json["mcpTool"] = Value::String(tool.clone());
+    }
+    json
+}
+
+/// `'allow'`, `'reject'`, `'cancelled'`, or `{ outcome, reason }`.
+fn permission_answer(answer: Option<Value>) -> std::result::Result<Permission, CoreError> {
+    let (outcome, reason) = match &answer {
+        Some(Value::String(outcome)) => (outcome.as_str(), None),
+        Some(Value::Object(fields)) => (
+            fields.get("outcome").and_then(Value::as_str).unwrap_or_default(),
+            fields.get("reason").and_then(Value::as_str).map(str::to_string),
+        ),
+        _ => ("", None),
+    };
+    match outcome {
+        "allow" => Ok(Permission::Allow),
+        "reject" => Ok(Permission::Reject(reason)),
+        "cancelled" => Ok(Permission::Cancelled),
+        _ => Err(CoreError::Callback(format!(
+            "the permission callback answered {}: expected 'allow', 'reject' or 'cancelled'",
+            answer.map_or_else(|| "nothing".to_string(), |a| a.to_string().chars().take(80).collect())
+        ))),
+    }
+}
+
+fn mcp_json(call: McpCall) -> Value {
+    match call {
+        McpCall::Tool { server, tool, args } => {
+            serde_json::json!({ "op": "callTool", "server": server, "tool": tool, "args": args })
+        }
+        McpCall::ListResources { server } => serde_json::json!({ "op": "listResources", "server": server }),
+        McpCall::ReadResource { server, uri } => {
+            serde_json::json!({ "op": "readResource", "server": server, "uri": uri })
+        }
+        McpCall::State { servers } => serde_json::json!({ "op": "state", "servers": servers }),
+    }
+}
+
+/// One entry of `pastConversations()` (`updatedAt` in milliseconds since the epoch).
+fn past_conversation(entry: &Value) -> Option<PastConversation> {
+    let text = |key: &str| entry.get(key).and_then(Value::as_str).map(str::to_string);
+    let updated_at_ms = entry.get("updatedAt").and_then(Value::as_f64).filter(|ms| ms.is_finite()).map(|ms| ms as i64);
+    Some(PastConversation {
+        conversation_id: text("conversationId")?,
+        title: text("title").unwrap_or_default(),
+        updated_at_ms,
+    })
 }
 
 fn request_json(request: &ExecRequest) -> Value {
@@ -187,7 +286,6 @@ impl Host for JsHost {
         ctx: host::ExecContext,
     ) -> BoxFuture<'static, std::result::Result<Option<Value>, CoreError>> {
         let exec = self.exec.clone();
-        let tools = self.tools.clone();
         Box::pin(async move {
             if let Some(exec) = exec {
                 let done = CancellationToken::new();
@@ -204,10 +302,65 @@ impl Host for JsHost {
                     return Ok(Some(json));
                 }
             }
-            match tools {
-                Some(tools) => tools.run(&request, &ctx).await,
-                None => Ok(None),
-            }
+            Ok(None)
+        })
+    }
+
+    fn permission(
+        &self,
+        request: PermissionRequest,
+        cancel: CancellationToken,
+    ) -> BoxFuture<'static, std::result::Result<Permission, CoreError>> {
+        let Some(permission) = self.permission.clone() else {
+            let answer = host::no_policy(&request);
+            return Box::pin(async move { Ok(answer) });
+        };
+        Box::pin(async move {
+            let (ctx, _done) = context_of(cancel);
+            permission_answer(call(&permission, FnArgs::from((permission_json(&request), ctx))).await?)
+        })
+    }
+
+    fn reads_through_editor(&self) -> bool {
+        self.editor_read.is_some()
+    }
+
+    fn editor_read(
+        &self,
+        path: String,
+        line: Option<u32>,
+        limit: Option<u32>,
+    ) -> BoxFuture<'static, std::result::Result<Option<String>, CoreError>> {
+        let Some(read) = self.editor_read.clone() else { return Box::pin(async { Ok(None) }) };
+        Box::pin(async move { call(&read, serde_json::json!({ "path": path, "line": line, "limit": limit })).await })
+    }
+
+    fn editor_write(&self, path: String, content: String) -> BoxFuture<'static, std::result::Result<bool, CoreError>> {
+        let Some(write) = self.editor_write.clone() else { return Box::pin(async { Ok(false) }) };
+        Box::pin(async move {
+            let answer = call(&write, serde_json::json!({ "path": path, "content": content })).await?;
+            Ok(answer != Some(Value::Bool(false)))
+        })
+    }
+
+    fn mcp(
+        &self,
+        request: McpCall,
+        cancel: CancellationToken,
+    ) -> BoxFuture<'static, std::result::Result<Option<Value>, CoreError>> {
+        let Some(mcp) = self.mcp.clone() else { return Box::pin(async { Ok(None) }) };
+        Box::pin(async move {
+            let (ctx, _done) = context_of(cancel);
+            call(&mcp, FnArgs::from((mcp_json(request), ctx))).await
+        })
+    }
+
+    fn past_conversations(&self) -> BoxFuture<'static, std::result::Result<Option<Vec<PastConversation>>, CoreError>> {
+        let Some(list) = self.past_conversations.clone() else { return Box::pin(async { Ok(None) }) };
+        Box::pin(async move {
+            let entries = call(&list, ()).await?;
+            Ok(entries
+                .map(|e| e.as_array().map(|a| a.iter().filter_map(past_conversation).collect()).unwrap_or_default()))
         })
     }
 

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use cursor_acp_core::host;
+use cursor_acp_core::kinds::ExecKind;
 use cursor_acp_core::tools::{self, check_env_policy, EnvPolicy, Inherit, ToolOptions, Workspace};
 use cursor_acp_core::CoreError;
 use napi::bindgen_prelude::*;
@@ -129,6 +130,13 @@ pub struct LocalTools {
     inner: tools::LocalTools,
 }
 
+impl LocalTools {
+    /// A handle on tools the core already holds (a client's).
+    pub(crate) fn from_core(inner: tools::LocalTools) -> Self {
+        LocalTools { inner }
+    }
+}
+
 #[napi]
 impl LocalTools {
     #[napi(constructor)]
@@ -169,7 +177,7 @@ impl LocalTools {
     /// Whether `run` implements this exec kind.
     #[napi]
     pub fn handles(kind: String) -> bool {
-        tools::LocalTools::handles(&kind)
+        ExecKind::from_name(&kind).is_some_and(tools::LocalTools::handles)
     }
 
     /// Runs an exec request. With the callback's `ctx`, shell output streams to the server and
@@ -183,14 +191,23 @@ impl LocalTools {
         request: Value,
         ctx: Option<&ExecContext>,
     ) -> Result<PromiseRaw<'env, Option<Json>>> {
-        let kind = request.get("kind").and_then(|k| k.as_str()).unwrap_or_default().to_string();
+        let kind = ExecKind::from_name(request.get("kind").and_then(|k| k.as_str()).unwrap_or_default());
         let args = request.get("args").cloned().unwrap_or(Value::Object(Default::default()));
         let ctx = match ctx {
             Some(c) => c.core(),
             None => host::ExecContext::detached(),
         };
         let tools = self.inner.clone();
-        promise(env, async move { tools.run_kind(&kind, &args, &ctx).await }, |_, v| Ok(v.map(Json)))
+        promise(
+            env,
+            async move {
+                match kind {
+                    Some(kind) => tools.run_kind(kind, &args, &ctx).await,
+                    None => Ok(None),
+                }
+            },
+            |_, v| Ok(v.map(Json)),
+        )
     }
 
     /// Files matching a glob (`{ globPattern, targetDirectory? }`), most recently modified first,

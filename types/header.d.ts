@@ -58,6 +58,44 @@ export type WithByteArrays<T> = T extends string
     : T extends object
       ? { [K in keyof T]: WithByteArrays<T[K]> }
       : T
+/**
+ * A question to the permission policy (`permission` option) about a call of the built-in tools:
+ * the client already shows its card (`toolCall`, with its ACP id and content such as the diff).
+ * `mayAsk: false` is the server's allowlist precheck: answer from your rules, never ask the user.
+ */
+export interface PermissionRequest {
+  toolCall: ToolCard & { toolCallId: string; status?: string }
+  /** ACP's tool kind: `execute`, `edit`, `delete`, `fetch`, `other` (MCP). */
+  kind: string
+  /** A shell's command line. */
+  command?: string
+  /** The programs the command runs, when the server parsed it (prechecks). */
+  programs: string[]
+  /** Absolute paths a write or delete touches. */
+  paths: string[]
+  url?: string
+  /** The MCP server and tool a call runs. */
+  mcpServer?: string
+  mcpTool?: string
+  mayAsk: boolean
+}
+/** `'cancelled'` stops the turn (the user dismissed the question); a reason is what the model reads. */
+export type PermissionAnswer = 'allow' | 'reject' | 'cancelled' | { outcome: 'allow' | 'reject' | 'cancelled'; reason?: string }
+/** What the core asks the host's MCP client (`mcp` option) to do, after the permission policy. */
+export type McpRequest =
+  | { op: 'callTool'; server: string; tool: string; args: Record<string, unknown> }
+  | { op: 'listResources'; server?: string }
+  | { op: 'readResource'; server: string; uri: string }
+  | { op: 'state'; servers: string[] }
+/** The result message of the request: `agent.McpResult`, `agent.ListMcpResourcesExecResult`, … */
+export type McpAnswer = agent.McpResult | agent.ListMcpResourcesExecResult | agent.ReadMcpResourceExecResult | agent.McpStateExecResult
+/** A conversation the host keeps (`pastConversations` option), for the model's conversation search. */
+export interface PastConversation {
+  conversationId: string
+  title: string
+  /** When it last changed, in milliseconds since the epoch. */
+  updatedAt?: number
+}
 /** An interaction query: `kind` is `webSearch`, `askQuestion`, `switchMode`, `createPlan`, `webFetch`, … */
 export type InteractionQuery = agent.HostInteractionQuery
 /** The matching response message (see `agent.InteractionAnswerByKind`), e.g. `{ approved: {} }`. */

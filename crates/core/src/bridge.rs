@@ -10,6 +10,7 @@ use prost_reflect::{DynamicMessage, Kind, MessageDescriptor, ReflectMessage, Ser
 use crate::descriptors::{self, dispatch};
 use crate::field::agent::v1 as f;
 use crate::host::{ExecRequest, InteractionRequest};
+use crate::kinds::{ExecKind, InteractionKind};
 use crate::proto::agent::v1 as pb;
 use crate::wire::{put_length_delimited, Field, Pieces};
 
@@ -20,15 +21,6 @@ fn to_json(msg: &DynamicMessage) -> serde_json::Value {
 
 fn wrong_wire_type(message: &str, number: u32) -> String {
     format!("{message} field {number}: not of its type on the wire")
-}
-
-fn strip_suffixes(name: &str, suffixes: &[&str]) -> String {
-    for s in suffixes {
-        if let Some(stripped) = name.strip_suffix(s) {
-            return stripped.to_string();
-        }
-    }
-    name.to_string()
 }
 
 /// Decodes an `ExecServerMessage`. `Ok(None)`: a branch this schema does not know (answer with
@@ -63,7 +55,8 @@ pub fn decode_exec(raw: &[u8]) -> Result<(u32, String, Option<ExecRequest>), Str
     let request = ExecRequest {
         id,
         exec_id: exec_id.clone(),
-        kind: strip_suffixes(branch.json_name, &["ExecArgs", "Args"]),
+        kind: ExecKind::from_field(branch.number)
+            .map_or_else(|| branch.json_name.to_string(), |k| k.name().to_string()),
         args: to_json(&args),
         accept_hook_additional_contexts,
         field: branch.number,
@@ -85,7 +78,8 @@ pub fn decode_interaction(raw: &[u8]) -> Result<(u32, Option<InteractionRequest>
         Ok(())
     })?;
     let Some((branch, query)) = branch else { return Ok((id, None)) };
-    let kind = strip_suffixes(branch.json_name, &["RequestQuery", "InteractionQuery", "Args"]);
+    let kind = InteractionKind::from_field(branch.number)
+        .map_or_else(|| branch.json_name.to_string(), |k| k.name().to_string());
     Ok((id, Some(InteractionRequest { id, kind, query: to_json(&query), field: branch.number })))
 }
 

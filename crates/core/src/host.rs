@@ -35,6 +35,14 @@ pub struct ExecRequest {
     pub(crate) field: u32,
 }
 
+impl ExecRequest {
+    /// The request's kind as the schema names it (`None` only for a request made by hand with
+    /// a field number the schema does not have).
+    pub fn exec_kind(&self) -> Option<crate::kinds::ExecKind> {
+        crate::kinds::ExecKind::from_field(self.field)
+    }
+}
+
 /// What a host reports while it works on an exec, in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ExecEvent {
@@ -96,6 +104,83 @@ pub struct InteractionRequest {
     pub(crate) field: u32,
 }
 
+/// A question to the host's permission policy about one tool call the core is about to run
+/// (`Host::permission`). The client already shows the call's card (`tool_call`, with its ACP
+/// id); the policy answers from its rules or asks the user about that card.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PermissionRequest {
+    /// The card as an ACP `ToolCall` (id, title, kind, content such as the diff, rawInput):
+    /// what a `session/request_permission` shows.
+    pub tool_call: serde_json::Value,
+    /// The ACP tool kind the policy is keyed by: `execute`, `edit`, `delete`, `fetch`, `other`.
+    pub kind: String,
+    /// A shell's command line, as the model wrote it.
+    pub command: Option<String>,
+    /// The programs the command runs, when the server parsed it (prechecks); else empty.
+    pub programs: Vec<String>,
+    /// Absolute paths the call writes or deletes.
+    pub paths: Vec<String>,
+    /// The URL a fetch reads.
+    pub url: Option<String>,
+    /// The MCP server and tool a call runs.
+    pub mcp: Option<(String, String)>,
+    /// `false` for the server's allowlist prechecks: answer from the rules only, never ask.
+    pub may_ask: bool,
+}
+
+/// What a host without a permission policy answers: every call runs; a precheck
+/// (`may_ask: false`) is not allowlisted, so the server's own approval flow runs.
+pub fn no_policy(request: &PermissionRequest) -> Permission {
+    if request.may_ask {
+        Permission::Allow
+    } else {
+        Permission::Reject(None)
+    }
+}
+
+/// The policy's answer to a [`PermissionRequest`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Permission {
+    Allow,
+    /// Refused; the reason is what the model reads (a default one when `None`).
+    Reject(Option<String>),
+    /// The user dismissed the question or the turn was cancelled: the turn stops.
+    Cancelled,
+}
+
+/// An MCP operation the core asks the host's MCP client to carry out (the host owns the
+/// connections to the servers; the core decides when, after the permission policy).
+#[derive(Debug, Clone, PartialEq)]
+pub enum McpCall {
+    /// Calls `tool` of `server` with `args`.
+    Tool {
+        server: String,
+        tool: String,
+        args: serde_json::Value,
+    },
+    /// The resources of one server, or of every server (`None`).
+    ListResources {
+        server: Option<String>,
+    },
+    ReadResource {
+        server: String,
+        uri: String,
+    },
+    /// The state of these servers (every server when empty).
+    State {
+        servers: Vec<String>,
+    },
+}
+
+/// A conversation the host keeps, for the model's conversation search.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PastConversation {
+    pub conversation_id: String,
+    pub title: String,
+    /// Milliseconds since the epoch of its last change, when known.
+    pub updated_at_ms: Option<i64>,
+}
+
 /// Results are proto3 JSON of the matching result message (`ReadResult` for `read`, …);
 /// `Ok(None)` means "not handled" (exec: throw + close; interaction: the default rejection).
 pub trait Host: Send + Sync + 'static {
@@ -115,6 +200,57 @@ pub trait Host: Send + Sync + 'static {
 
     /// A `RequestContext` in proto3 JSON (rules, env, MCP tools), or `None` for the default.
     fn request_context(&self) -> BoxFuture<'static, Result<Option<serde_json::Value>, CoreError>> {
+        Box::pin(async { Ok(None) })
+    }
+
+    /// The permission policy for the calls of the client's built-in tools that change things
+    /// (writes, deletes, shells, fetches, MCP calls). `cancel` fires when the turn is cancelled
+    /// or the server aborts the exec. Without a policy ([`no_policy`]) every call runs, and
+    /// the server's prechecks hear "not allowlisted", so its own approval flow runs.
+    fn permission(
+        &self,
+        request: PermissionRequest,
+        _cancel: CancellationToken,
+    ) -> BoxFuture<'static, Result<Permission, CoreError>> {
+        let answer = no_policy(&request);
+        Box::pin(async move { Ok(answer) })
+    }
+
+    /// Whether the host reads files through the editor (`editor_read`); the core then shows the
+    /// read's card before it asks, as the editor names the card in its own log.
+    fn reads_through_editor(&self) -> bool {
+        false
+    }
+
+    /// The text of a file as the editor holds it (unsaved changes included), `line` (1-based)
+    /// and `limit` lines when given; `None`: the editor does not offer it, read the disk.
+    fn editor_read(
+        &self,
+        _path: String,
+        _line: Option<u32>,
+        _limit: Option<u32>,
+    ) -> BoxFuture<'static, Result<Option<String>, CoreError>> {
+        Box::pin(async { Ok(None) })
+    }
+
+    /// Writes a text file through the editor (so its review tracks the change): `Ok(true)`
+    /// written, `Ok(false)` not offered (write the disk), `Err` the editor failed.
+    fn editor_write(&self, _path: String, _content: String) -> BoxFuture<'static, Result<bool, CoreError>> {
+        Box::pin(async { Ok(false) })
+    }
+
+    /// Runs an MCP operation through the host's MCP client: the result message in proto3 JSON
+    /// (`McpResult`, `ListMcpResourcesExecResult`, …), or `None` when the host has no MCP client.
+    fn mcp(
+        &self,
+        _call: McpCall,
+        _cancel: CancellationToken,
+    ) -> BoxFuture<'static, Result<Option<serde_json::Value>, CoreError>> {
+        Box::pin(async { Ok(None) })
+    }
+
+    /// The conversations the host keeps (for conversation search), or `None` when it keeps none.
+    fn past_conversations(&self) -> BoxFuture<'static, Result<Option<Vec<PastConversation>>, CoreError>> {
         Box::pin(async { Ok(None) })
     }
 }

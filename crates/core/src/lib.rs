@@ -10,6 +10,7 @@ pub mod embedded;
 pub mod error;
 pub mod field;
 pub mod host;
+pub mod kinds;
 pub mod models;
 pub mod prompt;
 pub mod proto;

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use base64::Engine as _;
 use common::{alive, context, is_root, wait_for_file, Fixture};
 use cursor_acp_core::host::ExecEvent;
+use cursor_acp_core::kinds::ExecKind;
 use serde_json::{json, Value};
 
 // ---------- read ----------
@@ -415,7 +416,7 @@ async fn shell_success_streams_and_returns_output() {
     let run = tokio::spawn(async move {
         let args =
             json!({ "command": "echo $GREETING; pwd; echo oops >&2; sleep 0.5; echo done", "workingDirectory": "sub" });
-        tools.run_kind("shellStream", &args, &ctx).await.unwrap().unwrap()
+        tools.run_kind(ExecKind::ShellStream, &args, &ctx).await.unwrap().unwrap()
     });
     // The process is reported started before any output.
     assert_eq!(tokio::time::timeout(Duration::from_secs(5), rx.recv()).await.unwrap(), Some(ExecEvent::Started));
@@ -483,10 +484,9 @@ async fn aborting_a_shell_kills_it_and_reports_aborted() {
     let cancel = ctx.cancel.clone();
     let tools = f.tools.clone();
     let command = format!("sleep 30 & echo $! > {}; wait", pidfile.display());
-    let run =
-        tokio::spawn(
-            async move { tools.run_kind("shell", &json!({ "command": command }), &ctx).await.unwrap().unwrap() },
-        );
+    let run = tokio::spawn(async move {
+        tools.run_kind(ExecKind::Shell, &json!({ "command": command }), &ctx).await.unwrap().unwrap()
+    });
     let pid: i64 = wait_for_file(&pidfile).await.trim().parse().unwrap();
     assert!(alive(pid));
     let aborted_at = Instant::now();
@@ -506,7 +506,7 @@ async fn dropping_a_running_shell_kills_it() {
     let (ctx, _rx) = context();
     let tools = f.tools.clone();
     let command = format!("sleep 30 & echo $! > {}; wait", pidfile.display());
-    let run = tokio::spawn(async move { tools.run_kind("shell", &json!({ "command": command }), &ctx).await });
+    let run = tokio::spawn(async move { tools.run_kind(ExecKind::Shell, &json!({ "command": command }), &ctx).await });
     let pid: i64 = wait_for_file(&pidfile).await.trim().parse().unwrap();
     run.abort();
     let _ = run.await;
@@ -703,10 +703,10 @@ async fn a_terminals_folder_the_host_named_is_never_made_again_once_the_tools_ar
 async fn unknown_kinds_are_not_handled_and_bad_args_are_errors() {
     let f = Fixture::new();
     let (ctx, _rx) = context();
-    assert!(f.tools.run_kind("mcp", &json!({}), &ctx).await.unwrap().is_none());
-    let err = f.tools.run_kind("read", &json!({ "path": 5 }), &ctx).await.unwrap_err();
+    assert!(f.tools.run_kind(ExecKind::Mcp, &json!({}), &ctx).await.unwrap().is_none());
+    let err = f.tools.run_kind(ExecKind::Read, &json!({ "path": 5 }), &ctx).await.unwrap_err();
     assert_eq!(err.code(), "E_INVALID");
-    let err = f.tools.run_kind("read", &json!({ "pth": "x" }), &ctx).await.unwrap_err();
+    let err = f.tools.run_kind(ExecKind::Read, &json!({ "pth": "x" }), &ctx).await.unwrap_err();
     assert!(err.to_string().contains("pth"), "{err}");
 }
 
@@ -788,7 +788,7 @@ async fn a_shell_starting_while_the_tools_close_neither_outlives_them_nor_makes_
         let tools = f.tools.clone();
         let spawn = tokio::spawn(async move {
             let args = json!({ "command": "sleep 30" });
-            tools.run_kind("backgroundShellSpawn", &args, &cursor_acp_core::host::ExecContext::detached()).await
+            tools.run_kind(ExecKind::BackgroundShellSpawn, &args, &cursor_acp_core::host::ExecContext::detached()).await
         });
         let spin = Instant::now();
         while spin.elapsed() < Duration::from_micros(i * 20) {

@@ -8,6 +8,7 @@ use std::path::Path;
 use std::process::Command;
 
 use common::{context, Fixture};
+use cursor_acp_core::kinds::ExecKind;
 use serde_json::{json, Value};
 
 fn git(dir: &Path, args: &[&str]) -> String {
@@ -143,10 +144,11 @@ async fn a_repository_without_commits_and_what_git_cannot_answer() {
     assert_eq!(files(&r), [("/dev/null".into(), "first.txt".into())]);
     let plain = Fixture::new();
     let (ctx, _rx) = context();
-    let err = plain.tools.run_kind("gitDiffRequest", &json!({}), &ctx).await.unwrap_err();
+    let err = plain.tools.run_kind(ExecKind::GitDiffRequest, &json!({}), &ctx).await.unwrap_err();
     assert!(err.to_string().contains("not in a git repository"), "{err}");
-    let err = f.tools.run_kind("gitDiffRequest", &json!({ "cwd": "/" }), &ctx).await.unwrap_err();
+    let err = f.tools.run_kind(ExecKind::GitDiffRequest, &json!({ "cwd": "/" }), &ctx).await.unwrap_err();
     assert!(err.to_string().contains("outside the workspace"), "{err}");
-    let err = f.tools.run_kind("gitDiffRequest", &json!({ "targetPaths": ["../../etc"] }), &ctx).await.unwrap_err();
+    let err =
+        f.tools.run_kind(ExecKind::GitDiffRequest, &json!({ "targetPaths": ["../../etc"] }), &ctx).await.unwrap_err();
     assert!(err.to_string().contains("outside the workspace"), "{err}");
 }

@@ -1,7 +1,7 @@
 //! [`AgentClient`] (transport, host and KV override, shared by its sessions) and [`Session`]
 //! (one conversation: its checkpoint, model, mode and cwd, and the turn running now).
 
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agent_client_protocol_schema::v1 as acp;
@@ -14,7 +14,7 @@ use super::config::{ClientConfig, PromptExtras, SavedSession, SessionOptions, Ti
 use super::inner::{SessionInner, SessionState};
 use super::messages::{self, FirstAction};
 use super::request_context;
-use super::turn::{Turn, TurnShared};
+use super::turn::Turn;
 use super::turn_loop;
 use crate::error::CoreError;
 use crate::host::{BlobStore, Host, MemoryBlobStore};
@@ -22,6 +22,7 @@ use crate::models;
 use crate::prompt;
 use crate::proto::agent::v1 as pb;
 use crate::protojson;
+use crate::tools::LocalTools;
 use crate::translate::Translator;
 use crate::transport::{TokenReason, Transport, TransportKind};
 
@@ -37,6 +38,8 @@ pub struct AgentClient {
     terminal_output: bool,
     /// The shell the request context names (`ClientConfig::shell`), shared by the sessions.
     shell: Arc<str>,
+    /// Built-in tools the core runs for the execs the host leaves (`with_tools`).
+    tools: Option<LocalTools>,
 }
 
 impl AgentClient {
@@ -50,7 +53,23 @@ impl AgentClient {
             notices: config.notices,
             terminal_output: config.terminal_output,
             shell: config.shell.display().to_string().into(),
+            tools: None,
         })
+    }
+
+    /// Runs `tools` in the core for every exec the host leaves unanswered: reads, searches and
+    /// listings at once; writes, deletes, shells, fetches and MCP calls once the host's
+    /// [`Host::permission`] policy allows them, on a card the client already shows. Their
+    /// shell becomes the one the request context names.
+    pub fn with_tools(mut self, tools: LocalTools) -> Self {
+        self.shell = tools.shell().display().to_string().into();
+        self.tools = Some(tools);
+        self
+    }
+
+    /// The built-in tools the core runs for this client's sessions, if any.
+    pub fn tools(&self) -> Option<&LocalTools> {
+        self.tools.as_ref()
     }
 
     /// The shell the request context names: the one this client's tools run.
@@ -116,6 +135,7 @@ impl AgentClient {
             inner: Arc::new(SessionInner {
                 transport: self.transport.clone(),
                 host: self.host.clone(),
+                tools: self.tools.clone(),
                 blobs: store,
                 timing: self.timing.clone(),
                 compaction_updates: self.compaction_updates,
@@ -396,11 +416,7 @@ impl Session {
     /// A request about a card (a permission, a form) waits for it, so it never names a card the
     /// client does not know.
     pub async fn card_announced(&self, local: &str, within: Duration) -> Option<String> {
-        let rx = match self.inner.cards().wait_for(local) {
-            Ok(rx) => rx,
-            Err(now) => return now,
-        };
-        tokio::time::timeout(within, rx).await.ok().and_then(Result::ok).flatten()
+        self.inner.card_announced(local, within).await
     }
 
     /// Opens a card of the host's own in the running turn (an exec that came without its tool
@@ -408,35 +424,14 @@ impl Session {
     /// `None` when no turn runs, it was cancelled, or it ends first. If the card is out
     /// already, its id. A card the host does not settle fails when the turn ends.
     pub async fn open_card(&self, card: acp::ToolCall) -> Option<String> {
-        let turn = self.running_turn()?;
-        if turn.cancel.is_cancelled() {
-            return None;
-        }
-        let local = card.tool_call_id.to_string();
-        let rx = match self.inner.cards().wait_for(&local) {
-            Ok(rx) => rx,
-            Err(now) => return now,
-        };
-        let mut ended = turn.ended();
-        turn.updates.push_host(acp::SessionUpdate::ToolCall(card));
-        drop(turn);
-        tokio::select! {
-            id = rx => id.ok().flatten(),
-            _ = ended.wait_for(Option::is_some) => None,
-        }
+        self.inner.open_card(card).await
     }
 
     /// Settles (or updates) a card of the host's own in the running turn. Like every update,
     /// it goes out only if the card is open: never for a card the client was not told of, or
     /// after the card ended.
     pub fn settle_card(&self, update: acp::ToolCallUpdate) {
-        if let Some(turn) = self.running_turn() {
-            turn.updates.push_host(acp::SessionUpdate::ToolCallUpdate(update));
-        }
-    }
-
-    fn running_turn(&self) -> Option<Arc<TurnShared>> {
-        self.lock().active_turn.as_ref().and_then(Weak::upgrade)
+        self.inner.settle_card(update)
     }
 
     /// A 32-byte entry that names a stored blob is replaced by the blob; anything else is inline.

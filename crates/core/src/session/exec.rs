@@ -13,6 +13,7 @@ use super::inner::SessionInner;
 use super::messages::exec_control as control;
 use super::request_context;
 use super::shell_stream::{self, Ending};
+use super::tool_runs;
 use crate::bridge::{self, ReplyExtras};
 use crate::error::CoreError;
 use crate::field::agent::v1 as f;
@@ -242,7 +243,14 @@ pub(super) async fn run(
     let mut shell = (request.kind == "shellStream").then_some(ShellEvents { reply: &reply, started: false });
     let mut hooks = Vec::new();
     let (ctx, mut events) = ExecContext::new(token.clone());
-    let host_call = session.host.exec(request.clone(), ctx);
+    // The host first (a host bringing its own tools answers what it wants); the client's
+    // built-in tools then take what it left.
+    let host_call = async {
+        match session.host.exec(request.clone(), ctx.clone()).await? {
+            Some(answer) => Ok(Some(answer)),
+            None => tool_runs::run(session, &request, &ctx).await,
+        }
+    };
     let mut beat = tokio::time::interval_at(Instant::now() + timing.exec_heartbeat, timing.exec_heartbeat);
     let deadline = tokio::time::sleep(timing.callback);
     tokio::pin!(host_call, deadline);

@@ -6,30 +6,36 @@
 use serde_json::{json, Value};
 
 use crate::host::ExecRequest;
+use crate::kinds::ExecKind;
 
 /// Exec kinds that get [`default_answer`] when no host handles them.
-pub const KINDS: &[&str] = &[
-    "shellAllowlistPrecheck",
-    "mcpAllowlistPrecheck",
-    "webFetchAllowlistPrecheck",
-    "canvasDiagnostics",
-    "agentStoreConflict",
-    "conversationSearch",
+pub const KINDS: &[ExecKind] = &[
+    ExecKind::ShellAllowlistPrecheck,
+    ExecKind::McpAllowlistPrecheck,
+    ExecKind::WebFetchAllowlistPrecheck,
+    ExecKind::Diagnostics,
+    ExecKind::CanvasDiagnostics,
+    ExecKind::AgentStoreConflict,
+    ExecKind::ConversationSearch,
 ];
 
 /// The answer to `request` when no host handles it, or `None` (throw + close).
 pub(super) fn default_answer(request: &ExecRequest) -> Option<Value> {
     let text = |key: &str| request.args.get(key).and_then(Value::as_str).unwrap_or_default().to_string();
-    let answer = match request.kind.as_str() {
+    use ExecKind as K;
+    let answer = match request.exec_kind()? {
         // Nothing is allowlisted unless the host says so: the server's own approval flow runs.
-        "shellAllowlistPrecheck" | "mcpAllowlistPrecheck" | "webFetchAllowlistPrecheck" => {
+        K::ShellAllowlistPrecheck | K::McpAllowlistPrecheck | K::WebFetchAllowlistPrecheck => {
             json!({ "allowlisted": false })
         }
-        "canvasDiagnostics" => {
+        K::Diagnostics => {
+            json!({ "error": { "path": text("path"), "error": "Diagnostics are not available in this client." } })
+        }
+        K::CanvasDiagnostics => {
             json!({ "error": { "path": text("path"), "error": "Canvas diagnostics are not available in this client." } })
         }
-        "agentStoreConflict" => json!({ "error": { "error": "This client has no agent store." } }),
-        "conversationSearch" => {
+        K::AgentStoreConflict => json!({ "error": { "error": "This client has no agent store." } }),
+        K::ConversationSearch => {
             json!({ "error": { "error": "Conversation search is not available in this client: it keeps no past conversations." } })
         }
         _ => return None,
@@ -65,7 +71,7 @@ mod tests {
             answered.push(request.kind);
         }
         answered.sort();
-        let mut kinds = KINDS.to_vec();
+        let mut kinds: Vec<String> = KINDS.iter().map(|k| k.name().to_string()).collect();
         kinds.sort();
         assert_eq!(answered, kinds);
     }

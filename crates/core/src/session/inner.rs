@@ -2,6 +2,9 @@
 
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
+use std::time::Duration;
+
+use agent_client_protocol_schema::v1 as acp;
 use bytes::Bytes;
 use tokio_util::sync::CancellationToken;
 
@@ -10,6 +13,7 @@ use super::config::Timing;
 use super::turn::TurnShared;
 use crate::host::{BlobStore, Host};
 use crate::proto::agent::v1 as pb;
+use crate::tools::LocalTools;
 use crate::translate::{InjectedMessages, Translator};
 use crate::transport::{AgentSender, Transport};
 
@@ -18,6 +22,8 @@ use crate::transport::{AgentSender, Transport};
 pub(super) struct SessionInner {
     pub(super) transport: Transport,
     pub(super) host: Arc<dyn Host>,
+    /// The client's built-in tools, run by the core (`tool_runs`) for what the host leaves.
+    pub(super) tools: Option<LocalTools>,
     pub(super) blobs: Arc<dyn BlobStore>,
     pub(super) timing: Timing,
     pub(super) compaction_updates: bool,
@@ -48,6 +54,9 @@ pub(super) struct SessionState {
     /// turn (an injection names the run it expects).
     pub(super) active_sender: Option<AgentSender>,
     pub(super) active_run_id: Option<String>,
+    /// The MCP tools of the last request context: (combined name, server, tool), to resolve
+    /// an `mcp` exec against.
+    pub(super) mcp_tools: Vec<(String, String, String)>,
     /// Kept between turns: message ids and the plan carry over.
     pub(super) translator: Option<Translator>,
 
@@ -62,6 +71,46 @@ impl SessionInner {
     pub(super) fn cards(&self) -> MutexGuard<'_, CardLedger> {
         // The ledger is consistent between its calls: a panic elsewhere leaves it usable.
         self.cards.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// See [`super::Session::card_announced`].
+    pub(super) async fn card_announced(&self, local: &str, within: Duration) -> Option<String> {
+        let rx = match self.cards().wait_for(local) {
+            Ok(rx) => rx,
+            Err(now) => return now,
+        };
+        tokio::time::timeout(within, rx).await.ok().and_then(Result::ok).flatten()
+    }
+
+    /// See [`super::Session::open_card`].
+    pub(super) async fn open_card(&self, card: acp::ToolCall) -> Option<String> {
+        let turn = self.running_turn()?;
+        if turn.cancel.is_cancelled() {
+            return None;
+        }
+        let local = card.tool_call_id.to_string();
+        let rx = match self.cards().wait_for(&local) {
+            Ok(rx) => rx,
+            Err(now) => return now,
+        };
+        let mut ended = turn.ended();
+        turn.updates.push_host(acp::SessionUpdate::ToolCall(card));
+        drop(turn);
+        tokio::select! {
+            id = rx => id.ok().flatten(),
+            _ = ended.wait_for(Option::is_some) => None,
+        }
+    }
+
+    /// See [`super::Session::settle_card`].
+    pub(super) fn settle_card(&self, update: acp::ToolCallUpdate) {
+        if let Some(turn) = self.running_turn() {
+            turn.updates.push_host(acp::SessionUpdate::ToolCallUpdate(update));
+        }
+    }
+
+    fn running_turn(&self) -> Option<Arc<TurnShared>> {
+        self.lock().active_turn.as_ref().and_then(Weak::upgrade)
     }
 
     /// Frees the session for its next turn; called by the turn loop once its turn is over.

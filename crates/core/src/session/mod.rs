@@ -19,7 +19,8 @@
 //! - `retry`: whether a failed stream is resumed, and after how long;
 //! - `exec`, `kv`, `interaction`, `request_context`: the answers to the server's requests
 //!   (`shell_stream`: a streaming shell's events; [`exec_defaults`]: the typed answers given
-//!   when the host has none).
+//!   when the host has none; [`tool_runs`]: the client's built-in tools, behind the host's
+//!   permission policy).
 
 #[cfg(test)]
 mod card_properties;
@@ -37,6 +38,7 @@ mod readers;
 mod request_context;
 mod retry;
 mod shell_stream;
+pub mod tool_runs;
 mod turn;
 mod turn_loop;
 

@@ -28,6 +28,8 @@ pub(super) async fn for_session(session: &SessionInner) -> Result<pb::RequestCon
         }
     };
     ctx.tools.iter_mut().for_each(tool_schema::normalize_tool);
+    session.lock().mcp_tools =
+        ctx.tools.iter().map(|t| (t.name.clone(), t.provider_identifier.clone(), t.tool_name.clone())).collect();
     let env = ctx.env.get_or_insert_with(Default::default);
     let cwd = session.lock().cwd.clone();
     if let Some(cwd) = cwd {

@@ -664,6 +664,7 @@ mod tests {
         let session = Arc::new(SessionInner {
             transport: Transport::new(config).expect("a valid config"),
             host: Arc::new(NoHost),
+            tools: None,
             blobs: Arc::new(MemoryBlobStore::new()),
             timing: Timing::default(),
             compaction_updates: false,

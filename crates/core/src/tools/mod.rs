@@ -28,6 +28,7 @@ use serde_json::Value;
 
 use crate::error::CoreError;
 use crate::host::{ExecContext, ExecRequest};
+use crate::kinds::ExecKind;
 use crate::proto::agent::v1 as pb;
 use crate::protojson;
 use terminals::TerminalsFolder;
@@ -125,28 +126,6 @@ struct Inner {
     terminals: TerminalsFolder,
 }
 
-/// Exec kinds [`LocalTools::run`] answers.
-pub const KINDS: &[&str] = &[
-    "read",
-    "write",
-    "delete",
-    "ls",
-    "grep",
-    "shell",
-    "shellStream",
-    "miniSweAgentBash",
-    "backgroundShellSpawn",
-    "writeShellStdin",
-    "piRead",
-    "piBash",
-    "piEdit",
-    "piWrite",
-    "piGrep",
-    "piFind",
-    "piLs",
-    "gitDiffRequest",
-];
-
 impl LocalTools {
     pub fn new(workspace: Workspace, mut options: ToolOptions) -> Self {
         let terminals = TerminalsFolder::new(&options.terminals_dir);
@@ -189,8 +168,20 @@ impl LocalTools {
         &self.inner.shells
     }
 
-    pub fn handles(kind: &str) -> bool {
-        KINDS.contains(&kind)
+    /// Whether [`LocalTools::run`] answers requests of `kind`.
+    pub fn handles(kind: ExecKind) -> bool {
+        use ExecKind as K;
+        match kind {
+            K::Read | K::Write | K::Delete | K::Ls | K::Grep | K::Shell | K::ShellStream | K::MiniSweAgentBash => true,
+            K::BackgroundShellSpawn | K::WriteShellStdin | K::GitDiffRequest => true,
+            K::PiRead | K::PiBash | K::PiEdit | K::PiWrite | K::PiGrep | K::PiFind | K::PiLs => true,
+            K::RedactedRead | K::Diagnostics | K::RequestContext | K::Mcp | K::ListMcpResources => false,
+            K::ReadMcpResource | K::McpState | K::Fetch | K::RecordScreen | K::ComputerUse | K::ExecuteHook => false,
+            K::Subagent | K::ForceBackgroundShell | K::ForceBackgroundSubagent | K::SubagentAwait => false,
+            K::SmartModeClassifier | K::CanvasDiagnostics | K::ShellAllowlistPrecheck => false,
+            K::McpAllowlistPrecheck | K::WebFetchAllowlistPrecheck | K::ConversationSearch => false,
+            K::AgentStoreConflict => false,
+        }
     }
 
     /// Kills background shells and removes their output, with the tools' own terminals folder
@@ -208,75 +199,82 @@ impl LocalTools {
     /// request's args were not a valid message, or (gitDiffRequest, whose result has no error
     /// branch) that git could not answer.
     pub async fn run(&self, request: &ExecRequest, ctx: &ExecContext) -> Result<Option<Value>, CoreError> {
-        self.run_kind(&request.kind, &request.args, ctx).await
+        match request.exec_kind() {
+            Some(kind) => self.run_kind(kind, &request.args, ctx).await,
+            None => Ok(None),
+        }
     }
 
     /// [`LocalTools::run`] from a kind and its args (proto3 JSON).
-    pub async fn run_kind(&self, kind: &str, args: &Value, ctx: &ExecContext) -> Result<Option<Value>, CoreError> {
+    pub async fn run_kind(&self, kind: ExecKind, args: &Value, ctx: &ExecContext) -> Result<Option<Value>, CoreError> {
+        use ExecKind as K;
+        if !Self::handles(kind) {
+            return Ok(None);
+        }
         let json = match kind {
-            "read" => {
+            K::Read => {
                 let args: pb::ReadArgs = parse("ReadArgs", args)?;
                 to_json("ReadResult", &self.blocking(move |t| files::read(&t.workspace, &t.options, &args)).await?)
             }
-            "write" => {
+            K::Write => {
                 let args: pb::WriteArgs = parse("WriteArgs", args)?;
                 to_json("WriteResult", &self.blocking(move |t| files::write(&t.workspace, &args)).await?)
             }
-            "delete" => {
+            K::Delete => {
                 let args: pb::DeleteArgs = parse("DeleteArgs", args)?;
                 to_json("DeleteResult", &self.blocking(move |t| files::delete(&t.workspace, &t.options, &args)).await?)
             }
-            "ls" => {
+            K::Ls => {
                 let args: pb::LsArgs = parse("LsArgs", args)?;
                 to_json("LsResult", &self.blocking(move |t| ls::ls(&t.workspace, &t.options, &args)).await?)
             }
-            "grep" => {
+            K::Grep => {
                 let args: pb::GrepArgs = parse("GrepArgs", args)?;
                 to_json("GrepResult", &self.blocking(move |t| search::grep(&t.workspace, &t.options, &args)).await?)
             }
-            "shell" | "shellStream" | "miniSweAgentBash" => {
+            K::Shell | K::ShellStream | K::MiniSweAgentBash => {
                 let args: pb::ShellArgs = parse("ShellArgs", args)?;
                 let t = &self.inner;
                 to_json("ShellResult", &shell::run(&t.shell_context(), &args, ctx).await)
             }
-            "backgroundShellSpawn" => {
+            K::BackgroundShellSpawn => {
                 let args: pb::BackgroundShellSpawnArgs = parse("BackgroundShellSpawnArgs", args)?;
                 let t = &self.inner;
                 to_json("BackgroundShellSpawnResult", &background::spawn_background(&t.shell_context(), &args))
             }
-            "writeShellStdin" => {
+            K::WriteShellStdin => {
                 let args: pb::WriteShellStdinArgs = parse("WriteShellStdinArgs", args)?;
                 to_json("WriteShellStdinResult", &background::write_stdin(&self.inner.shells, &args).await)
             }
-            "piRead" => {
+            K::PiRead => {
                 let args: pb::PiReadExecArgs = parse("PiReadExecArgs", args)?;
                 to_json("PiReadExecResult", &self.blocking(move |t| pi::read(&t.workspace, &t.options, &args)).await?)
             }
-            "piWrite" => {
+            K::PiWrite => {
                 let args: pb::PiWriteExecArgs = parse("PiWriteExecArgs", args)?;
                 to_json("PiWriteExecResult", &self.blocking(move |t| pi::write(&t.workspace, &args)).await?)
             }
-            "piEdit" => {
+            K::PiEdit => {
                 let args: pb::PiEditExecArgs = parse("PiEditExecArgs", args)?;
                 to_json("PiEditExecResult", &self.blocking(move |t| pi::edit(&t.workspace, &t.options, &args)).await?)
             }
-            "piGrep" => {
+            K::PiGrep => {
                 let args: pb::PiGrepExecArgs = parse("PiGrepExecArgs", args)?;
                 to_json("PiGrepExecResult", &self.blocking(move |t| pi::grep(&t.workspace, &args)).await?)
             }
-            "piFind" => {
+            K::PiFind => {
                 let args: pb::PiFindExecArgs = parse("PiFindExecArgs", args)?;
                 to_json("PiFindExecResult", &self.blocking(move |t| pi::find(&t.workspace, &args)).await?)
             }
-            "piLs" => {
+            K::PiLs => {
                 let args: pb::PiLsExecArgs = parse("PiLsExecArgs", args)?;
                 to_json("PiLsExecResult", &self.blocking(move |t| pi::ls(&t.workspace, &args)).await?)
             }
-            "piBash" => {
+            K::PiBash => {
                 let args: pb::PiBashExecArgs = parse("PiBashExecArgs", args)?;
                 to_json("PiBashExecResult", &pi::bash(&self.inner.shell_context(), &args, ctx).await)
             }
-            "gitDiffRequest" => {
+            K::GitDiffRequest => {
                 // GetDiffResponse has no error branch: a repository git cannot read is an
                 // error of the call (the server gets throw), not an empty diff.
                 let args: pb::GetDiffRequest = parse("GetDiffRequest", args)?;
@@ -286,6 +284,7 @@ impl LocalTools {
                     .map_err(|e| CoreError::Callback(format!("git diff: {e}")))?;
                 to_json("GetDiffResponse", &diff)
             }
+            // `handles` said no above.
             _ => return Ok(None),
         };
         json.map(Some)

@@ -50,6 +50,29 @@ fn tls_config(kind: TransportKind, https: bool) -> Result<rustls::ClientConfig, 
     Ok(config)
 }
 
+fn install_crypto_provider() {
+    CRYPTO_PROVIDER.call_once(|| {
+        if rustls::crypto::ring::default_provider().install_default().is_err() {
+            // Another library in the process installed one already: that one is used.
+            tracing::debug!("a TLS crypto provider was installed already; using it");
+        }
+    });
+}
+
+/// A client for the built-in tools' web fetches: the TLS roots and proxy settings of turns
+/// (`HTTPS_PROXY`, `NO_PROXY`, the platform's certificates), HTTP/1.1, at most 10 redirects,
+/// `timeout` for the whole exchange.
+pub fn web_client(timeout: Duration) -> Result<reqwest::Client, CoreError> {
+    install_crypto_provider();
+    reqwest::Client::builder()
+        .user_agent(concat!("cursor-acp-native/", env!("CARGO_PKG_VERSION")))
+        .timeout(timeout)
+        .redirect(reqwest::redirect::Policy::limited(10))
+        .tls_backend_preconfigured(tls_config(TransportKind::Sse, true)?)
+        .build()
+        .map_err(|e| CoreError::InvalidInput(error_chain(&e)))
+}
+
 /// A reqwest client for a transport of `kind` at `url` (its base URL, parsed), with the rest of
 /// `config`. For [`TransportKind::Auto`] it is the HTTP/2 side: h2c by prior knowledge on a
 /// plain `http` URL, and on `https` whichever protocol the server picks by ALPN.
@@ -58,12 +81,7 @@ pub(super) fn http_client(
     kind: TransportKind,
     url: &reqwest::Url,
 ) -> Result<reqwest::Client, CoreError> {
-    CRYPTO_PROVIDER.call_once(|| {
-        if rustls::crypto::ring::default_provider().install_default().is_err() {
-            // Another library in the process installed one already: that one is used.
-            tracing::debug!("a TLS crypto provider was installed already; using it");
-        }
-    });
+    install_crypto_provider();
     let loopback = super::diagnosis::is_loopback(url);
     let mut builder = reqwest::Client::builder()
         .user_agent(concat!("cursor-acp-native/", env!("CARGO_PKG_VERSION")))

@@ -51,6 +51,7 @@ pub use account::{
     Account, AccountTokens, LoginPoll, ACCOUNT_CALL_TIMEOUT, EXCHANGE_API_KEY_PATH, POLL_PATH, REFRESH_PATH,
 };
 use auto::{AutoConnections, Fallback, RunCheck};
+pub use clients::web_client;
 use clients::{http_client, H2Connections};
 pub use config::{
     check_headers, is_client_string, parse_base_url, AppendEncoding, Compression, Secret, TransportConfig,

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use cursor_acp_core::host::{ExecContext, ExecEvent};
+use cursor_acp_core::kinds::ExecKind;
 use cursor_acp_core::tools::{LocalTools, ToolOptions, Workspace};
 use cursor_acp_core::CancellationToken;
 use serde_json::Value;
@@ -44,6 +45,7 @@ impl Fixture {
 
     pub async fn run(&self, kind: &str, args: Value) -> Value {
         let (ctx, _rx) = context();
+        let kind = ExecKind::from_name(kind).expect("a kind of the schema");
         self.tools.run_kind(kind, &args, &ctx).await.unwrap().expect("handled kind")
     }
 }
