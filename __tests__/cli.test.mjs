@@ -58,7 +58,7 @@ test('initialize, new session and a prompt with a read, an approved write and a 
     const init = await agent.agent.request('initialize', { ...INIT, clientCapabilities: { ...INIT.clientCapabilities, _meta: { terminal_output: true } } })
     assert.equal(init.protocolVersion, 1)
     assert.equal(init.agentCapabilities.loadSession, true)
-    assert.deepEqual(init.agentCapabilities.sessionCapabilities, { list: {}, resume: {}, close: {}, delete: {}, additionalDirectories: {} })
+    assert.deepEqual(init.agentCapabilities.sessionCapabilities, { list: {}, resume: {}, close: {}, delete: {}, additionalDirectories: {}, fork: {} })
     assert.ok(init.authMethods.some((m) => m.id === 'cursor-api-key'))
 
     const created = await agent.agent.request('session/new', { cwd, mcpServers: [] })

@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto'
 import path from 'node:path'
 
 import { Credentials, isCursorHost } from './auth.mjs'
+import { forkParams, forkRecord } from './fork.mjs'
 import { initializeResponse } from './initialize.mjs'
 import { ModelCache } from './model-cache.mjs'
 import { echo, toRequestError } from './request-errors.mjs'
@@ -20,6 +21,7 @@ import { AgentSession } from './session.mjs'
 /** @typedef {import('@agentclientprotocol/sdk').InitializeRequest} InitializeRequest */
 /** @typedef {import('@agentclientprotocol/sdk').McpServer} McpServerConfig */
 /** @typedef {import('@agentclientprotocol/sdk').NewSessionResponse} NewSessionResponse */
+/** @typedef {import('@agentclientprotocol/sdk/unstable').ForkSessionResponse} ForkSessionResponse */
 /** @typedef {import('./store.mjs').SessionRecord} SessionRecord */
 
 /**
@@ -154,8 +156,9 @@ export function createAgent(config) {
   /**
    * Updates that must follow the response (clients drop updates for sessions they do not know yet).
    * @param {AgentSession} session
+   * @param {{ title?: boolean }} [also]  title: its title too (a fork has one the client never got)
    */
-  const afterResponse = (session) => session.sendCommandsAfterResponse()
+  const afterResponse = (session, also) => session.sendCommandsAfterResponse(also)
 
   /**
    * Made by `newSessionEarly`, answered, and waiting for the SDK's handler to reach the same
@@ -269,6 +272,31 @@ export function createAgent(config) {
         })
         afterResponse(session)
         return state(session)
+      })
+      .onRequest('session/fork', forkParams, async ({ params }) => {
+        // The source's last save, whether or not it is open here: a turn running in it now
+        // adds nothing to the fork (its record is saved when the turn ends).
+        const source = stored(params.sessionId)
+        const cwd = absolute(params.cwd)
+        for (const dir of params.additionalDirectories ?? []) absolute(dir, 'additionalDirectories')
+        const additionalDirectories = params.additionalDirectories ?? source.additionalDirectories ?? []
+        const sessionId = randomUUID()
+        const record = forkRecord(source, { sessionId, cwd, additionalDirectories })
+        store.fork(source.sessionId, record)
+        let session
+        try {
+          session = await open({ sessionId, cwd, additionalDirectories, mcpServers: params.mcpServers, record })
+        } catch (e) {
+          // Nothing of a fork that could not be opened stays behind.
+          sessions.get(sessionId)?.close()
+          sessions.delete(sessionId)
+          store.delete(sessionId)
+          throw e
+        }
+        afterResponse(session, { title: true })
+        /** @type {ForkSessionResponse} */
+        const answer = { sessionId, ...state(session) }
+        return answer
       })
       .onRequest('session/list', async ({ params }) => {
         const all = store.list(params.cwd ?? undefined)

@@ -68,6 +68,15 @@ export function authMethods(capabilities) {
 }
 
 /**
+ * The session methods beyond new, load and prompt. `fork` is in ACP v1's unstable schema only,
+ * whose type has it (the stable one's does not; a client that does not know it ignores it).
+ * @returns {import('@agentclientprotocol/sdk/unstable').SessionCapabilities}
+ */
+function sessionCapabilities() {
+  return { list: {}, resume: {}, close: {}, delete: {}, additionalDirectories: {}, fork: {} }
+}
+
+/**
  * @param {Pick<InitializeRequest, 'protocolVersion'> & Partial<Pick<InitializeRequest, 'clientCapabilities'>>} request
  * @returns {InitializeResponse}
  */
@@ -78,7 +87,7 @@ export function initializeResponse({ protocolVersion, clientCapabilities }) {
       loadSession: true,
       promptCapabilities: { image: true, audio: false, embeddedContext: true },
       mcpCapabilities: { http: true, sse: true },
-      sessionCapabilities: { list: {}, resume: {}, close: {}, delete: {}, additionalDirectories: {} },
+      sessionCapabilities: sessionCapabilities(),
       auth: { logout: {} },
     },
     authMethods: authMethods(clientCapabilities),

@@ -325,9 +325,14 @@ export class AgentSession {
    * `available_commands_update` once the response that made the session known is out (clients
    * drop updates for sessions they do not know yet). A prompt's updates wait for it: a prompt
    * sent at once, and answered fast, would otherwise come before it.
+   * @param {{ title?: boolean }} [also]  title: a `session_info_update` with the session's
+   *   title first, if it has one (a fork has its source's, which the client never got for it)
    */
-  sendCommandsAfterResponse() {
+  sendCommandsAfterResponse({ title = false } = {}) {
     this.commandsSent = new Promise((resolve) => setImmediate(resolve))
+      .then(async () => {
+        if (title && this.title) await this.update({ sessionUpdate: 'session_info_update', title: this.title, updatedAt: new Date().toISOString() })
+      })
       .then(() => this.sendCommands())
       .catch((e) => this.log.debug('available_commands_update failed:', e))
     // Sent again when the command files change (and checked again before every prompt).

@@ -184,6 +184,31 @@ export class SessionStore {
   }
 
   /**
+   * Saves `record`, a new session, as a fork of saved session `sourceId`: the source's blobs
+   * (the conversation its checkpoint refers to) copied into a folder of the fork's own, then
+   * the record written. The source is only read. Its background shells' output is not copied:
+   * those shells are the source's. What is copied is what is on disk now, the source's last
+   * save: a turn still running in it adds nothing to the fork. On any failure nothing of the
+   * fork is left behind.
+   * @param {string} sourceId  a saved session
+   * @param {SessionRecord} record  the fork's, under an id no session has
+   */
+  fork(sourceId, record) {
+    const id = checkedId(record.sessionId)
+    const file = /** @type {string} */ (this.file(id))
+    if (!this.get(sourceId)) throw new Error(`no saved session ${JSON.stringify(sourceId)}`)
+    if (fs.existsSync(file) || fs.existsSync(this.blobsOf(id))) throw new Error(`session ${id} exists already`)
+    try {
+      copyBlobs(this.blobsOf(sourceId), this.blobsOf(id))
+      this.put(record)
+    } catch (e) {
+      fs.rmSync(file, { force: true })
+      removeFolder(this.blobsOf(id))
+      throw e
+    }
+  }
+
+  /**
    * Removes the session, its blobs (the conversation's prompts and results, kept by the addon
    * under `blobs/<id>/`) and its background shells' output (`terminals/<id>/`, left there by an
    * agent that was killed): a deleted conversation leaves nothing of itself behind. Every
@@ -296,6 +321,33 @@ function removeFolder(folder) {
     throw e
   }
   fs.rmSync(aside, { recursive: true, force: true, maxRetries: 5, retryDelay: 10 })
+}
+
+/** A blob as the addon names it: the hex of its id (its temporaries start with a dot). */
+const BLOB_FILE = /^[0-9a-f]{2,128}$/
+
+/**
+ * Copies the blobs of folder `from` (absent: a session without blobs) into `to`, made 0700,
+ * each copy 0600. Only finished blobs are copied: the addon writes a blob to a temporary and
+ * renames it, so a blob being written by a running turn is either whole or not there.
+ * @param {string} from
+ * @param {string} to
+ */
+function copyBlobs(from, to) {
+  let names
+  try {
+    names = fs.readdirSync(from)
+  } catch (e) {
+    if (/** @type {NodeJS.ErrnoException} */ (e).code === 'ENOENT') return
+    throw e
+  }
+  privateDir(to)
+  for (const name of names) {
+    if (!BLOB_FILE.test(name)) continue
+    const copy = path.join(to, name)
+    fs.copyFileSync(path.join(from, name), copy, fs.constants.COPYFILE_EXCL)
+    if (process.platform !== 'win32') fs.chmodSync(copy, PRIVATE_FILE_MODE)
+  }
 }
 
 /**
