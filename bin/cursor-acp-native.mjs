@@ -233,6 +233,7 @@ const config = {
   clientOptions,
   store,
   credentialStore,
+  configDir: credentialStore.dir,
   log,
   env,
 }

@@ -28,26 +28,32 @@ const DESCRIPTION_LENGTH = 100
  */
 
 /**
+ * The folders of a project whose Cursor set-up applies to a workspace, nearest first: the
+ * workspace itself and each folder above it up to its git root (only the workspace when it is
+ * not in git: a folder above it belongs to no project of its).
+ * @param {string} cwd
+ * @returns {string[]}
+ */
+export function projectFolders(cwd) {
+  const ups = []
+  let dir = path.resolve(cwd)
+  for (;;) {
+    ups.push(dir)
+    if (fs.existsSync(path.join(dir, '.git'))) return ups
+    const parent = path.dirname(dir)
+    if (parent === dir) return ups.slice(0, 1)
+    dir = parent
+  }
+}
+
+/**
  * The folders commands are read from, nearest first: the workspace's `.cursor/commands`, each
  * folder's above it up to the git root (none above a workspace outside git), then the user's.
  * @param {string} cwd
  * @param {string} [home]
  */
 export function commandFolders(cwd, home = os.homedir()) {
-  const ups = []
-  let dir = path.resolve(cwd)
-  let inGit = false
-  for (;;) {
-    ups.push(path.join(dir, '.cursor', 'commands'))
-    if (fs.existsSync(path.join(dir, '.git'))) {
-      inGit = true
-      break
-    }
-    const parent = path.dirname(dir)
-    if (parent === dir) break
-    dir = parent
-  }
-  return [...(inGit ? ups : ups.slice(0, 1)), path.join(home, '.cursor', 'commands')]
+  return [...projectFolders(cwd).map((dir) => path.join(dir, '.cursor', 'commands')), path.join(home, '.cursor', 'commands')]
 }
 
 /**

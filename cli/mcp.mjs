@@ -1,5 +1,6 @@
 // @ts-check
-// The MCP servers an editor hands to `session/new` (stdio, streamable HTTP, SSE), connected with
+// The MCP servers an editor hands to `session/new` (stdio, streamable HTTP, SSE), and those of
+// the user's Cursor set-up (cursor-mcp.mjs), connected with
 // the MCP client SDK: their tools are advertised to Cursor in the request context, and the
 // server's `mcp` exec requests call them (the core asks the permission policy first, see permissions.mjs);
 // `list_mcp_resources`, `read_mcp_resource` and `mcp_state` read their resources and state.
@@ -73,7 +74,7 @@ async function transportFor(config, cwd) {
   const stdio = /** @type {import('@agentclientprotocol/sdk').McpServerStdio} */ (config)
   // The agent's own credentials stay with the agent (the model drives this server's tools); a
   // server whose configuration sets one gets it.
-  const server = { command: stdio.command, args: stdio.args ?? [], env: { ...withoutOwnCredentials(cleanEnv(process.env)), ...pairs(stdio.env) }, cwd }
+  const server = { command: stdio.command, args: stdio.args ?? [], env: { ...serverEnvironment(), ...pairs(stdio.env) }, cwd }
   if (process.platform !== 'win32') {
     const { ReadBuffer, serializeMessage } = await loadMcpClientSdk()
     const addon = loadAddon()
@@ -205,6 +206,16 @@ function signalGroup(pgid, signal) {
 }
 
 /**
+ * The environment an MCP server gets from the agent: the agent's own, without the variables
+ * that hold this product's credentials (the core's list).
+ * @param {NodeJS.ProcessEnv} [env]
+ * @returns {Record<string, string>}
+ */
+export function serverEnvironment(env = process.env) {
+  return withoutOwnCredentials(cleanEnv(env))
+}
+
+/**
  * `env` without the variables that hold this product's own credentials (the core's list).
  * @param {Record<string, string>} env
  */
@@ -284,6 +295,7 @@ export class McpServers {
    */
   constructor(configs, { cwd, log }) {
     this.log = log
+    this.cwd = cwd
     /** @type {Map<string, { client: Client, tools: Tool[], instructions: string | undefined }>} */
     this.servers = new Map()
     /** Servers that could not be connected, and why. */
@@ -291,7 +303,19 @@ export class McpServers {
     /** Every client made, connected or still connecting: `close()` ends them all. */
     this.clients = /** @type {Set<Client>} */ (new Set())
     this.closed = false
+    /** @type {Promise<unknown>} */
     this.ready = Promise.all((configs ?? []).map((config) => this.connect(config, cwd)))
+  }
+
+  /**
+   * Starts connecting to more servers (a project's, once the user allowed them); `ready` then
+   * settles once these are connected or given up too.
+   * @param {McpServerConfig[]} configs
+   */
+  add(configs) {
+    if (this.closed || configs.length === 0) return
+    const more = Promise.all(configs.map((config) => this.connect(config, this.cwd)))
+    this.ready = Promise.all([this.ready, more])
   }
 
   /**

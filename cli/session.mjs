@@ -13,6 +13,7 @@ import { fileURLToPath } from 'node:url'
 import { loadAddon } from './addon.mjs'
 import { editorFiles } from './editor-files.mjs'
 import { InteractionMapping } from './interaction-mapping.mjs'
+import { McpApprovals, ProjectMcpGate, askOnCard, sessionMcpServers } from './cursor-mcp.mjs'
 import { McpServers } from './mcp.mjs'
 import { PermissionFlow } from './permissions.mjs'
 import { requestContext } from './request-context.mjs'
@@ -53,6 +54,8 @@ import { UpdateRelay } from './update-relay.mjs'
  * @property {string} [mode]  for new sessions
  * @property {string[]} [models]  extra entries of the model picker
  * @property {Partial<AgentClientOptions>} [clientOptions]  passed to the addon's client as they are
+ * @property {string} [configDir]  the agent's config folder, where the answers about projects'
+ *   MCP servers are remembered (without it they are asked in every session)
  */
 
 const TITLE_LENGTH = 80
@@ -152,7 +155,16 @@ export class AgentSession {
     /** @type {import('./permissions.mjs').TurnControl} */
     const turn = { cancel: () => this.cancel() }
     this.permissions = new PermissionFlow({ sessionId, client: peer.client, relay: this.relay, cards: () => this.native, turn, mode: () => this.mode, log })
-    this.mcp = new McpServers(mcpServers, { cwd, log })
+    // The editor's servers and the user's start now; the project's once the user allows them.
+    const { now, project } = sessionMcpServers(mcpServers, { cwd, log })
+    this.mcp = new McpServers(now, { cwd, log })
+    this.projectMcp = new ProjectMcpGate({
+      project,
+      approvals: settings.configDir ? new McpApprovals(settings.configDir) : null,
+      start: (servers) => this.mcp.add(servers),
+      ask: (card, options) => askOnCard({ sessionId, client: peer.client, relay: this.relay, cards: this.native, key: 'cursor-mcp-json', card, options, log }),
+      log,
+    })
     const interactions = new InteractionMapping({
       sessionId,
       cwd,
@@ -176,8 +188,11 @@ export class AgentSession {
       pastConversations: () =>
         store.list().map((r) => ({ conversationId: r.conversationId ?? r.sessionId, title: r.title ?? '', updatedAt: r.updatedAt ? Date.parse(r.updatedAt) : undefined })),
       interaction: (q) => interactions.answer(q),
-      requestContext: () =>
-        requestContext({ cwd, additionalDirectories, mcp: this.mcp, terminalsDir: this.tools.terminalsDir, skills: [...(this.setup ?? this.readSetup()).skills.values()].map((k) => k.agentSkill) }),
+      requestContext: async () => {
+        // A turn's tools include the project's servers once the user has answered about them.
+        await this.projectMcp.beforeTurn()
+        return requestContext({ cwd, additionalDirectories, mcp: this.mcp, terminalsDir: this.tools.terminalsDir, skills: [...(this.setup ?? this.readSetup()).skills.values()].map((k) => k.agentSkill) })
+      },
       terminalOutput: caps._meta?.terminal_output === true,
       notices: caps.session?.notices != null,
       compactionUpdates: caps.session?.compaction != null,
