@@ -65,7 +65,7 @@ test('initialize, new session and a prompt with a read, an approved write and a 
     const sid = created.sessionId
     assert.equal(agent.updatesFor(sid).length, 0, 'no update before the session/new response')
     assert.deepEqual(created.modes.availableModes.map((m) => m.id), ['agent', 'plan', 'ask'])
-    assert.deepEqual(created.configOptions.map((o) => [o.id, o.category, o.currentValue]), [['mode', 'mode', 'agent'], ['model', 'model', 'default']])
+    assert.deepEqual(created.configOptions.map((o) => [o.id, o.category, o.currentValue]), [['mode', 'mode', 'agent'], ['model', 'model', 'default'], ['approval', '_approval', 'ask']])
     await waitFor(() => agent.updatesFor(sid).some((u) => u.sessionUpdate === 'available_commands_update'), 3000, 'available commands')
 
     const response = await within(20_000, agent.agent.request('session/prompt', { sessionId: sid, prompt: [{ type: 'text', text: 'do the things' }] }), 'prompt')
@@ -305,7 +305,7 @@ test('config options: set_config_option returns the full list, set_mode announce
       ['default', 'Auto'], ['embedded-fast', 'Embedded Fast'], ['embedded-thinking', 'Embedded Thinking'], ['fast-model', 'fast-model'], ['big-model', 'big-model'],
     ])
     const set = await agent.agent.request('session/set_config_option', { sessionId, configId: 'model', value: 'big-model' })
-    assert.deepEqual(set.configOptions.map((o) => [o.id, o.currentValue]), [['mode', 'agent'], ['model', 'big-model']])
+    assert.deepEqual(set.configOptions.map((o) => [o.id, o.currentValue]), [['mode', 'agent'], ['model', 'big-model'], ['approval', 'ask']])
     await agent.agent.request('session/set_mode', { sessionId, modeId: 'ask' })
     await waitFor(() => agent.updatesFor(sessionId).some((u) => u.sessionUpdate === 'current_mode_update' && u.currentModeId === 'ask'))
     const update = agent.updatesFor(sessionId).find((u) => u.sessionUpdate === 'config_option_update')

@@ -33,6 +33,8 @@ const USAGE = `Usage: cursor-acp-native [options]           the ACP agent over s
        cursor-acp-native login [--no-browser]   sign in to Cursor in a browser
        cursor-acp-native logout                 remove the stored login
        cursor-acp-native status                 what credentials are configured (no secrets shown)
+                                                and the "Always allow" answers kept per workspace
+       cursor-acp-native permissions clear [dir]  forget the "Always allow" answers (of one workspace)
        cursor-acp-native --list-models          the account's models
 
 An ACP agent over stdio (for Zed, JetBrains, Neovim, Emacs, …) backed by Cursor's agent backend.
@@ -100,10 +102,11 @@ try {
   fail(errorMessage(e))
 }
 const COMMANDS = ['login', 'logout', 'status']
-if (positionals.length > 1 || (positionals.length === 1 && !COMMANDS.includes(positionals[0]))) {
-  fail(`unknown command ${JSON.stringify(positionals.join(' '))} (login, logout or status)`)
+const clearsPermissions = positionals[0] === 'permissions' && positionals[1] === 'clear' && positionals.length <= 3
+if (!clearsPermissions && (positionals.length > 1 || (positionals.length === 1 && !COMMANDS.includes(positionals[0])))) {
+  fail(`unknown command ${JSON.stringify(positionals.join(' '))} (login, logout, status or permissions clear [dir])`)
 }
-/** @type {'login' | 'logout' | 'status' | 'list-models' | null} */
+/** @type {'login' | 'logout' | 'status' | 'permissions' | 'list-models' | null} */
 const command = /** @type {any} */ (positionals[0] ?? (args['list-models'] ? 'list-models' : null))
 if (args.help) {
   process.stdout.write(`${USAGE}\n`)
@@ -211,6 +214,7 @@ if (command) {
   if (command === 'login') exitCode = await commands.login(ctx)
   else if (command === 'logout') exitCode = commands.logout(ctx)
   else if (command === 'status') exitCode = commands.status(ctx)
+  else if (command === 'permissions') exitCode = commands.clearPermissions({ ...ctx, folder: positionals[2] })
   else {
     const { AgentClient } = loadAddon()
     const client = new AgentClient({ baseUrl, transport, accessToken: (r) => credentials.token(r), ...clientOptions })

@@ -23,7 +23,7 @@ import path from 'node:path'
 
 import { projectFolders } from './commands.mjs'
 import { serverEnvironment } from './mcp.mjs'
-import { privateDir, writePrivateFile } from './private-files.mjs'
+import { replacePrivateJson } from './private-files.mjs'
 import { readTextOrNull } from './text-files.mjs'
 
 /** @typedef {import('@agentclientprotocol/sdk').McpServer} McpServerConfig */
@@ -270,15 +270,7 @@ export class McpApprovals {
    */
   remember(workspace, fingerprint, allowed) {
     const workspaces = { ...this.#read(), [workspace]: { fingerprint, allowed, decidedAt: new Date().toISOString() } }
-    privateDir(this.dir)
-    const temporary = path.join(this.dir, `.${APPROVALS_FILE}.${process.pid}.${Date.now()}.tmp`)
-    writePrivateFile(temporary, `${JSON.stringify({ workspaces }, null, 2)}\n`, { exclusive: true })
-    try {
-      fs.renameSync(temporary, this.file)
-    } catch (e) {
-      fs.rmSync(temporary, { force: true })
-      throw e
-    }
+    replacePrivateJson(this.dir, APPROVALS_FILE, { workspaces })
   }
 }
 

@@ -12,7 +12,9 @@
 // the schedule and when to give up are decided here.
 import { spawn } from 'node:child_process'
 import crypto from 'node:crypto'
+import path from 'node:path'
 
+import { AlwaysAllowed } from './always-allowed.mjs'
 import { SIGN_IN, accountFor, claims, expiresAt, isCursorHost } from './auth.mjs'
 
 /** The official CLI's polling. */
@@ -213,6 +215,9 @@ export function logout({ store, print, env }) {
  */
 export function status({ baseUrl, store, credentials, print }) {
   print(`Backend: ${baseUrl}`)
+  const remembered = Object.entries(new AlwaysAllowed(store.dir).all()).filter(([, rules]) => rules.length > 0)
+  if (remembered.length === 0) print('Always allowed: nothing remembered.')
+  for (const [folder, rules] of remembered) print(`Always allowed in ${folder}: ${rules.join(', ')}`)
   const source = credentials.source()
   /** @param {string} token */
   const about = (token) => {
@@ -243,6 +248,18 @@ export function status({ baseUrl, store, credentials, print }) {
       print(`Not signed in: ${SIGN_IN}.`)
       return 1
   }
+  return 0
+}
+
+/**
+ * `cursor-acp-native permissions clear [folder]`: forgets the "Always allow" answers of one
+ * workspace (a folder, as sessions named it), or of all.
+ * @param {CommandContext & { folder?: string }} ctx
+ */
+export function clearPermissions({ store, print, folder }) {
+  const workspace = folder === undefined ? undefined : path.resolve(folder)
+  const gone = new AlwaysAllowed(store.dir).clear(workspace)
+  print(`Forgot ${gone} "Always allow" ${gone === 1 ? 'answer' : 'answers'}${workspace ? ` for ${workspace}` : ''}.`)
   return 0
 }
 

@@ -6,8 +6,9 @@
 // once the addon says it is out, or else one this flow opens through the addon and settles
 // (the addon fails it at turn end if nothing settled it). Allow / Always allow / Reject (one
 // option of each kind: clients that key options by kind keep them all); "always allow" is
-// remembered for the session, keyed by what ACP names: the card's kind, a shell's program, an
-// MCP server's tool.
+// remembered for the workspace (always-allowed.mjs), keyed by what ACP names: the card's kind,
+// a shell's program, an MCP server's tool. Before a question come the user's Cursor rules
+// (permission-rules.mjs; deny wins) and the session's approval mode (ask / edits / full).
 //
 // A request the client cancels, or one that fails, means "stop": it cancels the turn rather
 // than denying and going on. Cancelling the turn withdraws a pending request
@@ -21,6 +22,8 @@
 /** @typedef {import('../index.js').Session} NativeSession */
 /** @typedef {import('../index.js').PermissionRequest} PermissionRequest */
 /** @typedef {import('../index.js').PermissionAnswer} PermissionAnswer */
+
+import { verdict } from './permission-rules.mjs'
 /** @typedef {import('./update-relay.mjs').UpdateRelay} UpdateRelay */
 /** @typedef {import('./update-relay.mjs').TurnScope} TurnScope */
 
@@ -111,18 +114,40 @@ export class PermissionFlow {
    * @param {() => NativeSession} o.cards  the addon's session, which owns the cards
    * @param {TurnControl} o.turn
    * @param {() => string} [o.mode]  the session's mode now: prechecks allow nothing outside agent mode
+   * @param {() => string} [o.approval]  the session's approval mode: `ask`, `edits` (edits run
+   *   without a question) or `full` (everything does)
+   * @param {import('./permission-rules.mjs').RuleSet} [o.cursorRules]  the user's Cursor rules
+   * @param {{ store: import('./always-allowed.mjs').AlwaysAllowed, workspace: string } | null} [o.remembered]
+   *   where "Always allow" answers are kept across sessions
    * @param {import('./log.mjs').Logger} o.log
    */
-  constructor({ sessionId, client, relay, cards, turn, mode = () => 'agent', log }) {
+  constructor({ sessionId, client, relay, cards, turn, mode = () => 'agent', approval = () => 'ask', cursorRules = { allow: [], deny: [] }, remembered = null, log }) {
     this.sessionId = sessionId
     this.client = client
     this.relay = relay
     this.cards = cards
     this.turn = turn
     this.mode = mode
+    this.approval = approval
+    this.cursorRules = cursorRules
+    this.remembered = remembered
     this.log = log
-    /** "Always allow" rules (see `ruleKey`). */
-    this.rules = /** @type {Set<string>} */ (new Set())
+    /** "Always allow" rules (see `ruleKey`): the workspace's remembered ones, then this session's. */
+    this.rules = /** @type {Set<string>} */ (new Set(remembered?.store.of(remembered.workspace) ?? []))
+  }
+
+  /**
+   * Adds "Always allow" rules, remembered for the workspace when the agent keeps them.
+   * @param {string[]} rules
+   */
+  allowAlways(rules) {
+    for (const r of rules) this.rules.add(r)
+    if (!this.remembered) return
+    try {
+      this.remembered.store.add(this.remembered.workspace, rules)
+    } catch (e) {
+      this.log.warn('could not remember the "Always allow" answer for the workspace:', e)
+    }
   }
 
   /**
@@ -143,16 +168,23 @@ export class PermissionFlow {
    * @returns {Promise<PermissionAnswer>}
    */
   async decide(request, signal) {
+    // The user's Cursor rules first: a deny rule refuses, whatever else allows.
+    const ruled = verdict(this.cursorRules, request)
+    if (ruled?.outcome === 'deny') {
+      return { outcome: 'reject', reason: `Denied by the permission rule ${ruled.rule.text} in ${ruled.rule.source}` }
+    }
     const rules = rulesFor(request)
-    const covered = rules.length > 0 && rules.every((r) => this.rules.has(r))
-    if (!request.mayAsk) return covered && (request.kind === 'fetch' || this.mode() === 'agent') ? 'allow' : 'reject'
-    if (covered) return 'allow'
+    const approval = this.approval()
+    const free = approval === 'full' || (approval === 'edits' && request.kind === 'edit')
+    const covered = ruled?.outcome === 'allow' || (rules.length > 0 && rules.every((r) => this.rules.has(r)))
+    if (!request.mayAsk) return (covered || free) && (request.kind === 'fetch' || this.mode() === 'agent') ? 'allow' : 'reject'
+    if (covered || free) return 'allow'
     const turn = this.relay.turn
     if (turn.cancelled || turn.over) return 'cancelled'
     await this.relay.queued()
     const chosen = await this.request(request.toolCall, PERMISSION_OPTIONS, signal ? AbortSignal.any([turn.signal, signal]) : turn.signal, turn)
     if (!chosen || turn.cancelled) return 'cancelled'
-    if (chosen === 'allow-always') rules.forEach((r) => this.rules.add(r))
+    if (chosen === 'allow-always') this.allowAlways(rules)
     return chosen === 'reject-once' ? 'reject' : 'allow'
   }
 
@@ -202,7 +234,7 @@ export class PermissionFlow {
       this.settle(ref, { status: 'failed', content: [textContent('Cancelled by the user.')] })
       return { outcome: 'cancelled' }
     }
-    if (chosen === 'allow-always') this.rules.add(request.key)
+    if (chosen === 'allow-always') this.allowAlways([request.key])
     if (chosen === 'allow-always' || chosen === 'allow-once') return allowed
     // The server's card too: the user's rejection is what the client shows of it.
     if (ref.turn === this.relay.turn) this.cards().settleCard(ref.local, { status: 'failed', content: [textContent('Rejected by the user')] })

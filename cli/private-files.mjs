@@ -3,6 +3,7 @@
 // sent to the server. Folders 0700 and files 0600 whatever the umask, existing ones tightened.
 // (On Windows these modes mean little; files there inherit the folder's ACL, the user's profile.)
 import fs from 'node:fs'
+import path from 'node:path'
 
 export const PRIVATE_DIR_MODE = 0o700
 export const PRIVATE_FILE_MODE = 0o600
@@ -30,6 +31,25 @@ export function writePrivateFile(file, text, { exclusive = false } = {}) {
     fs.writeFileSync(fd, text)
   } finally {
     fs.closeSync(fd)
+  }
+}
+
+/**
+ * Replaces `dir/name` with `value` as JSON, private, all at once: written to a temporary file
+ * and renamed over it, so a reader never sees half of it and a crash leaves the old one.
+ * @param {string} dir
+ * @param {string} name
+ * @param {unknown} value
+ */
+export function replacePrivateJson(dir, name, value) {
+  privateDir(dir)
+  const temporary = path.join(dir, `.${name}.${process.pid}.${Date.now()}.tmp`)
+  writePrivateFile(temporary, `${JSON.stringify(value, null, 2)}\n`, { exclusive: true })
+  try {
+    fs.renameSync(temporary, path.join(dir, name))
+  } catch (e) {
+    fs.rmSync(temporary, { force: true })
+    throw e
   }
 }
 

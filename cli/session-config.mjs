@@ -1,6 +1,7 @@
 // @ts-check
-// What a session offers the editor: its modes (agent / plan / ask), the model picker, both as
-// ACP config options, and its slash commands.
+// What a session offers the editor: its modes (agent / plan / ask), the model picker and the
+// approval mode (ask / auto-approve edits / full access), as ACP config options, and its slash
+// commands.
 import { echo } from './request-errors.mjs'
 import { RequestError } from './sdk.mjs'
 
@@ -24,6 +25,23 @@ export const COMMANDS = [
   { name: 'shell', description: 'Run a shell command in the conversation', input: { hint: 'command' } },
   { name: 'continue', description: "Continue working towards the conversation's goal" },
 ]
+
+/** How much runs without a question (the `approval` config option). */
+export const APPROVALS = [
+  { value: 'ask', name: 'Ask', description: 'Ask before edits, commands, fetches and MCP tools' },
+  { value: 'edits', name: 'Auto-approve edits', description: 'Edit files in the workspace without asking; ask for the rest' },
+  { value: 'full', name: 'Full access', description: 'Run everything without asking (deny rules still apply)' },
+]
+
+/**
+ * Throws the invalid-params error an unknown approval mode gets.
+ * @param {string} value
+ */
+export function checkApproval(value) {
+  if (!APPROVALS.some((a) => a.value === value)) {
+    throw RequestError.invalidParams({ configId: 'approval' }, `unknown approval mode ${echo(value)} (${APPROVALS.map((a) => a.value).join(', ')})`)
+  }
+}
 
 /** @param {string} modeId */
 export function isMode(modeId) {
@@ -49,10 +67,10 @@ export function modeState(currentModeId) {
 /**
  * The mode select and the model select: Auto, the account's models with their display names,
  * the models the agent was started with (`--models`), and the session's own.
- * @param {{ mode: string, model: string, models?: readonly { modelId: string, displayName: string }[], extraModels: readonly string[] }} current
+ * @param {{ mode: string, model: string, approval?: string, models?: readonly { modelId: string, displayName: string }[], extraModels: readonly string[] }} current
  * @returns {SessionConfigOption[]}
  */
-export function configOptions({ mode, model, models: account = [], extraModels }) {
+export function configOptions({ mode, model, approval = 'ask', models: account = [], extraModels }) {
   /** @type {Map<string, string>} */
   const names = new Map([['default', 'Auto']])
   for (const m of account) if (!names.has(m.modelId)) names.set(m.modelId, m.displayName || m.modelId)
@@ -64,5 +82,6 @@ export function configOptions({ mode, model, models: account = [], extraModels }
       options: MODES.map(({ id, name, description }) => ({ value: id, name, description })),
     },
     { id: 'model', name: 'Model', category: 'model', type: 'select', currentValue: model, options: models },
+    { id: 'approval', name: 'Approvals', category: '_approval', type: 'select', currentValue: approval, options: APPROVALS },
   ]
 }

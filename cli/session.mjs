@@ -22,7 +22,9 @@ import { RequestError } from './sdk.mjs'
 import { available, expand, loadCommands, parseCall, watchCommands } from './commands.mjs'
 import { loadSkills } from './skills.mjs'
 import { readTextOrNull } from './text-files.mjs'
-import { COMMANDS, checkMode, configOptions, modeState } from './session-config.mjs'
+import { COMMANDS, checkApproval, checkMode, configOptions, modeState } from './session-config.mjs'
+import { AlwaysAllowed } from './always-allowed.mjs'
+import { loadRules } from './permission-rules.mjs'
 import { UpdateRelay } from './update-relay.mjs'
 
 /** @typedef {import('@agentclientprotocol/sdk').AgentContext} AgentContext */
@@ -130,6 +132,8 @@ export class AgentSession {
     this.log = log
     this.mode = record?.mode ?? settings.mode ?? 'agent'
     this.model = record?.model ?? settings.model ?? 'default'
+    /** How much runs without a question (`approval` config option). */
+    this.approval = ['ask', 'edits', 'full'].includes(record?.approval ?? '') ? /** @type {string} */ (record?.approval) : 'ask'
     /** @type {string | null} */
     this.title = record?.title ?? null
     /** The account's models, once `loadModels` has them. @type {import('../index.js').UsableModel[]} */
@@ -154,7 +158,18 @@ export class AgentSession {
     this.relay = new UpdateRelay(peer.client, sessionId)
     /** @type {import('./permissions.mjs').TurnControl} */
     const turn = { cancel: () => this.cancel() }
-    this.permissions = new PermissionFlow({ sessionId, client: peer.client, relay: this.relay, cards: () => this.native, turn, mode: () => this.mode, log })
+    this.permissions = new PermissionFlow({
+      sessionId,
+      client: peer.client,
+      relay: this.relay,
+      cards: () => this.native,
+      turn,
+      mode: () => this.mode,
+      approval: () => this.approval,
+      cursorRules: loadRules({ cwd, log }),
+      remembered: settings.configDir ? { store: new AlwaysAllowed(settings.configDir), workspace: cwd } : null,
+      log,
+    })
     // The editor's servers and the user's start now; the project's once the user allows them.
     const { now, project } = sessionMcpServers(mcpServers, { cwd, log })
     this.mcp = new McpServers(now, { cwd, log })
@@ -212,7 +227,7 @@ export class AgentSession {
   }
 
   configOptions() {
-    return configOptions({ mode: this.mode, model: this.model, models: this.models, extraModels: this.settings.models ?? [] })
+    return configOptions({ mode: this.mode, model: this.model, approval: this.approval, models: this.models, extraModels: this.settings.models ?? [] })
   }
 
   /**
@@ -252,6 +267,11 @@ export class AgentSession {
   setConfigOption(configId, value) {
     if (typeof value !== 'string') throw RequestError.invalidParams(undefined, `${echo(configId)} takes a string value`)
     if (configId === 'mode') return this.setMode(value)
+    if (configId === 'approval') {
+      checkApproval(value)
+      this.approval = value
+      return this.persist()
+    }
     if (configId !== 'model') throw RequestError.invalidParams(undefined, `unknown config option ${echo(configId)}`)
     if (!value.trim()) throw RequestError.invalidParams({ configId }, 'the model id is empty')
     this.model = value
@@ -289,6 +309,7 @@ export class AgentSession {
       updatedAt: new Date().toISOString(),
       mode: this.mode,
       model: this.model,
+      approval: this.approval,
       saved: { ...saved, blobs: [] },
     })
   }

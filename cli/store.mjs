@@ -23,6 +23,7 @@ import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, privateDir, tightenInBackground, w
  * @property {string} [updatedAt]  ISO 8601
  * @property {string} [mode]
  * @property {string} [model]
+ * @property {string} [approval]  `ask`, `edits` or `full`
  * @property {import('../index.js').SavedSession} [saved]  the addon's conversation, without its blobs (they are files of their own)
  */
 
