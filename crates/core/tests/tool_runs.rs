@@ -243,3 +243,47 @@ async fn mcp_calls_resolve_against_the_request_context_and_conversation_search_f
     assert_eq!(titles, ["Fix the login bug", "Fix the parser bug"], "every word, newest first");
     assert_eq!(hits[0]["updatedAtMs"], "2");
 }
+
+/// The text a card update shows, if any.
+fn shown_text(update: &SessionUpdate) -> Option<(String, String)> {
+    let SessionUpdate::ToolCallUpdate(u) = update else { return None };
+    let content = serde_json::to_value(u.fields.content.as_ref()?).ok()?;
+    Some((u.tool_call_id.to_string(), content[0]["content"]["text"].as_str()?.to_string()))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_running_shell_shows_its_output_on_its_card_before_it_ends() {
+    let tools = Fixture::new();
+    let host = Arc::new(Policy::default());
+    // Output, then a pause long enough for the card to show it, then more.
+    let command = "echo first; sleep 1; echo second";
+    let ran = run(
+        json!([
+            { "type": "toolCallStarted", "callId": "sh", "toolCall": { "shellToolCall": { "args": { "command": command } } } },
+            { "type": "exec", "id": 1, "args": { "shellArgs": { "command": command, "toolCallId": "sh" } }, "wait": true },
+            // An exec without its tool call: the core's own card shows it too.
+            { "type": "exec", "id": 2, "execId": "own", "args": { "shellArgs": { "command": "echo alone" } }, "wait": true },
+        ]),
+        &tools,
+        host,
+    )
+    .await;
+    assert_eq!(ran.result(1)["success"]["stdout"], "first\nsecond\n");
+    let shown: Vec<(String, String)> = ran.updates.iter().filter_map(shown_text).collect();
+    let on_card = |id: &str| shown.iter().filter(|(i, _)| i == id).map(|(_, t)| t.clone()).collect::<Vec<_>>();
+    let sh = on_card("sh");
+    assert!(
+        sh.iter().any(|t| t.contains("first") && !t.contains("second")),
+        "the first line was on the card while the command ran: {sh:?}"
+    );
+    assert!(sh.iter().any(|t| t.contains("first\nsecond")), "then all of it: {sh:?}");
+    let own = ran
+        .updates
+        .iter()
+        .find_map(|u| match u {
+            SessionUpdate::ToolCall(c) if c.title.contains("echo alone") => Some(c.tool_call_id.to_string()),
+            _ => None,
+        })
+        .expect("the own card");
+    assert!(on_card(&own).iter().any(|t| t.contains("alone")), "{shown:?}");
+}

@@ -29,7 +29,7 @@ pub use paths::Paths;
 pub use raw::compact;
 pub use tools::{tool_card, tool_kind};
 
-pub(crate) use render::{fenced, str_arg, text_content};
+pub(crate) use render::{fenced, str_arg, text_content, MAX_OUTPUT_CHARS};
 
 /// Where Zed reads a tool's name (`_meta.tool_name`); ACP's own `name` carries it too.
 pub const TOOL_NAME_META: &str = "tool_name";

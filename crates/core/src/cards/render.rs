@@ -4,7 +4,7 @@ use agent_client_protocol_schema::v1 as acp;
 use serde_json::Value;
 
 /// Text tool output shown in a card is capped (the tail is kept).
-const MAX_OUTPUT_CHARS: usize = 64 * 1024;
+pub(crate) const MAX_OUTPUT_CHARS: usize = 64 * 1024;
 /// Lines of a listing or of matches shown in a card.
 const MAX_LINES: usize = 200;
 /// Lines a listing collects at most (so that the count of those left out is right for any

@@ -4,6 +4,7 @@
 //! worked on it, and carries hooks' contexts when the server accepts them.
 
 use bytes::Bytes;
+use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -211,6 +212,58 @@ async fn handle_event(
     }
 }
 
+/// Output of a shell this client runs, for its card (the turn loop hands it to the translator).
+#[derive(Debug)]
+pub(super) struct LocalOutput {
+    /// The card: the server's tool call, or the one the core opened for the exec.
+    pub(super) call_id: String,
+    pub(super) text: String,
+}
+
+/// How often a running shell's card is updated at most: a chatty command costs the client a
+/// few updates a second, not one per read of its pipe.
+const LIVE_OUTPUT_EVERY: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// A running shell's output on its way to its card.
+struct LiveOutput {
+    to: mpsc::UnboundedSender<LocalOutput>,
+    call_id: String,
+    pending: String,
+    next: Instant,
+}
+
+impl LiveOutput {
+    /// For the shells (the kinds whose output a user watches), when the turn takes it.
+    fn for_request(request: &ExecRequest, to: Option<&mpsc::UnboundedSender<LocalOutput>>) -> Option<Self> {
+        use crate::kinds::ExecKind as K;
+        let shell = matches!(request.exec_kind()?, K::Shell | K::ShellStream | K::MiniSweAgentBash | K::PiBash);
+        let to = to.filter(|_| shell)?.clone();
+        Some(LiveOutput { to, call_id: tool_runs::card_id(request), pending: String::new(), next: Instant::now() })
+    }
+
+    fn push(&mut self, text: &str) {
+        self.pending.push_str(text);
+        if Instant::now() >= self.next {
+            self.flush();
+        }
+    }
+
+    fn flush(&mut self) {
+        if self.pending.is_empty() {
+            return;
+        }
+        let text = std::mem::take(&mut self.pending);
+        // A turn that is over no longer shows anything: nothing to do then.
+        let _ = self.to.send(LocalOutput { call_id: self.call_id.clone(), text });
+        self.next = Instant::now() + LIVE_OUTPUT_EVERY;
+    }
+
+    /// When the output held back is due.
+    fn due(&self) -> Option<Instant> {
+        (!self.pending.is_empty()).then_some(self.next)
+    }
+}
+
 /// Answers one exec request: typed result then `stream_close`; throw + close when nothing can
 /// answer it. Heartbeats every 3 s while the host works; abort and cancel stop the wait.
 pub(super) async fn run(
@@ -221,6 +274,7 @@ pub(super) async fn run(
     request: Option<ExecRequest>,
     token: CancellationToken,
     timing: &Timing,
+    live_output: Option<&mpsc::UnboundedSender<LocalOutput>>,
 ) {
     let reply = Replier { sender, id, exec_id };
     if let Some(request) = &request {
@@ -254,10 +308,22 @@ pub(super) async fn run(
     let mut beat = tokio::time::interval_at(Instant::now() + timing.exec_heartbeat, timing.exec_heartbeat);
     let deadline = tokio::time::sleep(timing.callback);
     tokio::pin!(host_call, deadline);
+    let mut live = LiveOutput::for_request(&request, live_output);
     let outcome: Result<Option<serde_json::Value>, CoreError> = loop {
+        let live_due = live.as_ref().and_then(LiveOutput::due);
         tokio::select! {
             r = &mut host_call => break r,
-            Some(event) = events.recv() => handle_event(event, shell.as_mut(), &mut hooks).await,
+            Some(event) = events.recv() => {
+                if let (Some(live), ExecEvent::Stdout(text) | ExecEvent::Stderr(text)) = (live.as_mut(), &event) {
+                    live.push(text);
+                }
+                handle_event(event, shell.as_mut(), &mut hooks).await
+            }
+            _ = sleep_until_due(live_due) => {
+                if let Some(live) = live.as_mut() {
+                    live.flush();
+                }
+            }
             _ = beat.tick() => reply.heartbeat().await,
             _ = token.cancelled() => break Err(CoreError::Aborted),
             _ = &mut deadline => {
@@ -270,7 +336,13 @@ pub(super) async fn run(
     };
     // What the host reported just before its answer still goes out, in order.
     while let Ok(event) = events.try_recv() {
+        if let (Some(live), ExecEvent::Stdout(text) | ExecEvent::Stderr(text)) = (live.as_mut(), &event) {
+            live.push(text);
+        }
         handle_event(event, shell.as_mut(), &mut hooks).await;
+    }
+    if let Some(live) = live.as_mut() {
+        live.flush();
     }
     if !hooks.is_empty() && !request.accept_hook_additional_contexts {
         tracing::debug!(id, exec_id, hooks = hooks.len(), "hook contexts dropped: the server does not accept them");
@@ -301,6 +373,13 @@ pub(super) async fn run(
         }
     }
     reply.close().await;
+}
+
+async fn sleep_until_due(due: Option<Instant>) {
+    match due {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
 }
 
 /// A streaming shell whose host failed: an exit and a `failure` if its process had started,

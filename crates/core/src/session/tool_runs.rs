@@ -146,10 +146,7 @@ impl ToolRun<'_> {
                 return Some(Shown { id, local: server_call, own: false });
             }
         }
-        let local = match self.request.exec_id.as_str() {
-            "" => format!("exec-{}", self.request.id),
-            exec_id => format!("exec-{exec_id}"),
-        };
+        let local = own_card_id(self.request);
         let call = card.tool_call(local.clone(), acp::ToolCallStatus::Pending);
         let id = self.session.open_card(call).await?;
         Some(Shown { id, local, own: true })
@@ -512,6 +509,22 @@ impl ToolRun<'_> {
             K::Fetch => json!({ "error": { "url": self.text("url"), "error": reason } }),
             _ => json!({ "rejected": { "reason": reason } }),
         }
+    }
+}
+
+/// The id in the session of the card the core opens for an exec that came without its tool call.
+fn own_card_id(request: &ExecRequest) -> String {
+    match request.exec_id.as_str() {
+        "" => format!("exec-{}", request.id),
+        exec_id => format!("exec-{exec_id}"),
+    }
+}
+
+/// The id in the session of an exec's card: the server's tool call, else the core's own.
+pub(super) fn card_id(request: &ExecRequest) -> String {
+    match request.args.get("toolCallId").and_then(Value::as_str) {
+        Some(call) if !call.is_empty() => call.to_string(),
+        _ => own_card_id(request),
     }
 }
 

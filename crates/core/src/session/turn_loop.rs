@@ -136,6 +136,8 @@ struct TurnLoop {
     heard_from_server: bool,
     /// `AgentRunRequest.run_id`: made for the turn, kept across its resume attempts.
     run_id: String,
+    /// Output of the shells this client runs, from their exec tasks, for their cards.
+    local_output: (mpsc::UnboundedSender<exec::LocalOutput>, mpsc::UnboundedReceiver<exec::LocalOutput>),
 }
 
 impl TurnLoop {
@@ -156,6 +158,7 @@ impl TurnLoop {
             exec_tokens: Arc::default(),
             heard_from_server: false,
             run_id: uuid::Uuid::new_v4().to_string(),
+            local_output: mpsc::unbounded_channel(),
         }
     }
 
@@ -425,6 +428,10 @@ impl TurnLoop {
                 _ = sleep_until_opt(self.phase.deadline()), if cancel_requested => {
                     return AttemptEnd::Cancelled;
                 }
+                Some(output) = self.local_output.1.recv() => {
+                    let updates = self.translator.local_output(&output.call_id, &output.text);
+                    self.emit_all(updates).await;
+                }
                 _ = &mut stalled => {
                     if last_frame + stall > Instant::now() {
                         stalled.as_mut().reset(last_frame + stall);
@@ -589,8 +596,9 @@ impl TurnLoop {
         let tokens = self.exec_tokens.clone();
         let session = self.session.clone();
         let timing = self.timing().clone();
+        let live_output = self.local_output.0.clone();
         self.handlers.spawn(async move {
-            exec::run(&session, &sender, id, &exec_id, request, token, &timing).await;
+            exec::run(&session, &sender, id, &exec_id, request, token, &timing, Some(&live_output)).await;
             tokens.lock().expect("exec tokens").remove(&id);
         });
     }

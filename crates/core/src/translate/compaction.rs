@@ -19,7 +19,7 @@ impl Translator {
                 acp::CompactionStatus::InProgress,
             ))];
         }
-        self.open.insert(id.clone(), OpenCall { name: "summary".into(), output: String::new() });
+        self.open.insert(id.clone(), OpenCall::new("summary"));
         let call = acp::ToolCall::new(id, "Compacting conversation")
             .kind(acp::ToolKind::Think)
             .status(acp::ToolCallStatus::InProgress);

@@ -96,7 +96,7 @@ impl Translator {
                 Event::Started(s) if !s.alternate_model_id.is_empty() => format!(" ({})", s.alternate_model_id),
                 _ => String::new(),
             };
-            self.open.insert(id.clone(), OpenCall { name: "response_comparison".into(), output: String::new() });
+            self.open.insert(id.clone(), OpenCall::new("response_comparison"));
             let card = acp::ToolCall::new(id.clone(), format!("Alternate response{model}"))
                 .name("response_comparison".to_string())
                 .kind(acp::ToolKind::Think)

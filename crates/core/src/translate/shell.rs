@@ -4,7 +4,7 @@
 use agent_client_protocol_schema::v1 as acp;
 
 use super::content::{fenced, terminal_meta, text_content};
-use super::translator::Translator;
+use super::translator::{Translator, TurnState};
 use crate::proto::agent::v1 as pb;
 
 impl Translator {
@@ -38,15 +38,40 @@ impl Translator {
         }
     }
 
+    /// Output the server relays for a running call, unless this client shows it itself.
+    fn append_output(&mut self, call_id: &str, text: &str) -> Vec<acp::SessionUpdate> {
+        if self.open.get(call_id).is_some_and(|call| call.local) {
+            return Vec::new();
+        }
+        self.show_output(call_id, text)
+    }
+
+    /// Output of a call this client runs (a built-in shell), as it comes: shown as the
+    /// server's shell deltas are, which are then not shown again for that call (the server
+    /// relays the same output). A card the host opened itself gets it as fenced text.
+    pub fn local_output(&mut self, call_id: &str, text: &str) -> Vec<acp::SessionUpdate> {
+        if self.turn == TurnState::Cancelled || text.is_empty() {
+            return Vec::new();
+        }
+        if let Some(call) = self.open.get_mut(call_id) {
+            call.local = true;
+            return self.show_output(call_id, text);
+        }
+        let output = self.host_card_output.entry(call_id.to_string()).or_default();
+        push_tail(output, text);
+        let fields = acp::ToolCallUpdateFields::new().content(vec![text_content(fenced(output))]);
+        vec![acp::SessionUpdate::ToolCallUpdate(acp::ToolCallUpdate::new(call_id.to_string(), fields))]
+    }
+
     /// Live output of a running call: the chunk through the display terminal, or the whole
     /// (capped) output so far as a code block.
-    fn append_output(&mut self, call_id: &str, text: &str) -> Vec<acp::SessionUpdate> {
+    fn show_output(&mut self, call_id: &str, text: &str) -> Vec<acp::SessionUpdate> {
         let terminal = self.terminal_output;
         let Some(call) = self.open.get_mut(call_id) else { return Vec::new() };
         if text.is_empty() {
             return Vec::new();
         }
-        call.output.push_str(text);
+        push_tail(&mut call.output, text);
         if terminal && call.name == "shell" {
             let meta = terminal_meta("terminal_output", serde_json::json!({ "terminal_id": call_id, "data": text }));
             let update = acp::ToolCallUpdate::new(call_id.to_string(), acp::ToolCallUpdateFields::new()).meta(meta);
@@ -54,5 +79,19 @@ impl Translator {
         }
         let fields = acp::ToolCallUpdateFields::new().content(vec![text_content(fenced(&call.output))]);
         vec![acp::SessionUpdate::ToolCallUpdate(acp::ToolCallUpdate::new(call_id.to_string(), fields))]
+    }
+}
+
+/// Live output kept for a card: what `fenced` shows is its tail, so more than twice that is
+/// never kept (a command printing for an hour holds the same memory as one printing a page).
+fn push_tail(output: &mut String, text: &str) {
+    output.push_str(text);
+    let keep = 2 * crate::cards::MAX_OUTPUT_CHARS;
+    if output.len() > 2 * keep {
+        let mut start = output.len() - keep;
+        while !output.is_char_boundary(start) {
+            start += 1;
+        }
+        output.drain(..start);
     }
 }

@@ -53,7 +53,7 @@ impl Translator {
         if name == "shell" {
             self.current_shell = Some(call_id.to_string());
         }
-        self.open.insert(call_id.to_string(), OpenCall { name, output: String::new() });
+        self.open.insert(call_id.to_string(), OpenCall::new(name));
         let mut tc = acp::ToolCall::new(call_id.to_string(), "Tool call").status(status);
         if let Some(v) = view {
             tc = self.card(v).tool_call(call_id.to_string(), status);

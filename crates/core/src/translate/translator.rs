@@ -1,6 +1,6 @@
 //! The [`Translator`]'s state and the dispatch of each `InteractionUpdate` to its family.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use agent_client_protocol_schema::v1 as acp;
 
@@ -39,6 +39,8 @@ pub struct Translator {
     pub(super) terminal_output: bool,
     /// User messages the session sent into the running turn (newer_updates.rs).
     pub(super) injected: InjectedMessages,
+    /// Live output of cards the translation did not open (the host's own), by card id.
+    pub(super) host_card_output: HashMap<String, String>,
 }
 
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -54,8 +56,17 @@ pub const CANCELLED_BY_USER: &str = "Cancelled by the user.";
 #[derive(Debug, Default)]
 pub(super) struct OpenCall {
     pub(super) name: String,
-    /// Accumulated live output (shell deltas).
+    /// Accumulated live output (shell deltas), its tail only past what a card shows.
     pub(super) output: String,
+    /// This client runs the call and shows its output as it comes (`Translator::local_output`):
+    /// the server's relay of the same output is not shown again.
+    pub(super) local: bool,
+}
+
+impl OpenCall {
+    pub(super) fn new(name: impl Into<String>) -> Self {
+        OpenCall { name: name.into(), ..Default::default() }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -78,6 +89,7 @@ impl Translator {
     /// A new turn begins: the previous one's cancel no longer applies.
     pub fn begin_turn(&mut self) {
         self.turn = TurnState::Running;
+        self.host_card_output.clear();
     }
 
     /// The user cancelled the turn: every open card ends `failed` with the reason, now, and
