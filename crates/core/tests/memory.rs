@@ -85,7 +85,9 @@ fn memory_stays_flat_over_ten_thousand_sequential_turns() {
     // One client, one session, turn after turn against an embedded backend in the same process
     // (as the addon's users and tests run it), each turn with text, an exec and a checkpoint.
     // The backend kept every stream's state (and an empty record) for good: 1.2 KiB per turn
-    // over Run, 1.7 over RunSSE, without end. After warm-up nothing may grow.
+    // over Run, 1.7 over RunSSE, without end. After warm-up nothing may grow. The checkpoint
+    // names its (empty) conversation itself: one the backend kept would grow by each turn's
+    // blobs and ids, about 530 bytes a turn, as a real conversation does.
     use cursor_acp_core::acp;
     use cursor_acp_core::embedded::{EmbeddedBackend, Scenario};
     use cursor_acp_core::session::{AgentClient, ClientConfig, SessionOptions};
@@ -95,7 +97,7 @@ fn memory_stays_flat_over_ten_thousand_sequential_turns() {
         let scenario = serde_json::json!({ "record": false, "steps": [
             { "type": "text", "text": "hello" },
             { "type": "exec", "id": 1, "args": { "readArgs": { "path": "/w/a.txt" } } },
-            { "type": "checkpoint", "state": { "tokenDetails": { "usedTokens": 10, "maxTokens": 100 } } },
+            { "type": "checkpoint", "state": { "tokenDetails": { "usedTokens": 10, "maxTokens": 100 }, "turns": [] } },
             { "type": "turnEnded", "inputTokens": 1 }
         ]});
         let backend = EmbeddedBackend::start(Scenario::from_json(&scenario).unwrap()).await.unwrap();

@@ -215,16 +215,22 @@ async fn scripted_turn_end_to_end_on_both_transports() {
         assert!(seen.turn_ended);
         assert_eq!(seen.checkpoints.len(), 1);
         let cp = pb::AgentServerMessage::decode(seen.checkpoints[0].clone()).unwrap();
-        assert!(
-            matches!(cp.message, Some(pb::agent_server_message::Message::ConversationCheckpointUpdate(s)) if s.token_details.as_ref().unwrap().used_tokens == 10)
-        );
+        let Some(pb::agent_server_message::Message::ConversationCheckpointUpdate(state)) = cp.message else {
+            panic!("{kind:?}: not a checkpoint")
+        };
+        assert_eq!(state.token_details.as_ref().unwrap().used_tokens, 10);
+        // The conversation, as blob ids: one turn; the user's message and the assistant's.
+        assert_eq!((state.turns.len(), state.root_prompt_messages_json.len()), (1, 2), "{kind:?}");
 
         let records = b.records();
         assert_eq!(records.len(), 1, "{records:?}");
         let r = &records[0];
         assert_eq!(r.outcome.as_deref(), Some("end"));
         assert_eq!(r.transport, if kind == TransportKind::Sse { "sse" } else { "h2" });
-        // The server got exactly what we sent, in order.
+        // The server got exactly what we sent, in order: the answers to the scenario's requests,
+        // then those to the six KV sets that store the conversation before the checkpoint (the
+        // user's message, the thinking and text steps, the turn, two root prompt messages), with
+        // ids of the backend's own above the scenario's.
         let kinds: Vec<&str> = r.messages.iter().map(|m| m.kind.as_str()).collect();
         assert_eq!(
             kinds,
@@ -234,10 +240,19 @@ async fn scripted_turn_end_to_end_on_both_transports() {
                 "execClientControlMessage",
                 "kvClientMessage",
                 "kvClientMessage",
-                "interactionResponse"
+                "interactionResponse",
+                "kvClientMessage",
+                "kvClientMessage",
+                "kvClientMessage",
+                "kvClientMessage",
+                "kvClientMessage",
+                "kvClientMessage"
             ],
             "{kind:?}"
         );
+        let stored: Vec<&serde_json::Value> = r.messages[6..].iter().map(|m| &m.message["kvClientMessage"]).collect();
+        assert_eq!(stored.iter().map(|k| k["id"].as_u64().unwrap()).collect::<Vec<_>>(), [4, 5, 6, 7, 8, 9]);
+        assert!(stored.iter().all(|k| k["setBlobResult"].is_object()), "{stored:?}");
         assert_eq!(r.messages[0].message["runRequest"]["action"]["userMessageAction"]["userMessage"]["text"], "hi");
         assert_eq!(r.messages[1].message["execClientMessage"]["readResult"]["success"]["content"], "file body");
         assert_eq!(r.messages[1].message["execClientMessage"]["execId"], "exec-1");
@@ -274,7 +289,10 @@ async fn scripted_turn_end_to_end_on_both_transports() {
                     assert_eq!(a.headers["x-request-id"], r.request_id);
                     assert_eq!(a.headers["authorization"], recorded_as(&token));
                 }
-                assert_eq!(r.messages.iter().map(|m| m.seqno.unwrap()).collect::<Vec<_>>(), (0..6).collect::<Vec<_>>());
+                assert_eq!(
+                    r.messages.iter().map(|m| m.seqno.unwrap()).collect::<Vec<_>>(),
+                    (0..12).collect::<Vec<_>>()
+                );
             }
             TransportKind::H2 | TransportKind::Auto => {
                 assert_eq!(h["te"], "trailers");

@@ -11,11 +11,13 @@ mod plain_config;
 use cursor_acp_core::acp;
 use cursor_acp_core::embedded::{EmbeddedBackend, RunRecord, Scenario};
 use cursor_acp_core::host::*;
+use cursor_acp_core::proto::agent::v1 as pb;
 use cursor_acp_core::session::*;
 use cursor_acp_core::transport::*;
 use cursor_acp_core::CoreError;
 use futures::future::BoxFuture;
 use plain_config::plain_config;
+use prost::Message as _;
 use serde_json::{json, Value};
 
 const KINDS: [TransportKind; 2] = [TransportKind::Sse, TransportKind::H2];
@@ -669,6 +671,127 @@ async fn a_second_prompt_while_one_runs_is_busy() {
     assert!(session.prompt(text("three")).is_ok());
 }
 
+/// The replayed conversation as (update kind, text or tool kind), chunks of one message merged.
+fn replayed(updates: Vec<acp::SessionUpdate>) -> Vec<(String, String)> {
+    merged(updates.into_iter().map(|u| serde_json::to_value(u).unwrap()).collect())
+        .iter()
+        .map(|u| {
+            let kind = u["sessionUpdate"].as_str().unwrap_or_default().to_string();
+            let what = u["content"]["text"].as_str().or(u["kind"].as_str()).or(u["status"].as_str());
+            (kind, what.unwrap_or_default().to_string())
+        })
+        .collect()
+}
+
+fn pairs(expected: &[(&str, &str)]) -> Vec<(String, String)> {
+    expected.iter().map(|(k, t)| (k.to_string(), t.to_string())).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_embedded_backend_keeps_the_conversation_in_its_checkpoints_across_a_restart() {
+    // Two turns (the second with a tool call), saved; then a new client and a new backend, as
+    // after a restart of both: the loaded session replays both turns, and a third turn goes on
+    // from the restored checkpoint.
+    let scenario = json!({ "turns": [
+        [{ "type": "thinking", "text": "Easy." },
+         { "type": "thinkingCompleted", "durationMs": 2 },
+         { "type": "text", "text": "First " },
+         { "type": "text", "text": "answer." },
+         { "type": "checkpoint", "state": { "tokenDetails": { "usedTokens": 10, "maxTokens": 100 } } },
+         { "type": "turnEnded" }],
+        [{ "type": "toolCallStarted", "callId": "c1", "toolCall": { "readToolCall": { "args": { "path": "/w/a.txt" } } } },
+         { "type": "exec", "id": 1, "args": { "readArgs": { "path": "/w/a.txt", "toolCallId": "c1" } } },
+         { "type": "toolCallCompleted", "callId": "c1", "toolCall": { "readToolCall": { "args": { "path": "/w/a.txt" } } },
+           "resultFromExec": 1 },
+         { "type": "text", "text": "Second answer." },
+         { "type": "checkpoint", "state": { "tokenDetails": { "usedTokens": 20, "maxTokens": 100 } } },
+         { "type": "turnEnded" }]
+    ]});
+    for kind in KINDS {
+        let (backend, client) = setup(scenario.clone(), kind, TestHost::reading(), fast_timing()).await;
+        let session = client.new_session(SessionOptions { cwd: Some("/w".into()), ..Default::default() }).unwrap();
+        for prompt in ["First question", "Second question"] {
+            let t = session.prompt(text(prompt)).unwrap();
+            collect(&t).await;
+            assert_eq!(t.result().await.unwrap().stop_reason, acp::StopReason::EndTurn, "{kind:?}");
+        }
+        let saved = session.save();
+        // The second turn's run request carried the first turn's checkpoint, which it extended.
+        let state = pb::ConversationStateStructure::decode(saved.checkpoint.clone().unwrap()).unwrap();
+        assert_eq!(state.turns.len(), 2, "{kind:?}");
+        assert_eq!(state.token_details.as_ref().map(|t| t.used_tokens), Some(20), "the scenario's fields are kept");
+        let records = backend.records();
+        let first_turns = records[1].messages[0].message["runRequest"]["conversationState"]["turns"].clone();
+        assert_eq!(first_turns.as_array().map(Vec::len), Some(1), "{kind:?}: {first_turns}");
+        drop((client, backend));
+
+        let (backend, client) = setup(scenario.clone(), kind, TestHost::reading(), fast_timing()).await;
+        let loaded = client.load_session(saved).unwrap();
+        let expected = [
+            ("user_message_chunk", "First question"),
+            ("agent_thought_chunk", "Easy."),
+            ("agent_message_chunk", "First answer."),
+            ("user_message_chunk", "Second question"),
+            ("tool_call", "read"),
+            ("tool_call_update", "completed"),
+            ("agent_message_chunk", "Second answer."),
+        ];
+        assert_eq!(replayed(loaded.replay().await), pairs(&expected), "{kind:?}");
+
+        // The conversation goes on from the restored checkpoint (the scenario's first turn again).
+        let t = loaded.prompt(text("Third question")).unwrap();
+        collect(&t).await;
+        t.result().await.unwrap();
+        let run = &backend.records()[0].messages[0].message["runRequest"];
+        assert_eq!(run["conversationState"]["turns"].as_array().map(Vec::len), Some(2), "{kind:?}");
+        let again = replayed(loaded.replay().await);
+        assert_eq!(again.len(), expected.len() + 3, "{kind:?}: {again:?}");
+        assert_eq!(
+            again[expected.len()..],
+            pairs(&[
+                ("user_message_chunk", "Third question"),
+                ("agent_thought_chunk", "Easy."),
+                ("agent_message_chunk", "First answer.")
+            ])[..],
+            "{kind:?}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resumed_turn_is_one_turn_in_the_conversation() {
+    // The first attempt checkpoints the turn, then the connection drops; the resumed attempt's
+    // checkpoint continues that turn (read back from the client), not a second one.
+    let scenario = json!({ "turns": [
+        [{ "type": "text", "text": "par" },
+         { "type": "checkpoint", "state": {} },
+         { "type": "sleep", "ms": 50 },
+         { "type": "drop" }],
+        [{ "type": "text", "text": "tial" },
+         { "type": "checkpoint", "state": {} },
+         { "type": "turnEnded" }]
+    ]});
+    for kind in KINDS {
+        let (backend, client) = setup(scenario.clone(), kind, TestHost::reading(), fast_timing()).await;
+        let session = client.new_session(SessionOptions::default()).unwrap();
+        let t = session.prompt(text("go")).unwrap();
+        collect(&t).await;
+        assert_eq!(t.result().await.unwrap().stop_reason, acp::StopReason::EndTurn, "{kind:?}");
+        let records = backend.records();
+        assert_eq!(records.len(), 2, "{kind:?}: one resume");
+        let looked_up =
+            records[1].messages.iter().find_map(|m| m.message["kvClientMessage"]["getBlobResult"].as_object());
+        assert!(looked_up.is_some_and(|r| r.contains_key("blobData")), "{kind:?}: the turn was read back");
+        let state = pb::ConversationStateStructure::decode(session.checkpoint().unwrap()).unwrap();
+        assert_eq!(state.turns.len(), 1, "{kind:?}");
+        assert_eq!(
+            replayed(session.replay().await),
+            pairs(&[("user_message_chunk", "go"), ("agent_message_chunk", "par"), ("agent_message_chunk", "tial")]),
+            "{kind:?}"
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn save_and_load_continue_the_conversation_on_a_new_client() {
     let scenario = json!({ "turns": [
@@ -686,7 +809,14 @@ async fn save_and_load_continue_the_conversation_on_a_new_client() {
     let t = session.prompt(text("remember")).unwrap();
     t.result().await.unwrap();
     let saved = session.save();
-    assert_eq!(saved.blobs.len(), 1);
+    // The scenario's blob, and those the checkpoint names: the backend keeps the conversation
+    // with the client, as Cursor's server does.
+    assert!(saved.blobs.iter().any(|(_, data)| data.as_ref() == b"turn one blob"), "{:?}", saved.blobs);
+    let state = pb::ConversationStateStructure::decode(saved.checkpoint.clone().unwrap()).unwrap();
+    let named: Vec<&bytes::Bytes> = state.turns.iter().chain(&state.root_prompt_messages_json).collect();
+    assert_eq!(named.len(), 2, "one turn, one root prompt message (the user's)");
+    assert!(named.iter().all(|id| saved.blobs.iter().any(|(blob, _)| blob == *id)), "every entry was saved");
+    assert_eq!(saved.blobs.len(), 4, "the scenario's, the turn, its user message, the root prompt's");
     drop(first_client);
 
     let second_client = AgentClient::new(config(), Arc::new(TestHost::reading()), None).unwrap();

@@ -9,6 +9,7 @@
 mod append;
 mod auth;
 mod client_message;
+mod conversation;
 mod echo;
 mod inbox;
 mod models;

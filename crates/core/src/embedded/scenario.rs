@@ -141,10 +141,20 @@ pub enum Step {
     /// `conversation_checkpoint_update`: `state` is a `ConversationStateStructure` in proto JSON.
     /// Encoded once when the scenario is loaded (`message` is the whole `AgentServerMessage`),
     /// so playing it costs no conversion and no copy of a large state.
+    ///
+    /// Unless `state` names `turns` or `rootPromptMessagesJson` itself (then it is sent as it
+    /// is, `[]` included), the backend fills both with the conversation so far, as Cursor's
+    /// server does: the run request's checkpoint and this turn (the user's message, the text,
+    /// thinking and completed tool calls played before this step), every entry the sha256 id
+    /// of a blob the client is asked to store (KV `set`) before the checkpoint goes out
+    /// (`conversation.rs`).
     Checkpoint {
         state: serde_json::Value,
         #[serde(skip)]
         message: bytes::Bytes,
+        /// Whether the backend fills in the conversation (see above).
+        #[serde(skip)]
+        with_conversation: bool,
     },
     /// One `interaction_update.heartbeat`.
     Heartbeat,
@@ -274,11 +284,16 @@ pub(super) fn agent_message<M: prost::Message + Default>(name: &str, value: &ser
     protojson::from_json(&format!("agent.v1.{name}"), value)
 }
 
+/// The checkpoint fields that hold the conversation, by their proto3 JSON and proto names.
+const CONVERSATION_FIELDS: [&str; 3] = ["turns", "rootPromptMessagesJson", "root_prompt_messages_json"];
+
 /// Does once, at load, the work a step would otherwise repeat on every play: encodes
 /// checkpoints (and drops their JSON, which every turn would clone otherwise). A checkpoint
 /// whose JSON is not a `ConversationStateStructure` fails here.
 fn prepare(step: &mut Step) -> Result<(), String> {
-    if let Step::Checkpoint { state, message } = step {
+    if let Step::Checkpoint { state, message, with_conversation } = step {
+        // Asked for by name before parsing: an empty list parses as no list at all.
+        *with_conversation = !CONVERSATION_FIELDS.iter().any(|name| state.get(name).is_some());
         let parsed: pb::ConversationStateStructure = agent_message("ConversationStateStructure", state)?;
         let update = pb::agent_server_message::Message::ConversationCheckpointUpdate(Box::new(parsed));
         *message = pb::AgentServerMessage { message: Some(update), ..Default::default() }.encode_to_vec().into();

@@ -16,6 +16,7 @@ use prost::Message as _;
 use sha2::Digest;
 use tokio::sync::mpsc;
 
+use super::conversation::Conversation;
 use super::echo;
 use super::inbox::{Inbox, Owed, Waited};
 use super::scenario::{agent_message as from_json, Step};
@@ -49,6 +50,9 @@ pub(crate) struct TurnContext {
     pub heartbeat_ms: u64,
     /// What a run request must pass before the turn is played.
     pub checks: Arc<super::run_checks::RunChecks>,
+    /// The conversation the turn's checkpoints carry, from the run request on; `None` when no
+    /// checkpoint of the turn carries it (nothing is kept of what it plays).
+    pub conversation: Option<Conversation>,
 }
 
 enum Flow {
@@ -200,6 +204,8 @@ pub(crate) async fn run_turn(steps: Vec<super::Step>, mut ctx: TurnContext) -> S
             if let Some(pb::agent_client_message::Message::RunRequest(run)) = &message.message {
                 if let Err(refused) = ctx.checks.check(run) {
                     outcome = Some(ctx.end(Some(&refused)).await);
+                } else if steps.iter().any(|s| matches!(s, Step::Checkpoint { with_conversation: true, .. })) {
+                    ctx.conversation = Some(Conversation::begin(run, first_free_kv_id(&steps)));
                 }
             }
         }
@@ -247,9 +253,16 @@ async fn run_step(step: Step, ctx: &mut TurnContext, paused: &AtomicBool) -> Res
     let invalid = |e: String| e;
     match step {
         Step::Text { text } => {
-            ctx.send(&update(U::TextDelta(pb::TextDeltaUpdate { text, is_server_notice: false }))).await?
+            let delta = U::TextDelta(pb::TextDeltaUpdate { text, is_server_notice: false });
+            if let Some(c) = &mut ctx.conversation {
+                c.observe(&delta);
+            }
+            ctx.send(&update(delta)).await?
         }
         Step::TextBurst { text, count } => {
+            if let Some(c) = &mut ctx.conversation {
+                c.observe_text(&text, count);
+            }
             let frame = connect::encode_message(
                 &update(U::TextDelta(pb::TextDeltaUpdate { text, is_server_notice: false })),
                 ctx.gzip,
@@ -273,11 +286,18 @@ async fn run_step(step: Step, ctx: &mut TurnContext, paused: &AtomicBool) -> Res
             }
         }
         Step::Thinking { text } => {
-            ctx.send(&update(U::ThinkingDelta(pb::ThinkingDeltaUpdate { text, thinking_style: None }))).await?
+            let delta = U::ThinkingDelta(pb::ThinkingDeltaUpdate { text, thinking_style: None });
+            if let Some(c) = &mut ctx.conversation {
+                c.observe(&delta);
+            }
+            ctx.send(&update(delta)).await?
         }
         Step::ThinkingCompleted { duration_ms } => {
-            ctx.send(&update(U::ThinkingCompleted(pb::ThinkingCompletedUpdate { thinking_duration_ms: duration_ms })))
-                .await?
+            let completed = U::ThinkingCompleted(pb::ThinkingCompletedUpdate { thinking_duration_ms: duration_ms });
+            if let Some(c) = &mut ctx.conversation {
+                c.observe(&completed);
+            }
+            ctx.send(&update(completed)).await?
         }
         Step::ToolCallStarted { call_id, tool_call, model_call_id } => {
             let tool_call = Some(from_json("ToolCall", &tool_call).map_err(invalid)?);
@@ -292,11 +312,21 @@ async fn run_step(step: Step, ctx: &mut TurnContext, paused: &AtomicBool) -> Res
                 tool_call =
                     echo::with_exec_result(tool_call, reply).map_err(|e| format!("resultFromExec {id}: {e}"))?;
             }
-            let completed = pb::ToolCallCompletedUpdate { call_id, tool_call: Some(tool_call), model_call_id };
-            ctx.send(&update(U::ToolCallCompleted(Box::new(completed)))).await?
+            let completed = U::ToolCallCompleted(Box::new(pb::ToolCallCompletedUpdate {
+                call_id,
+                tool_call: Some(tool_call),
+                model_call_id,
+            }));
+            if let Some(c) = &mut ctx.conversation {
+                c.observe(&completed);
+            }
+            ctx.send(&update(completed)).await?
         }
         Step::Update { update: u } => {
             let u: pb::InteractionUpdate = from_json("InteractionUpdate", &u)?;
+            if let (Some(c), Some(m)) = (&mut ctx.conversation, &u.message) {
+                c.observe(m);
+            }
             ctx.send(&server_msg(S::InteractionUpdate(u))).await?
         }
         Step::Send { message } => {
@@ -379,7 +409,17 @@ async fn run_step(step: Step, ctx: &mut TurnContext, paused: &AtomicBool) -> Res
                 return Ok(flow);
             }
         }
-        Step::Checkpoint { message, .. } => ctx.send_encoded(message).await?,
+        Step::Checkpoint { message, with_conversation, .. } => match ctx.conversation.take() {
+            Some(mut conversation) if with_conversation => {
+                let flow = checkpoint_with_conversation(ctx, &mut conversation, message).await;
+                ctx.conversation = Some(conversation);
+                return flow;
+            }
+            kept => {
+                ctx.conversation = kept;
+                ctx.send_encoded(message).await?
+            }
+        },
         Step::Heartbeat => ctx.send(&update(U::Heartbeat(Default::default()))).await?,
         Step::TurnEnded { input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens } => {
             let t = pb::TurnEndedUpdate {
@@ -484,6 +524,70 @@ async fn await_exec(ctx: &mut TurnContext, id: u32) -> Result<(), Flow> {
     })
     .await
     .map(|_| ())
+}
+
+/// The first KV id above those the scenario's own KV steps use in this turn: the backend's own
+/// requests take ids from there, so no reply is taken for another's.
+fn first_free_kv_id(steps: &[Step]) -> u32 {
+    let used = steps.iter().filter_map(|s| match s {
+        Step::KvGet { id, .. } | Step::KvSet { id, .. } => Some(*id),
+        _ => None,
+    });
+    used.max().map_or(1, |id| id.saturating_add(1))
+}
+
+/// Sends a KV request of the backend's own and notes that the client owes its reply.
+async fn send_kv(ctx: &mut TurnContext, id: u32, message: pb::kv_server_message::Message) -> Result<(), String> {
+    let msg = pb::KvServerMessage { id, span_context: None, message: Some(message) };
+    ctx.send(&server_msg(pb::agent_server_message::Message::KvServerMessage(msg))).await?;
+    ctx.inbox.owe(Owed::Kv(id));
+    Ok(())
+}
+
+/// Plays a checkpoint step with the conversation so far: a resumed run first reads back the
+/// turn it may continue (KV `get`); the blobs the checkpoint names are then stored with the
+/// client (KV `set`, all sent, then every reply awaited), and only then does the checkpoint go
+/// out, so a client never holds a checkpoint naming a blob it was not given.
+async fn checkpoint_with_conversation(
+    ctx: &mut TurnContext,
+    conversation: &mut Conversation,
+    message: Bytes,
+) -> Result<Flow, String> {
+    use pb::agent_server_message::Message as S;
+    if let Some(blob_id) = conversation.turn_to_look_up() {
+        let id = conversation.next_kv_id();
+        send_kv(ctx, id, pb::kv_server_message::Message::GetBlobArgs(pb::GetBlobArgs { blob_id })).await?;
+        let reply = match ctx.wait_for(&format!("reply to KV get {id}"), |m| is_kv_reply(m, id)).await {
+            Ok(reply) => reply,
+            Err(flow) => return Ok(flow),
+        };
+        let blob = match reply.message {
+            Some(pb::agent_client_message::Message::KvClientMessage(pb::KvClientMessage {
+                message: Some(pb::kv_client_message::Message::GetBlobResult(r)),
+                ..
+            })) => r.blob_data,
+            _ => None,
+        };
+        conversation.looked_up(blob);
+    }
+    let mut msg = pb::AgentServerMessage::decode(message).map_err(|e| format!("checkpoint: {e}"))?;
+    let Some(S::ConversationCheckpointUpdate(state)) = &mut msg.message else {
+        return Err("a checkpoint step holds no checkpoint".into());
+    };
+    let mut waiting = Vec::new();
+    for blob in conversation.checkpoint(state) {
+        let id = conversation.next_kv_id();
+        let set = pb::SetBlobArgs { blob_id: blob.id, blob_data: blob.data };
+        send_kv(ctx, id, pb::kv_server_message::Message::SetBlobArgs(set)).await?;
+        waiting.push(id);
+    }
+    for id in waiting {
+        if let Err(flow) = ctx.wait_for(&format!("reply to KV set {id}"), |m| is_kv_reply(m, id)).await {
+            return Ok(flow);
+        }
+    }
+    ctx.send(&msg).await?;
+    Ok(Flow::Continue)
 }
 
 fn is_kv_reply(m: &pb::AgentClientMessage, id: u32) -> bool {

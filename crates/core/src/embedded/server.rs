@@ -435,6 +435,7 @@ impl State {
             wait_timeout: Duration::from_millis(self.scenario.wait_timeout_ms.unwrap_or(30_000)),
             heartbeat_ms: self.scenario.heartbeat_ms,
             checks: self.checks.clone(),
+            conversation: None,
         };
         let state = self.clone();
         tokio::spawn(async move {
