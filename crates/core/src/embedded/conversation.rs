@@ -253,7 +253,7 @@ impl Conversation {
         };
         state.root_prompt_messages_json = self.earlier_root.clone();
         for entry in root_prompt_entries(user, &self.played) {
-            let blob = Blob::of(entry.to_string().into_bytes());
+            let blob = Blob::of(canonical_json(&entry).into_bytes());
             state.root_prompt_messages_json.push(blob.id.clone());
             blobs.push(blob);
         }
@@ -294,6 +294,45 @@ fn root_prompt_entries(user: Option<&pb::UserMessage>, played: &[Played]) -> Vec
     if !parts.is_empty() {
         out.push(json!({ "role": "assistant", "content": parts }));
     }
+    out
+}
+
+/// `value` as JSON text with every object's keys in sorted order: a blob's id is the hash of its
+/// bytes, so they must not depend on how a build orders maps (serde_json's `preserve_order`,
+/// which another crate of the build may turn on). Nesting is bounded by the proto decoding the
+/// values came from.
+fn canonical_json(value: &Value) -> String {
+    fn write(value: &Value, out: &mut String) {
+        match value {
+            Value::Object(map) => {
+                let mut entries: Vec<_> = map.iter().collect();
+                entries.sort_by(|a, b| a.0.cmp(b.0));
+                out.push('{');
+                for (i, (key, item)) in entries.into_iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    out.push_str(&Value::String(key.clone()).to_string());
+                    out.push(':');
+                    write(item, out);
+                }
+                out.push('}');
+            }
+            Value::Array(items) => {
+                out.push('[');
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    write(item, out);
+                }
+                out.push(']');
+            }
+            scalar => out.push_str(&scalar.to_string()),
+        }
+    }
+    let mut out = String::new();
+    write(value, &mut out);
     out
 }
 
@@ -384,6 +423,12 @@ mod tests {
             ]
         );
         assert_eq!(state.root_prompt_messages_json[0].as_ref(), &[2; 32]);
+        let user_entry = find(&blobs, &state.root_prompt_messages_json[1]);
+        assert_eq!(
+            std::str::from_utf8(user_entry).unwrap(),
+            r#"{"content":[{"text":"hello","type":"text"}],"role":"user"}"#,
+            "keys sorted, whatever the build's map order"
+        );
 
         // A later checkpoint of the same run asks only for the blobs that changed.
         c.observe(&text("!"));
