@@ -73,8 +73,14 @@ for (const transport of TRANSPORTS) {
       assert.equal(shell[3].execClientMessage.shellStream.exit.code ?? 0, 0)
       assert.equal(shell[4].execClientMessage.shellResult.success.stdout, 'PASS 3 tests\n')
       const kv = messages.filter((m) => m.kvClientMessage).map((m) => m.kvClientMessage)
-      assert.deepEqual(kv.map((k) => k.id), [3, 4])
+      // The scenario's set and get, then the sets that store the conversation before the
+      // checkpoint (the user's message, the thinking, text and tool call steps, the turn, and
+      // the root prompt's user, assistant and tool messages), with ids above the scenario's. The
+      // backend sends those sets together, and their replies may come in any order.
+      assert.deepEqual(kv.slice(0, 2).map((k) => k.id), [3, 4])
+      assert.deepEqual(kv.slice(2).map((k) => k.id).sort((a, b) => a - b), [5, 6, 7, 8, 9, 10, 11, 12])
       assert.ok(kv[0].setBlobResult)
+      assert.ok(kv.slice(2).every((k) => k.setBlobResult && !k.setBlobResult.error), JSON.stringify(kv))
       assert.deepEqual(messages.find((m) => m.interactionResponse).interactionResponse, { id: 5, webSearchRequestResponse: { approved: {} } })
     } finally {
       close()
@@ -97,8 +103,12 @@ for (const transport of TRANSPORTS) {
       }
       const saved = session.save()
       assert.equal(saved.conversationId, session.conversationId)
-      assert.equal(saved.blobs.length, 1)
-      assert.equal(Buffer.from(saved.blobs[0].data, 'base64').toString(), 'history blob')
+      // The scenario's blob, and the conversation's: the first turn (checkpointed before its
+      // text), its user message and the root prompt's user message.
+      const blobs = new Map(saved.blobs.map((b) => [b.id, Buffer.from(b.data, 'base64')]))
+      assert.equal(blobs.size, 4)
+      assert.ok([...blobs.values()].some((b) => b.toString() === 'history blob'))
+      assert.ok([...blobs.values()].some((b) => b.toString() === JSON.stringify({ content: [{ text: 'first', type: 'text' }], role: 'user' })))
       const again = new AgentClient({ baseUrl: backend.url, transport })
       const loaded = again.loadSession(JSON.parse(JSON.stringify(saved)))
       const turn = loaded.prompt('third')
@@ -110,8 +120,16 @@ for (const transport of TRANSPORTS) {
       assert.equal(runs[1].conversationState.readPaths[0], '/first')
       assert.equal(runs[2].conversationState.readPaths[0], '/first', 'the loaded session sends the saved checkpoint')
       assert.equal(runs[2].requestedModel.modelId, 'embedded-fast')
-      // Checkpoint bytes: exactly what the server sent.
-      assert.equal(saved.checkpoint, Buffer.from([0x92, 0x01, 0x06, 0x2f, 0x66, 0x69, 0x72, 0x73, 0x74]).toString('base64'))
+      // Checkpoint bytes: exactly what the server sent, the conversation's entries (fields 1 and
+      // 8, each a 32-byte id of a saved blob) then the scenario's read path.
+      const checkpoint = Buffer.from(saved.checkpoint, 'base64')
+      const entry = (tag, at) => {
+        assert.deepEqual([...checkpoint.subarray(at, at + 2)], [tag, 0x20])
+        assert.ok(blobs.has(checkpoint.subarray(at + 2, at + 34).toString('hex')), `entry at ${at} names a saved blob`)
+      }
+      entry(0x0a, 0) // root_prompt_messages_json
+      entry(0x42, 34) // turns
+      assert.deepEqual([...checkpoint.subarray(68)], [0x92, 0x01, 0x06, 0x2f, 0x66, 0x69, 0x72, 0x73, 0x74])
     } finally {
       close()
     }
