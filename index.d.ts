@@ -170,6 +170,11 @@ export type ScenarioStep =
   | { type: 'kvGet'; id: number; blobId: string }
   | { type: 'kvSet'; id: number; blobId?: string; data?: string; dataBase64?: string }
   | { type: 'interaction'; id: number; query: agent.InteractionQuery }
+  /**
+   * `state` gets `turns` and `rootPromptMessagesJson` filled with the conversation so far (blob
+   * ids, the blobs stored with the client by KV sets first), as Cursor's server fills them,
+   * unless it names either itself (`[]` included).
+   */
   | { type: 'checkpoint'; state: agent.ConversationStateStructure }
   | { type: 'heartbeat' | 'drop' | 'garbage' | 'close' | 'end' }
   | { type: 'turnEnded'; inputTokens?: number; outputTokens?: number; cacheReadTokens?: number; cacheWriteTokens?: number; reasoningTokens?: number }

@@ -1,7 +1,8 @@
 // @ts-check
 // The scripted turn `--embedded` plays when no --scenario is given: thinking, a text answer, an
 // ls and a shell command run locally (the shell behind a permission prompt), usage, end of turn.
-// It repeats for every prompt. No account and no network are involved.
+// It repeats for every prompt. No account and no network are involved. The backend fills its
+// checkpoint with the conversation so far, so session/load replays the thread after a restart.
 /** @type {import('../index.js').Scenario} */
 export const DEMO_SCENARIO = {
   // A person answers the permission prompt: give them time.
