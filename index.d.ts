@@ -478,6 +478,13 @@ export declare class Session {
    * (Auto, `default`).
    */
   setModel(model?: string | undefined | null, details?: ModelDetails): void
+  /**
+   * Max Mode for the next turns, for a model whose `listModels()` entry has `maxMode`; kept
+   * by `save()`. Setting another model takes that model's own.
+   */
+  setMaxMode(on: boolean): void
+  /** Whether the next turns run in Max Mode. */
+  get maxMode(): boolean
   /** Mode for the next turns: `agent`, `ask`, `plan`, … */
   setMode(mode?: string | undefined | null): void
   /** Conversation id, latest checkpoint and blobs: persist it, then `client.loadSession(saved)`. */

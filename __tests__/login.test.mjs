@@ -267,12 +267,28 @@ test('the account\'s models: in the ACP select with their names, the chosen one\
     const select = configOptions.find((o) => o.id === 'model')
     assert.deepEqual(select.options.map((o) => [o.value, o.name]), [['default', 'Auto'], ['team-fast', 'Team Fast'], ['team-max', 'Team Max']])
     assert.equal(select.currentValue, 'default')
+    assert.equal(configOptions.find((o) => o.id === 'max_mode'), undefined, 'Auto offers no Max Mode')
     await agent.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'one' }] })
-    await agent.agent.request('session/set_config_option', { sessionId, configId: 'model', value: 'team-max' })
+    const picked = await agent.agent.request('session/set_config_option', { sessionId, configId: 'model', value: 'team-max' })
+    // A model the catalogue says offers Max Mode gets the switch, off until chosen.
+    assert.deepEqual(picked.configOptions.find((o) => o.id === 'max_mode')?.currentValue, 'off')
     await agent.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'two' }] })
+    await agent.agent.request('session/set_config_option', { sessionId, configId: 'max_mode', value: 'on' })
+    await agent.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'three' }] })
+    // What the account does not offer is refused, naming what it does, and nothing changes.
+    await assert.rejects(
+      agent.agent.request('session/set_config_option', { sessionId, configId: 'model', value: 'team-nope' }),
+      (e) => e.code === -32602 && /valid: default, team-fast, team-max/.test(e.message),
+    )
+    await agent.agent.request('session/set_config_option', { sessionId, configId: 'model', value: 'team-fast' })
+    await assert.rejects(
+      agent.agent.request('session/set_config_option', { sessionId, configId: 'max_mode', value: 'on' }),
+      (e) => e.code === -32602 && /not available for the model "?team-fast/.test(e.message),
+    )
     const runs = backend.records().map((r) => ({ run: r.messages[0].message.runRequest, headers: r.headers }))
     assert.deepEqual([runs[0].run.modelDetails.modelId, runs[0].run.modelDetails.displayName, runs[0].run.requestedModel.modelId], ['default', 'Auto', 'default'])
-    assert.deepEqual([runs[1].run.modelDetails.displayName, runs[1].run.requestedModel.modelId, runs[1].run.requestedModel.maxMode], ['Team Max', 'team-max', true])
+    assert.deepEqual([runs[1].run.modelDetails.displayName, runs[1].run.requestedModel.modelId, runs[1].run.requestedModel.maxMode ?? false], ['Team Max', 'team-max', false])
+    assert.deepEqual([runs[2].run.requestedModel.modelId, runs[2].run.requestedModel.maxMode, runs[2].run.modelDetails.maxMode], ['team-max', true, true])
     assert.ok(runs.every((r) => r.headers['x-cursor-client-version'] === 'cli-2099.01.01-test'), '--client-version is sent')
   } finally {
     await agent.stop()
@@ -281,7 +297,7 @@ test('the account\'s models: in the ACP select with their names, the chosen one\
 
   const listed = await run(['--list-models', '--embedded'])
   assert.equal(listed.code, 0, listed.stderr)
-  assert.deepEqual(listed.stdout.trim().split('\n'), ['default\tAuto', 'embedded-fast\tEmbedded Fast', 'embedded-thinking\tEmbedded Thinking'])
+  assert.deepEqual(listed.stdout.trim().split('\n'), ['default\tAuto', 'embedded-fast\tEmbedded Fast', 'embedded-thinking\tEmbedded Thinking (MAX)'])
   const versioned = startAgent({ env: { CURSOR_ACP_CLIENT_VERSION: 'cli-from-env' } })
   try {
     await versioned.agent.request('initialize', INIT)

@@ -67,10 +67,12 @@ export function modeState(currentModeId) {
 /**
  * The mode select and the model select: Auto, the account's models with their display names,
  * the models the agent was started with (`--models`), and the session's own.
- * @param {{ mode: string, model: string, approval?: string, models?: readonly { modelId: string, displayName: string }[], extraModels: readonly string[] }} current
+ * A model that offers Max Mode adds its switch: a boolean option for clients that take them,
+ * else an `on` / `off` select.
+ * @param {{ mode: string, model: string, approval?: string, models?: readonly { modelId: string, displayName: string }[], extraModels: readonly string[], maxMode?: { on: boolean, boolean: boolean } | null }} current
  * @returns {SessionConfigOption[]}
  */
-export function configOptions({ mode, model, approval = 'ask', models: account = [], extraModels }) {
+export function configOptions({ mode, model, approval = 'ask', models: account = [], extraModels, maxMode = null }) {
   /** @type {Map<string, string>} */
   const names = new Map([['default', 'Auto']])
   for (const m of account) if (!names.has(m.modelId)) names.set(m.modelId, m.displayName || m.modelId)
@@ -82,6 +84,17 @@ export function configOptions({ mode, model, approval = 'ask', models: account =
       options: MODES.map(({ id, name, description }) => ({ value: id, name, description })),
     },
     { id: 'model', name: 'Model', category: 'model', type: 'select', currentValue: model, options: models },
+    ...(maxMode ? [maxModeOption(maxMode)] : []),
     { id: 'approval', name: 'Approvals', category: '_approval', type: 'select', currentValue: approval, options: APPROVALS },
   ]
+}
+
+/**
+ * @param {{ on: boolean, boolean: boolean }} maxMode
+ * @returns {SessionConfigOption}
+ */
+function maxModeOption({ on, boolean }) {
+  const about = { id: 'max_mode', name: 'Max Mode', description: 'The model\'s largest context and more tool calls per turn', category: 'model_config' }
+  if (boolean) return /** @type {SessionConfigOption} */ ({ ...about, type: 'boolean', currentValue: on })
+  return { ...about, type: 'select', currentValue: on ? 'on' : 'off', options: [{ value: 'off', name: 'Off' }, { value: 'on', name: 'On' }] }
 }

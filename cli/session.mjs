@@ -191,6 +191,8 @@ export class AgentSession {
       log,
     })
     const caps = peer.capabilities()
+    /** The client takes boolean config options (ACP `session.configOptions.boolean`). */
+    this.booleanOptions = /** @type {{ configOptions?: { boolean?: unknown } } | undefined} */ (caps.session)?.configOptions?.boolean != null
     this.client = new AgentClient({
       baseUrl: settings.baseUrl,
       accessToken,
@@ -227,7 +229,14 @@ export class AgentSession {
   }
 
   configOptions() {
-    return configOptions({ mode: this.mode, model: this.model, approval: this.approval, models: this.models, extraModels: this.settings.models ?? [] })
+    return configOptions({
+      mode: this.mode,
+      model: this.model,
+      approval: this.approval,
+      models: this.models,
+      extraModels: this.settings.models ?? [],
+      maxMode: this.offersMaxMode() ? { on: this.native.maxMode, boolean: this.booleanOptions } : null,
+    })
   }
 
   /**
@@ -249,7 +258,17 @@ export class AgentSession {
       clearTimeout(timer)
     }
     const details = this.models.find((m) => m.modelId === this.model)?.details
-    if (details) this.native.setModel(this.model, details)
+    if (!details) return
+    // The catalogue's details for the session's model; the Max Mode the session has (chosen,
+    // or kept with the saved session) stays as it is.
+    const chosen = this.native.maxMode
+    this.native.setModel(this.model, details)
+    this.native.setMaxMode(chosen && this.offersMaxMode())
+  }
+
+  /** Whether the session's model offers Max Mode (the account's catalogue says so). */
+  offersMaxMode() {
+    return this.models.find((m) => m.modelId === this.model)?.maxMode === true
   }
 
   /** @param {string} modeId */
@@ -265,6 +284,7 @@ export class AgentSession {
    * @param {unknown} value
    */
   setConfigOption(configId, value) {
+    if (configId === 'max_mode') return this.setMaxMode(value)
     if (typeof value !== 'string') throw RequestError.invalidParams(undefined, `${echo(configId)} takes a string value`)
     if (configId === 'mode') return this.setMode(value)
     if (configId === 'approval') {
@@ -274,10 +294,38 @@ export class AgentSession {
     }
     if (configId !== 'model') throw RequestError.invalidParams(undefined, `unknown config option ${echo(configId)}`)
     if (!value.trim()) throw RequestError.invalidParams({ configId }, 'the model id is empty')
+    const offered = this.offeredModels()
+    // The account's catalogue, once known, says which ids exist (and `--models` adds some).
+    if (offered && !offered.includes(value)) {
+      throw RequestError.invalidParams({ configId, validValues: offered }, `the account does not offer the model ${echo(value)}; valid: ${offered.join(', ')}`)
+    }
     this.model = value
-    // The server's details where it listed the model; an id of --models goes as it is.
+    // The server's details where it listed the model; an id of --models goes as it is. A new
+    // model starts without Max Mode.
     this.native.setModel(value, this.models.find((m) => m.modelId === value)?.details)
+    this.native.setMaxMode(false)
     this.persist()
+  }
+
+  /**
+   * The `max_mode` option: a boolean from clients that take boolean options, `on` / `off` from
+   * the others; refused for a model that does not offer it.
+   * @param {unknown} value
+   */
+  setMaxMode(value) {
+    const on = value === true || value === 'on' ? true : value === false || value === 'off' ? false : null
+    if (on === null) throw RequestError.invalidParams({ configId: 'max_mode' }, 'max_mode takes true or false (or "on" / "off")')
+    if (on && !this.offersMaxMode()) {
+      throw RequestError.invalidParams({ configId: 'max_mode' }, `Max Mode is not available for the model ${echo(this.model)}`)
+    }
+    this.native.setMaxMode(on)
+    this.persist()
+  }
+
+  /** The model ids a session may choose, or null while the account's catalogue is unknown. */
+  offeredModels() {
+    if (this.models.length === 0) return null
+    return [...new Set(['default', ...this.models.map((m) => m.modelId), ...(this.settings.models ?? [])])]
   }
 
   async announceModeChange() {

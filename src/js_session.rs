@@ -273,6 +273,19 @@ impl Session {
         details.and_then(|details| self.inner.set_model(model.as_deref(), details)).map_err(|e| coded(&env, &e))
     }
 
+    /// Max Mode for the next turns, for a model whose `listModels()` entry has `maxMode`; kept
+    /// by `save()`. Setting another model takes that model's own.
+    #[napi]
+    pub fn set_max_mode(&self, on: bool) {
+        self.inner.set_max_mode(on)
+    }
+
+    /// Whether the next turns run in Max Mode.
+    #[napi(getter)]
+    pub fn max_mode(&self) -> bool {
+        self.inner.model().max_mode.unwrap_or(false)
+    }
+
     /// Mode for the next turns: `agent`, `ask`, `plan`, …
     #[napi]
     pub fn set_mode(&self, env: Env, mode: Option<String>) -> Result<()> {

@@ -23,6 +23,8 @@ fn built_in() -> Vec<pb::ModelDetails> {
         display_name: name.into(),
         display_name_short: name.into(),
         thinking_details: thinking.then(pb::ThinkingDetails::default),
+        // The thinking model offers Max Mode, as the service's large models do.
+        max_mode: thinking.then_some(true),
         ..Default::default()
     };
     vec![model("embedded-fast", "Embedded Fast", false), model("embedded-thinking", "Embedded Thinking", true)]
@@ -54,8 +56,8 @@ impl Models {
         pb::GetUsableModelsResponse { models: self.list.clone() }.encode_to_vec()
     }
 
-    fn knows(&self, id: &str) -> bool {
-        id == AUTO_MODEL_ID || self.list.iter().any(|m| m.model_id == id || m.aliases.iter().any(|a| a == id))
+    fn find(&self, id: &str) -> Option<&pb::ModelDetails> {
+        self.list.iter().find(|m| m.model_id == id || m.aliases.iter().any(|a| a == id))
     }
 
     /// A run request's model fields checked as the real service checks them.
@@ -66,9 +68,50 @@ impl Models {
         };
         let requested = run.requested_model.as_ref().map(|r| r.model_id.as_str()).filter(|id| !id.is_empty());
         let id = requested.unwrap_or(&details.model_id);
-        if !self.knows(id) {
+        let max_mode = run.requested_model.as_ref().is_some_and(|r| r.max_mode) || details.max_mode == Some(true);
+        if id == AUTO_MODEL_ID {
+            return if max_mode {
+                Err(ConnectError::new(Code::InvalidArgument, "Max Mode needs a model: Auto routes by itself"))
+            } else {
+                Ok(())
+            };
+        }
+        let Some(model) = self.find(id) else {
             return Err(ConnectError::new(Code::NotFound, format!("Model not found: {id}")));
+        };
+        if max_mode && model.max_mode != Some(true) {
+            return Err(ConnectError::new(Code::InvalidArgument, format!("Max Mode is not available for {id}")));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(id: &str, max_mode: bool) -> pb::AgentRunRequest {
+        pb::AgentRunRequest {
+            model_details: Some(pb::ModelDetails {
+                model_id: id.into(),
+                max_mode: Some(max_mode),
+                ..Default::default()
+            }),
+            requested_model: Some(pb::RequestedModel { model_id: id.into(), max_mode, ..Default::default() }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn max_mode_is_accepted_only_for_a_model_that_offers_it() {
+        let models = Models::new(None).unwrap();
+        assert!(models.check(&run("embedded-thinking", true)).is_ok());
+        assert!(models.check(&run("embedded-thinking", false)).is_ok());
+        assert!(models.check(&run("embedded-fast", false)).is_ok());
+        let refused = models.check(&run("embedded-fast", true)).unwrap_err();
+        assert_eq!(refused.code, Code::InvalidArgument);
+        assert!(refused.message.contains("Max Mode is not available for embedded-fast"), "{}", refused.message);
+        assert_eq!(models.check(&run(AUTO_MODEL_ID, true)).unwrap_err().code, Code::InvalidArgument);
+        assert_eq!(models.check(&run("nope", false)).unwrap_err().code, Code::NotFound);
     }
 }

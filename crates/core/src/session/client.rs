@@ -178,6 +178,13 @@ impl Session {
         self.lock().model.clone()
     }
 
+    /// Max Mode for the next turns (`ModelDetails.max_mode` and `RequestedModel.max_mode` of
+    /// every run request and prewarm); kept with the session. Whether the model offers it is
+    /// the account's catalogue's to say (`GetUsableModels`): the server refuses it otherwise.
+    pub fn set_max_mode(&self, on: bool) {
+        self.lock().model.max_mode = Some(on);
+    }
+
     pub fn set_mode(&self, mode: Option<String>) -> Result<(), CoreError> {
         if let Some(m) = &mode {
             prompt::mode_value(m)?;
