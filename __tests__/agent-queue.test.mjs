@@ -69,3 +69,38 @@ test('session/cancel cancels the running turn and the prompts waiting behind it'
     assert.equal(records.length, 2, 'the waiting prompts never reached the server')
   }
 })
+
+test('_cursor/steer sends a message into the running turn; without a turn it is refused', async () => {
+  const scenario = { steps: [
+    say('Working.'),
+    // Waits for the injection, then says what became of it.
+    { type: 'injectionState', states: [{ queued: {} }, { delivered: { step: 1 } }] },
+    say('Done.'),
+    { type: 'turnEnded' },
+  ] }
+  const agent = startAgent({ scenario })
+  try {
+    const init = await agent.agent.request('initialize', INIT)
+    assert.equal(init.agentCapabilities._meta?.cursor?.steer, true, 'advertised')
+    const { sessionId } = await agent.agent.request('session/new', { cwd: tempDir(), mcpServers: [] })
+    const steer = (prompt) => agent.agent.request('_cursor/steer', { sessionId, prompt })
+    await assert.rejects(steer([{ type: 'text', text: 'too early' }]), (e) => e.code === -32600 && /no turn is running/.test(e.message))
+    await assert.rejects(steer('not a list'), (e) => e.code === -32602)
+    await assert.rejects(steer([{ type: 'image', data: '', mimeType: 'image/png' }]), (e) => e.code === -32602 && /no text/.test(e.message))
+
+    const turn = agent.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'fix it' }] })
+    await within(10_000, (async () => {
+      while (!agent.updatesFor(sessionId).some((u) => u.sessionUpdate === 'agent_message_chunk')) await new Promise((r) => setTimeout(r, 10))
+    })(), 'the turn to speak')
+    const { injectionId } = await steer([{ type: 'text', text: 'and the docs' }])
+    assert.equal(typeof injectionId, 'string')
+    assert.equal((await within(20_000, turn, 'the steered turn')).stopReason, 'end_turn')
+    const users = agent.updatesFor(sessionId).filter((u) => u.sessionUpdate === 'user_message_chunk').map((u) => u.content.text)
+    assert.deepEqual(users, ['and the docs'], 'shown once the server delivered it')
+    const { records } = await agent.stop()
+    const injected = records[0].messages.find((m) => m.message.conversationAction?.injectContextAction)?.message.conversationAction.injectContextAction
+    assert.equal(injected?.injectionId, injectionId)
+  } finally {
+    await agent.stop()
+  }
+})

@@ -50,6 +50,18 @@ import { AgentSession } from './session.mjs'
 const PAGE_SIZE = 50
 
 /**
+ * The params of `_cursor/steer`: `{ sessionId, prompt }`.
+ * @param {unknown} params
+ * @returns {{ sessionId: string, prompt: unknown[] }}
+ */
+function steerParams(params) {
+  const p = /** @type {{ sessionId?: unknown, prompt?: unknown }} */ (params ?? {})
+  if (typeof p.sessionId !== 'string') throw RequestError.invalidParams(undefined, '_cursor/steer: sessionId must be a string')
+  if (!Array.isArray(p.prompt)) throw RequestError.invalidParams(undefined, '_cursor/steer: prompt must be an array of content blocks')
+  return { sessionId: p.sessionId, prompt: p.prompt }
+}
+
+/**
  * @param {unknown} cwd
  * @param {string} [what]
  * @returns {string}
@@ -346,6 +358,8 @@ export function createAgent(config) {
         return { configOptions: session.configOptions() }
       })
       .onRequest('session/prompt', async ({ params, signal }) => live(params.sessionId).prompt(params.prompt, signal))
+      // An extension method (advertised as `_meta.cursor.steer`): a message into the running turn.
+      .onRequest('_cursor/steer', steerParams, async ({ params }) => live(params.sessionId).steer(params.prompt))
       .onNotification('session/cancel', ({ params }) => {
         // A notification: an unknown session is ignored, never an error.
         sessions.get(params.sessionId)?.cancel()

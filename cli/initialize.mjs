@@ -89,6 +89,8 @@ export function initializeResponse({ protocolVersion, clientCapabilities }) {
       mcpCapabilities: { http: true, sse: true },
       sessionCapabilities: sessionCapabilities(),
       auth: { logout: {} },
+      // Extension methods: `_cursor/steer` sends a message into the running turn.
+      _meta: { cursor: { steer: true } },
     },
     authMethods: authMethods(clientCapabilities),
     agentInfo: { name: 'cursor-acp-native', title: 'Cursor (native)', version: VERSION },

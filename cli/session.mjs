@@ -564,6 +564,30 @@ export class AgentSession {
   }
 
   /**
+   * `_cursor/steer`: the text of `prompt` into the running turn, for the model to take in at
+   * its next step (Cursor's mid-turn user message), instead of a prompt of its own that would
+   * wait for the turn to end. The turn's updates show it as a `user_message_chunk` once the
+   * server delivered it. Without a running turn it is refused: send `session/prompt`.
+   * @param {unknown} prompt
+   * @returns {Promise<{ injectionId: string }>}
+   */
+  async steer(prompt) {
+    if (!Array.isArray(prompt)) throw RequestError.invalidParams(undefined, '_cursor/steer: prompt must be an array of content blocks')
+    const text = prompt
+      .filter((b) => b && typeof b === 'object' && b.type === 'text' && typeof b.text === 'string')
+      .map((b) => b.text)
+      .join('\n')
+      .trim()
+    if (!text) throw RequestError.invalidParams(undefined, '_cursor/steer: the prompt has no text')
+    if (!this.turn || this.relay.turn.cancelled) throw RequestError.invalidRequest(undefined, 'no turn is running to steer: send session/prompt')
+    try {
+      return { injectionId: await this.native.injectUserMessage(text) }
+    } catch (e) {
+      throw toRequestError(e)
+    }
+  }
+
+  /**
    * `session/cancel`: cancels the prompts waiting in the queue and stops the running turn, its
    * tools and any permission request or form still open
    * (withdrawn, and no longer waited for: a client that cannot withdraw one does not hold the
