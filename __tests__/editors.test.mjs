@@ -165,6 +165,7 @@ test('cancel with a permission pending in a client that cannot withdraw it: canc
 
     // The user answers the stale prompt: nothing runs, and the next turn is a turn of its own.
     late[0]({ outcome: { outcome: 'selected', optionId: 'allow-once' } })
+    // Nothing may happen: a bounded wait for something that must not come.
     await new Promise((r) => setTimeout(r, 300))
     assert.equal(fs.existsSync(marker), false, 'the late answer ran nothing')
     const next = await within(20_000, agent.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'again' }] }), 'the next prompt')

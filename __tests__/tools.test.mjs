@@ -115,7 +115,8 @@ test('the exec callback delegates to LocalTools: shell output streams, abort kil
     const aborted = execMessages(records, 2)
     assert.ok(aborted.some((m) => m.shellStream?.exit?.aborted), JSON.stringify(aborted))
     const pid = Number(await waitForFile(pidfile))
-    await new Promise((r) => setTimeout(r, 150))
+    const deadline = Date.now() + 5000
+    while (alive(pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20))
     assert.equal(alive(pid), false, 'the aborted shell is still running')
     assert.deepEqual(seen, ['shellStream', 'shellStream'])
   } finally {

@@ -1,0 +1,36 @@
+#!/usr/bin/env node
+// Runs the JavaScript tests of one tier:
+//
+//   node scripts/test-js.mjs offline    every suite that needs no network after `npm ci` (`npm test`)
+//   node scripts/test-js.mjs registry   the suites that install packages from the registry
+//                                       (the package as a user installs it, the VS Code example,
+//                                       the workflows' linters): `npm run test:registry`
+//
+// Suites run in parallel, as many at once as the machine has cores (at least two): each
+// spawns its own agents, backends and temporary folders, and the ones that read the process
+// table look only for processes they marked themselves. Extra arguments go to `node --test`.
+import { spawnSync } from 'node:child_process'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+const root = fileURLToPath(new URL('..', import.meta.url))
+
+/** The suites that install from the registry (`npm install` of packed tarballs and tools). */
+export const REGISTRY_SUITES = new Set(['packaging.test.mjs', 'vscode-extension.test.mjs', 'workflows.test.mjs'])
+
+const [tier, ...rest] = process.argv.slice(2)
+if (tier !== 'offline' && tier !== 'registry') {
+  console.error('usage: node scripts/test-js.mjs offline|registry [node --test options…]')
+  process.exit(2)
+}
+const suites = fs.readdirSync(path.join(root, '__tests__'))
+  .filter((f) => f.endsWith('.test.mjs') && REGISTRY_SUITES.has(f) === (tier === 'registry'))
+  .sort()
+  .map((f) => path.join('__tests__', f))
+const concurrency = Math.max(2, os.availableParallelism())
+const began = Date.now()
+const r = spawnSync(process.execPath, ['--test', `--test-concurrency=${concurrency}`, ...rest, ...suites], { cwd: root, stdio: 'inherit' })
+console.log(`test-js ${tier}: ${suites.length} suites, ${concurrency} at a time, ${((Date.now() - began) / 1000).toFixed(1)} s`)
+process.exit(r.status ?? 1)
