@@ -134,7 +134,7 @@ impl LocalTools {
         // roots, before it exists. A host's folder that exists already is taken as it resolves
         // (it may be a symlink on purpose); an own folder's name is never trusted that way.
         let existing = (!terminals.is_own())
-            .then(|| std::fs::canonicalize(terminals.path()).ok().filter(|dir| dir.is_dir()))
+            .then(|| workspace::canonical(terminals.path()).ok().filter(|dir| dir.is_dir()))
             .flatten();
         let workspace = existing
             .and_then(|dir| Workspace::new(workspace.roots().into_iter().chain([dir])).ok())

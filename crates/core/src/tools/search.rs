@@ -84,6 +84,9 @@ pub fn grep(ws: &Workspace, opts: &ToolOptions, args: &pb::GrepArgs) -> pb::Grep
     let multiline = args.multiline.unwrap_or(false);
     let mut matcher = RegexMatcherBuilder::new();
     matcher.case_insensitive(args.case_insensitive.unwrap_or(false)).multi_line(true);
+    // Files on Windows mostly end their lines with CRLF: `$` must match before the `\r` there,
+    // or `two$` finds nothing in "two\r\n" (ripgrep's `--crlf`). Unix keeps `$` at `\n` alone.
+    matcher.crlf(cfg!(windows));
     if multiline {
         matcher.dot_matches_new_line(true);
     } else {

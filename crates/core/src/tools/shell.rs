@@ -94,12 +94,20 @@ pub(super) fn shell_command(t: &ShellContext, command: &str, cwd: &Path) -> Resu
     let environment = t.environment.map_err(|e| e.clone())?;
     let program = t.options.shell.clone().unwrap_or_else(default_shell);
     let mut cmd = Command::new(&program);
-    if cfg!(windows) && program.file_stem().is_some_and(|s| s.eq_ignore_ascii_case("cmd")) {
-        cmd.arg("/C");
-    } else {
-        cmd.arg("-c");
+    let is_cmd = program.file_stem().is_some_and(|s| s.eq_ignore_ascii_case("cmd"));
+    #[cfg(windows)]
+    if is_cmd {
+        // cmd.exe reads its command line itself and knows no `\"` escape: the quoting Command
+        // adds for a C runtime's argv reached the command as backslashes (`echo "a b"` printed
+        // `\"a b\"`). So the line goes as cmd wants it, as Node's `shell: true` passes it:
+        // `/d` (no AutoRun commands from the registry), `/s /c "<command>"` (exactly the outer
+        // quotes are stripped, the command is kept as written).
+        cmd.raw_arg(format!("/d /s /c \"{command}\""));
     }
-    cmd.arg(command).current_dir(cwd).env_clear().envs(environment.build(std::env::vars_os())).kill_on_drop(true);
+    if !(cfg!(windows) && is_cmd) {
+        cmd.arg("-c").arg(command);
+    }
+    cmd.current_dir(cwd).env_clear().envs(environment.build(std::env::vars_os())).kill_on_drop(true);
     #[cfg(unix)]
     cmd.process_group(0);
     Ok(cmd)
@@ -401,6 +409,10 @@ pub async fn run(t: &ShellContext<'_>, args: &pb::ShellArgs, ctx: &ExecContext) 
                 if let Some(pid) = pid {
                     signal_group(pid, Signal::Kill);
                 }
+                // And the shell itself, whatever became of its group: on Windows taskkill can
+                // fail or be missing (under wine it left cmd.exe running), and waiting on a
+                // shell that still runs would hold the cancelled exec, and the turn, forever.
+                let _ = child.start_kill();
                 let _ = child.wait().await;
                 ending = Some(Ending::Aborted);
                 drain_until = Some(tokio::time::Instant::now() + DRAIN_AFTER_EXIT);
@@ -499,6 +511,8 @@ async fn terminate(child: &mut Child, pid: Option<u32>) {
     signal_group(pid, Signal::Term);
     if tokio::time::timeout(KILL_GRACE, child.wait()).await.is_err() {
         signal_group(pid, Signal::Kill);
+        // The shell itself too, should the group's kill not reach it (see the cancel above).
+        let _ = child.start_kill();
         let _ = child.wait().await;
     }
 }

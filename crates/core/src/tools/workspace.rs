@@ -60,8 +60,12 @@ pub(crate) enum Failure {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum FileKind {
     Directory,
+    // Only Unix has these to find (`unix_special`); elsewhere they are never built.
+    #[cfg_attr(not(unix), allow(dead_code))]
     Fifo,
+    #[cfg_attr(not(unix), allow(dead_code))]
     Socket,
+    #[cfg_attr(not(unix), allow(dead_code))]
     Device,
     Other,
 }
@@ -203,7 +207,7 @@ impl Workspace {
         for root in roots {
             let root = root.as_ref();
             let context = |e: io::Error| io::Error::new(e.kind(), format!("workspace root {}: {e}", root.display()));
-            let path = std::fs::canonicalize(root).map_err(context)?;
+            let path = canonical(root).map_err(context)?;
             if !path.is_dir() {
                 return Err(io::Error::new(
                     io::ErrorKind::InvalidInput,
@@ -248,7 +252,7 @@ impl Workspace {
 
     fn root_index(&self, path: &Path) -> Option<usize> {
         (0..self.roots.len())
-            .filter(|&i| path.starts_with(&self.roots[i].path))
+            .filter(|&i| under(path, &self.roots[i].path).is_some())
             .max_by_key(|&i| self.roots[i].path.as_os_str().len())
     }
 
@@ -282,7 +286,7 @@ impl Workspace {
         let mut candidates = Vec::with_capacity(self.roots.len());
         for (index, root) in self.roots.iter().enumerate() {
             let absolute = normalize(&root.path.join(given));
-            if absolute.starts_with(&root.path) {
+            if under(&absolute, &root.path).is_some() {
                 candidates.push(self.located(index, absolute, path));
             }
         }
@@ -301,8 +305,14 @@ impl Workspace {
         Some(self.located(root, path.to_path_buf(), ""))
     }
 
+    /// `absolute` (known to be under root `root`) placed there. It is rewritten as the root's
+    /// path and the rest under it, so a path written with other letter case on Windows
+    /// (`c:\\users\\…` for a root `C:\\Users\\…`) is shown, and compared later, as the root spells
+    /// it; elsewhere the two are the same path already.
     fn located(&self, root: usize, absolute: PathBuf, shown: &str) -> Located {
-        let relative = absolute.strip_prefix(&self.roots[root].path).map(Path::to_path_buf).unwrap_or_default();
+        let root_path = &self.roots[root].path;
+        let relative = under(&absolute, root_path).unwrap_or_default();
+        let absolute = if relative.as_os_str().is_empty() { root_path.clone() } else { root_path.join(&relative) };
         Located { absolute, relative, root, workspace: self.clone(), shown: shown.to_string() }
     }
 
@@ -365,9 +375,9 @@ impl Located {
     /// Where the links on the way lead now, if that is inside a root.
     fn link_target(&self, last: LastLink) -> Option<Located> {
         let real = match last {
-            LastLink::Followed => std::fs::canonicalize(&self.absolute).ok()?,
+            LastLink::Followed => canonical(&self.absolute).ok()?,
             LastLink::Itself => {
-                let parent = std::fs::canonicalize(self.absolute.parent()?).ok()?;
+                let parent = canonical(self.absolute.parent()?).ok()?;
                 parent.join(self.absolute.file_name()?)
             }
         };
@@ -472,6 +482,96 @@ fn never_blocking(options: OpenOptions) -> OpenOptions {
     options
 }
 
+/// `std::fs::canonicalize` in the form people and programs write paths. On Windows it answers
+/// with the `\\?\` (verbatim) form, `\\?\C:\Users\me\project`, which no path the model or the
+/// editor writes (`C:\Users\me\project\a.txt`) starts with: every absolute path, a shell's
+/// working directory included, was refused as outside the workspace. The plain form is used
+/// whenever it names the same file (see [`plain_form`]).
+pub(crate) fn canonical(path: &Path) -> io::Result<PathBuf> {
+    let real = std::fs::canonicalize(path)?;
+    if cfg!(windows) {
+        if let Some(plain) = real.to_str().and_then(plain_form) {
+            return Ok(PathBuf::from(plain));
+        }
+    }
+    Ok(real)
+}
+
+/// The plain form of a verbatim Windows path (`\\?\C:\a` → `C:\a`, `\\?\UNC\server\share\a` →
+/// `\\server\share\a`), or `None` when the plain form would name another file or none: longer
+/// than MAX_PATH (260), or a name that Windows rewrites when it parses a plain path (a
+/// trailing dot or space, a device name such as `NUL` or `com1.txt`). Verbatim paths are
+/// taken as they are, so those stay verbatim. A pure function of the text, so it is tested on
+/// every platform.
+fn plain_form(verbatim: &str) -> Option<String> {
+    let rest = verbatim.strip_prefix(r"\\?\")?;
+    let (plain, names) = if let Some(unc) = rest.strip_prefix(r"UNC\") {
+        // \\server\share\names…: the server and the share are not file names.
+        (format!(r"\\{unc}"), unc.splitn(3, '\\').nth(2).unwrap_or(""))
+    } else {
+        let bytes = rest.as_bytes();
+        if bytes.len() < 3 || !bytes[0].is_ascii_alphabetic() || bytes[1] != b':' || bytes[2] != b'\\' {
+            return None;
+        }
+        (rest.to_string(), &rest[3..])
+    };
+    const MAX_PATH: usize = 260;
+    if plain.encode_utf16().count() >= MAX_PATH {
+        return None;
+    }
+    let rewritten = |name: &str| {
+        let stem = name.split('.').next().unwrap_or("").trim_end().to_ascii_uppercase();
+        let device = matches!(stem.as_str(), "CON" | "PRN" | "AUX" | "NUL" | "CONIN$" | "CONOUT$")
+            || ((stem.starts_with("COM") || stem.starts_with("LPT"))
+                && stem.len() == 4
+                && stem.as_bytes()[3].is_ascii_digit());
+        device || name.ends_with('.') || name.ends_with(' ') || name.contains('/')
+    };
+    if names.split('\\').filter(|name| !name.is_empty()).any(rewritten) {
+        return None;
+    }
+    Some(plain)
+}
+
+/// What is left of `path` under `root`, or `None` when it is not under it. Component by
+/// component, as `Path::strip_prefix`; on Windows in any letter case, as NTFS compares names
+/// (a path the model writes as `c:\users\me\project\x` is in the root `C:\Users\me\project`),
+/// and `C:` the same drive as `\\?\C:`.
+fn under(path: &Path, root: &Path) -> Option<PathBuf> {
+    if !cfg!(windows) {
+        return path.strip_prefix(root).ok().map(Path::to_path_buf);
+    }
+    let mut rest = path.components();
+    for wanted in root.components() {
+        if !same_name_ignoring_case(rest.next()?, wanted) {
+            return None;
+        }
+    }
+    Some(rest.as_path().to_path_buf())
+}
+
+/// Two path components that name the same thing when letter case does not matter.
+fn same_name_ignoring_case(a: Component, b: Component) -> bool {
+    use std::path::Prefix;
+    fn drive(c: &Component) -> Option<u8> {
+        match c {
+            Component::Prefix(p) => match p.kind() {
+                Prefix::Disk(letter) | Prefix::VerbatimDisk(letter) => Some(letter.to_ascii_uppercase()),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+    if let (Some(x), Some(y)) = (drive(&a), drive(&b)) {
+        return x == y;
+    }
+    match (a.as_os_str().to_str(), b.as_os_str().to_str()) {
+        (Some(x), Some(y)) => x == y || x.to_lowercase() == y.to_lowercase(),
+        // A name that is not Unicode (an unpaired surrogate) is compared exactly.
+        _ => a == b,
+    }
+}
+
 /// Lexical normalisation: drops `.`, applies `..` (never above the filesystem root). Linear.
 fn normalize(path: &Path) -> PathBuf {
     let mut parts: Vec<Component> = Vec::new();
@@ -494,7 +594,7 @@ fn normalize(path: &Path) -> PathBuf {
 fn canonical_prefix(path: &Path) -> PathBuf {
     let mut rest = Vec::new();
     for existing in path.ancestors() {
-        if let Ok(real) = std::fs::canonicalize(existing) {
+        if let Ok(real) = canonical(existing) {
             return rest.iter().rev().fold(real, |full, part: &&std::ffi::OsStr| full.join(part));
         }
         match existing.file_name() {
@@ -543,6 +643,30 @@ mod tests {
         assert!(ws.resolve("relative-link").is_ok());
         // A link by its absolute name into the root is resolved by the root's handle too.
         assert!(ws.resolve("ok-link").is_ok());
+    }
+
+    #[test]
+    fn verbatim_windows_paths_are_shown_plain_only_when_that_names_the_same_file() {
+        assert_eq!(plain_form(r"\\?\C:\Users\me\project").as_deref(), Some(r"C:\Users\me\project"));
+        assert_eq!(plain_form(r"\\?\d:\").as_deref(), Some(r"d:\"));
+        assert_eq!(plain_form(r"\\?\UNC\server\share\dir").as_deref(), Some(r"\\server\share\dir"));
+        assert_eq!(plain_form(r"C:\already\plain"), None);
+        assert_eq!(plain_form(r"\\?\Volume{0b1c}\dir"), None, "no drive to name it by");
+        assert_eq!(plain_form(r"\\?\C:\dir\nul"), None, "a device name");
+        assert_eq!(plain_form(r"\\?\C:\dir\COM1.txt"), None, "a device name with an extension");
+        assert_eq!(plain_form(r"\\?\C:\dir\trailing."), None);
+        assert_eq!(plain_form(r"\\?\C:\dir\trailing "), None);
+        assert_eq!(plain_form(r"\\?\C:\dir\console.log").as_deref(), Some(r"C:\dir\console.log"));
+        let long = format!(r"\\?\C:\{}", "a".repeat(300));
+        assert_eq!(plain_form(&long), None, "longer than MAX_PATH");
+    }
+
+    #[test]
+    fn components_compare_ignoring_case_and_the_verbatim_drive() {
+        let name = |s: &'static str| Component::Normal(std::ffi::OsStr::new(s));
+        assert!(same_name_ignoring_case(name("Users"), name("users")));
+        assert!(same_name_ignoring_case(name("ÄRGER"), name("ärger")));
+        assert!(!same_name_ignoring_case(name("a"), name("b")));
     }
 
     #[test]

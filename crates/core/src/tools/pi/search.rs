@@ -98,6 +98,8 @@ fn grep_text(ws: &Workspace, args: &pb::PiGrepExecArgs) -> Result<pb::PiGrepExec
     let matcher = RegexMatcherBuilder::new()
         .case_insensitive(args.ignore_case.unwrap_or(false))
         .line_terminator(Some(b'\n'))
+        // `$` before CRLF on Windows, as in the grep tool (tools/search.rs says why).
+        .crlf(cfg!(windows))
         .build(&pattern)
         .map_err(|e| format!("invalid pattern: {e}"))?;
     let limit = args.limit.map_or(GREP_LIMIT, |l| l.max(1) as usize);
