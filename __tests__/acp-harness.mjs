@@ -19,12 +19,12 @@ export { tempDir }
  * @param {string[]} [o.args]       extra CLI arguments
  * @param {object} [o.env]
  * @param {object} [o.handlers]     client-side request handlers by method (`session/request_permission`, `fs/*`, …)
- * @param {string} [o.cacheDir]
+ * @param {string | null} [o.cacheDir]   null: no --cache-dir, the agent's default folder
  * @param {boolean} [o.embedded=true]
  */
 export function startAgent({ scenario, args = [], env = {}, handlers = {}, cacheDir = tempDir('acp-cache-'), embedded = true } = {}) {
   const dir = tempDir('acp-run-')
-  const cliArgs = [CLI, '--cache-dir', cacheDir, ...args]
+  const cliArgs = [CLI, ...(cacheDir === null ? [] : ['--cache-dir', cacheDir]), ...args]
   const recordFile = path.join(dir, 'records.json')
   if (embedded) {
     cliArgs.push('--embedded', '--record', recordFile)
