@@ -89,6 +89,25 @@ export type McpRequest =
   | { op: 'state'; servers: string[] }
 /** The result message of the request: `agent.McpResult`, `agent.ListMcpResourcesExecResult`, … */
 export type McpAnswer = agent.McpResult | agent.ListMcpResourcesExecResult | agent.ReadMcpResourceExecResult | agent.McpStateExecResult
+/** A choice for the user (`choose` option): one option of each kind, on a card already shown. */
+export interface ChoiceRequest {
+  toolCall: ToolCard & { toolCallId: string; status?: string }
+  options: { optionId: string; name: string; kind: 'allow_once' | 'reject_once' }[]
+}
+/** The server's questions (`askQuestions` option), as it sent them. */
+export interface QuestionsRequest {
+  /** The ACP id of the questions' card, once the client shows it. */
+  toolCallId?: string | null
+  title: string
+  questions: { id?: string; prompt?: string; options?: { id?: string; label?: string }[]; allowMultiple?: boolean }[]
+}
+/** The user's answers (option ids by question id), or where the questions went instead. */
+export type QuestionsAnswer =
+  | { outcome: 'answered'; answers: Record<string, string | string[]> }
+  | 'declined'
+  | 'cancelled'
+  /** shown in the conversation: the user answers in the next prompt */
+  | 'inConversation'
 /** A conversation the host keeps (`pastConversations` option), for the model's conversation search. */
 export interface PastConversation {
   conversationId: string
@@ -589,6 +608,19 @@ export interface AgentClientOptions {
   mcp?: (request: McpRequest, ctx: ExecContext) => McpAnswer | Promise<McpAnswer>
   /** The conversations this host keeps, for the model's conversation search. */
   pastConversations?: () => PastConversation[] | Promise<PastConversation[]>
+  /**
+   * A choice for the user, on a card the client shows (the server asks to switch modes, or
+   * whether to implement a plan): the chosen `optionId`, or `null` when the user dismissed it.
+   * Without it those queries are refused (unless `interaction` answers them).
+   */
+  choose?: (request: ChoiceRequest, ctx: ExecContext) => string | null | Promise<string | null>
+  /**
+   * The user accepted a mode switch (or a plan, which is implemented in `agent` mode): the
+   * session's mode is set already; the host's picker follows.
+   */
+  modeSwitched?: (modeId: string) => void | Promise<void>
+  /** The server's questions for the user: a form's answers, or where they went instead. */
+  askQuestions?: (request: QuestionsRequest, ctx: ExecContext) => QuestionsAnswer | Promise<QuestionsAnswer>
   /** Replaces the built-in in-memory blob store. */
   kv?: KvOptions
   /** Keep blobs as files in this directory (survives restarts). Ignored when `kv` is set. */

@@ -1,10 +1,9 @@
 // @ts-check
-// The permission policy of one session. The addon's built-in tools ask it (`decide`) before a
-// call that changes things (edit, delete, execute, fetch, MCP), about a card the core already
-// shows, and for the server's allowlist prechecks; some interaction queries ask it too
-// (`permit`, `choose`), about a card the client already shows in this turn — the server's own
-// once the addon says it is out, or else one this flow opens through the addon and settles
-// (the addon fails it at turn end if nothing settled it). Allow / Always allow / Reject (one
+// The permission policy of one session. The addon's core asks it (`decide`) before a call of
+// its built-in tools that changes things (edit, delete, execute, fetch, MCP) and before the
+// server's approvals (web search, fetch, image generation), about a card the core already
+// shows, and for the server's allowlist prechecks; a choice the core asks for (switch modes?
+// implement the plan?) goes through `chooseFor`. Allow / Always allow / Reject (one
 // option of each kind: clients that key options by kind keep them all); "always allow" is
 // remembered for the workspace (always-allowed.mjs), keyed by what ACP names: the card's kind,
 // a shell's program, an MCP server's tool. Before a question come the user's Cursor rules
@@ -17,9 +16,6 @@
 // to the turn that made it, and its answer never runs a tool in a later one.
 /** @typedef {import('@agentclientprotocol/sdk').AgentContext} AgentContext */
 /** @typedef {import('@agentclientprotocol/sdk').PermissionOption} PermissionOption */
-/** @typedef {import('../index.js').ToolCard} Card */
-/** @typedef {import('../index.js').ToolCardOutcome} Outcome */
-/** @typedef {import('../index.js').Session} NativeSession */
 /** @typedef {import('../index.js').PermissionRequest} PermissionRequest */
 /** @typedef {import('../index.js').PermissionAnswer} PermissionAnswer */
 
@@ -33,29 +29,8 @@ import { verdict } from './permission-rules.mjs'
  * @property {() => void} cancel  cancels the running turn, as `session/cancel` does
  */
 
-/**
- * What a request is about: the server's card (`toolCallId`), else one of this flow's own,
- * named after `key` and showing `card`; `outcome` says how it ends from the tool's result.
- * @typedef {object} CardRequest
- * @property {string} [toolCallId]  the server's tool call, when the request names one
- * @property {string} ownKey  names the card of this flow's own when there is no server card
- * @property {Card} card
- * @property {(result: unknown) => Outcome} [outcome]
- */
 
-/**
- * A card a request is about, in one turn.
- * @typedef {object} CardRef
- * @property {string} id  its ACP id (what the client knows it by)
- * @property {string} local  its id in the addon's session (the server's call id, or this flow's)
- * @property {boolean} own  opened by this flow, which settles it
- * @property {TurnScope} turn
- */
 
-/**
- * What the user decided. `finish` settles the card this flow opened, once the tool has run.
- * @typedef {{ outcome: 'allow', finish: (result: unknown) => void } | { outcome: 'reject' } | { outcome: 'cancelled' }} Decision
- */
 
 /** @type {PermissionOption[]} */
 export const PERMISSION_OPTIONS = [
@@ -64,8 +39,6 @@ export const PERMISSION_OPTIONS = [
   { optionId: 'reject-once', name: 'Reject', kind: 'reject_once' },
 ]
 
-/** How long a request waits for its tool call to reach the client before announcing its own. */
-const ANNOUNCE_WAIT_MS = 500
 
 /**
  * The rule an "always allow" answer creates: `execute:npm` for `npm test`, `edit` for writes.
@@ -92,18 +65,7 @@ export function rulesFor(request) {
   return request.command?.trim() ? [ruleKey('execute', request.command)] : []
 }
 
-/** The model-visible reason of a rejection. */
-export const REJECTED_BY_USER = 'User rejected'
-export const CANCELLED_BY_USER = 'The user cancelled the turn'
 
-/** @param {string} t */
-export const textContent = (t) => /** @type {const} */ ({ type: 'content', content: { type: 'text', text: t } })
-
-/** @param {unknown} result */
-const isSuccess = (result) => typeof result === 'object' && result !== null && 'success' in result
-
-/** @param {unknown} result @returns {Outcome} */
-const byBranch = (result) => ({ status: isSuccess(result) ? 'completed' : 'failed' })
 
 export class PermissionFlow {
   /**
@@ -111,7 +73,6 @@ export class PermissionFlow {
    * @param {string} o.sessionId
    * @param {() => AgentContext} o.client
    * @param {UpdateRelay} o.relay
-   * @param {() => NativeSession} o.cards  the addon's session, which owns the cards
    * @param {TurnControl} o.turn
    * @param {() => string} [o.mode]  the session's mode now: prechecks allow nothing outside agent mode
    * @param {() => string} [o.approval]  the session's approval mode: `ask`, `edits` (edits run
@@ -121,11 +82,10 @@ export class PermissionFlow {
    *   where "Always allow" answers are kept across sessions
    * @param {import('./log.mjs').Logger} o.log
    */
-  constructor({ sessionId, client, relay, cards, turn, mode = () => 'agent', approval = () => 'ask', cursorRules = { allow: [], deny: [] }, remembered = null, log }) {
+  constructor({ sessionId, client, relay, turn, mode = () => 'agent', approval = () => 'ask', cursorRules = { allow: [], deny: [] }, remembered = null, log }) {
     this.sessionId = sessionId
     this.client = client
     this.relay = relay
-    this.cards = cards
     this.turn = turn
     this.mode = mode
     this.approval = approval
@@ -189,101 +149,21 @@ export class PermissionFlow {
   }
 
   /**
-   * The card a request is about, once the client shows it in this turn: the server's tool
-   * call, or one this flow opens (Cursor sometimes sends an exec without its tool call).
-   * Null when the turn was cancelled or ended meanwhile.
-   * @param {CardRequest} request
-   * @returns {Promise<CardRef | null>}
+   * A choice the core asks for (the addon's `choose` hook: switch modes? implement the plan?),
+   * about a card the client already shows; the chosen optionId, or null when the user dismissed
+   * it (which stops the turn).
+   * @param {import('../index.js').ChoiceRequest} request
+   * @param {AbortSignal} [signal]
+   * @returns {Promise<string | null>}
    */
-  async card({ toolCallId, ownKey, card }) {
+  async chooseFor(request, signal) {
     const turn = this.relay.turn
-    if (toolCallId) {
-      const id = await this.cards().cardAnnounced(toolCallId, ANNOUNCE_WAIT_MS)
-      if (id) return { id, local: toolCallId, own: false, turn }
-    }
     if (turn.cancelled || turn.over) return null
-    const local = `agent-${ownKey}`
-    const id = await this.cards().openCard(local, { status: 'pending', ...card })
-    return id ? { id, local, own: true, turn } : null
-  }
-
-  /**
-   * Ends a card of this flow's own (the server settles its cards itself).
-   * @param {CardRef} ref
-   * @param {Outcome} outcome
-   */
-  settle(ref, outcome) {
-    if (ref.own && ref.turn === this.relay.turn) this.cards().settleCard(ref.local, outcome)
-  }
-
-  /**
-   * Asks the user about one call, unless an "always allow" rule covers it. Either way the
-   * client shows the call's card before anything about it happens.
-   * @param {CardRequest & { key: string }} request
-   * @returns {Promise<Decision>}
-   */
-  async permit(request) {
-    const ref = await this.card(request)
-    if (!ref) return { outcome: 'cancelled' }
-    const outcome = request.outcome ?? byBranch
-    /** @type {Decision} */
-    const allowed = { outcome: 'allow', finish: (result) => this.settle(ref, outcome(result)) }
-    if (this.rules.has(request.key)) return allowed
-    const chosen = await this.ask(ref, request.card, PERMISSION_OPTIONS)
-    if (!chosen || ref.turn.cancelled) {
-      this.settle(ref, { status: 'failed', content: [textContent('Cancelled by the user.')] })
-      return { outcome: 'cancelled' }
-    }
-    if (chosen === 'allow-always') this.allowAlways([request.key])
-    if (chosen === 'allow-always' || chosen === 'allow-once') return allowed
-    // The server's card too: the user's rejection is what the client shows of it.
-    if (ref.turn === this.relay.turn) this.cards().settleCard(ref.local, { status: 'failed', content: [textContent('Rejected by the user')] })
-    return { outcome: 'reject' }
-  }
-
-  /**
-   * Runs `run` if the user allows it; otherwise answers with `rejected(reason)`.
-   * @template R
-   * @param {CardRequest & { key: string }} request
-   * @param {() => Promise<R>} run
-   * @param {(reason: string) => R} rejected
-   * @returns {Promise<R>}
-   */
-  async runIfAllowed(request, run, rejected) {
-    const decision = await this.permit(request)
-    if (decision.outcome !== 'allow') return rejected(decision.outcome === 'cancelled' ? CANCELLED_BY_USER : REJECTED_BY_USER)
-    const result = await run()
-    decision.finish(result)
-    return result
-  }
-
-  /**
-   * A choice between options of the caller's own ("switch mode?", "implement the plan?"), at
-   * most one of each kind, on a card; resolves the chosen optionId, or null when the request
-   * was cancelled.
-   * @param {CardRequest} request
-   * @param {PermissionOption[]} options
-   * @returns {Promise<string | null>}
-   */
-  async choose(request, options) {
-    const ref = await this.card(request)
-    if (!ref) return null
-    const chosen = await this.ask(ref, request.card, options)
-    const kind = options.find((o) => o.optionId === chosen)?.kind
-    this.settle(ref, { status: kind?.startsWith('allow') ? 'completed' : 'failed' })
-    return ref.turn.cancelled ? null : chosen
-  }
-
-  /**
-   * One `session/request_permission` about a card: the chosen optionId, or null when the
-   * request was cancelled or failed — which cancels the turn.
-   * @param {CardRef} ref
-   * @param {Card} card
-   * @param {PermissionOption[]} options
-   * @returns {Promise<string | null>}
-   */
-  ask(ref, card, options) {
-    return this.request({ ...card, toolCallId: ref.id, status: 'pending' }, options, ref.turn.signal, ref.turn)
+    await this.relay.queued()
+    /** @type {PermissionOption[]} */
+    const options = request.options.map(({ optionId, name, kind }) => ({ optionId, name, kind }))
+    const chosen = await this.request(request.toolCall, options, signal ? AbortSignal.any([turn.signal, signal]) : turn.signal, turn)
+    return turn.cancelled ? null : chosen
   }
 
   /**

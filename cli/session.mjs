@@ -5,14 +5,14 @@
 // The server's exec requests are the addon's: its built-in tools run them, asking this agent
 // only what it decides — the permission policy (permissions.mjs), the editor's file hooks
 // (editor-files.mjs), the MCP client (mcp.mjs) and the saved conversations (the store).
-// Interaction queries and the request context are answered by interaction-mapping.mjs and
-// request-context.mjs.
+// Interaction queries are the addon's too: it asks the policy, a choice (`chooseFor`) or the
+// questions (questions.mjs). The request context comes from request-context.mjs.
 
 import { fileURLToPath } from 'node:url'
 
 import { loadAddon } from './addon.mjs'
 import { editorFiles } from './editor-files.mjs'
-import { InteractionMapping } from './interaction-mapping.mjs'
+import { questionAsker } from './questions.mjs'
 import { McpApprovals, ProjectMcpGate, askOnCard, sessionMcpServers } from './cursor-mcp.mjs'
 import { McpServers } from './mcp.mjs'
 import { PermissionFlow } from './permissions.mjs'
@@ -158,11 +158,11 @@ export class AgentSession {
     this.relay = new UpdateRelay(peer.client, sessionId)
     /** @type {import('./permissions.mjs').TurnControl} */
     const turn = { cancel: () => this.cancel() }
+    /** @type {PermissionFlow} */
     this.permissions = new PermissionFlow({
       sessionId,
       client: peer.client,
       relay: this.relay,
-      cards: () => this.native,
       turn,
       mode: () => this.mode,
       approval: () => this.approval,
@@ -180,16 +180,6 @@ export class AgentSession {
       ask: (card, options) => askOnCard({ sessionId, client: peer.client, relay: this.relay, cards: this.native, key: 'cursor-mcp-json', card, options, log }),
       log,
     })
-    const interactions = new InteractionMapping({
-      sessionId,
-      cwd,
-      client: peer.client,
-      capabilities: peer.capabilities,
-      relay: this.relay,
-      permissions: this.permissions,
-      mode: { current: () => this.mode, switchTo: (modeId) => this.switchMode(modeId) },
-      log,
-    })
     const caps = peer.capabilities()
     /** The client takes boolean config options (ACP `session.configOptions.boolean`). */
     this.booleanOptions = /** @type {{ configOptions?: { boolean?: unknown } } | undefined} */ (caps.session)?.configOptions?.boolean != null
@@ -204,7 +194,9 @@ export class AgentSession {
       mcp: (request, ctx) => this.mcp.run(request, ctx.signal),
       pastConversations: () =>
         store.list().map((r) => ({ conversationId: r.conversationId ?? r.sessionId, title: r.title ?? '', updatedAt: r.updatedAt ? Date.parse(r.updatedAt) : undefined })),
-      interaction: (q) => interactions.answer(q),
+      choose: (request, ctx) => this.permissions.chooseFor(request, ctx.signal),
+      modeSwitched: (modeId) => this.switchMode(modeId),
+      askQuestions: questionAsker({ sessionId, client: peer.client, capabilities: peer.capabilities, relay: this.relay, turn, log }),
       requestContext: async () => {
         // A turn's tools include the project's servers once the user has answered about them.
         await this.projectMcp.beforeTurn()
@@ -217,6 +209,7 @@ export class AgentSession {
     })
     /** The built-in tools the addon runs for this session (paths, background shells). */
     this.tools = /** @type {import('../index.js').LocalTools} */ (this.client.tools)
+    /** @type {import('../index.js').Session} */
     this.native = record?.saved
       ? this.client.loadSession({ ...record.saved, model: this.model, mode: this.mode, cwd })
       : this.client.newSession({ cwd, model: this.model, mode: this.mode, conversationId: sessionId })

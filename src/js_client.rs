@@ -118,6 +118,18 @@ pub struct AgentClientOptions {
     /// The conversations this host keeps, for the model's conversation search.
     #[napi(ts_type = "() => PastConversation[] | Promise<PastConversation[]>")]
     pub past_conversations: Option<Callback<(), Value>>,
+    /// A choice for the user, on a card the client shows (the server asks to switch modes, or
+    /// whether to implement a plan): the chosen `optionId`, or `null` when the user dismissed it.
+    /// Without it those queries are refused (unless `interaction` answers them).
+    #[napi(ts_type = "(request: ChoiceRequest, ctx: ExecContext) => string | null | Promise<string | null>")]
+    pub choose: Option<crate::js_host::ContextCallback>,
+    /// The user accepted a mode switch (or a plan, which is implemented in `agent` mode): the
+    /// session's mode is set already; the host's picker follows.
+    #[napi(ts_type = "(modeId: string) => void | Promise<void>")]
+    pub mode_switched: Option<Callback<String, Value>>,
+    /// The server's questions for the user: a form's answers, or where they went instead.
+    #[napi(ts_type = "(request: QuestionsRequest, ctx: ExecContext) => QuestionsAnswer | Promise<QuestionsAnswer>")]
+    pub ask_questions: Option<crate::js_host::ContextCallback>,
     /// Replaces the built-in in-memory blob store.
     pub kv: Option<KvOptions>,
     /// Keep blobs as files in this directory (survives restarts). Ignored when `kv` is set.
@@ -279,6 +291,9 @@ impl AgentClient {
             editor_write,
             mcp: options.mcp.map(Arc::new),
             past_conversations: options.past_conversations.map(Arc::new),
+            choose: options.choose.map(Arc::new),
+            mode_switched: options.mode_switched.map(Arc::new),
+            ask_questions: options.ask_questions.map(Arc::new),
         };
         let host: Arc<dyn cursor_acp_core::host::Host> =
             if js_host.is_empty() { Arc::new(NoHost) } else { Arc::new(js_host) };

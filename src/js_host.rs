@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use cursor_acp_core::host::{
-    self, BlobStore, ExecEvent, ExecRequest, Host, InteractionRequest, McpCall, PastConversation, Permission,
-    PermissionRequest,
+    self, Answers, BlobStore, ChoiceRequest, ExecEvent, ExecRequest, Host, InteractionRequest, McpCall,
+    PastConversation, Permission, PermissionRequest, QuestionsRequest,
 };
 use cursor_acp_core::CoreError;
 use futures::future::BoxFuture;
@@ -178,6 +178,9 @@ pub struct JsHost {
     pub editor_write: Option<Arc<Callback<Value, Value>>>,
     pub mcp: Option<Arc<ContextCallback>>,
     pub past_conversations: Option<Arc<Callback<(), Value>>>,
+    pub choose: Option<Arc<ContextCallback>>,
+    pub mode_switched: Option<Arc<Callback<String, Value>>>,
+    pub ask_questions: Option<Arc<ContextCallback>>,
 }
 
 impl JsHost {
@@ -191,6 +194,9 @@ impl JsHost {
             && self.editor_write.is_none()
             && self.mcp.is_none()
             && self.past_conversations.is_none()
+            && self.choose.is_none()
+            && self.mode_switched.is_none()
+            && self.ask_questions.is_none()
     }
 }
 
@@ -242,6 +248,46 @@ fn permission_answer(answer: Option<Value>) -> std::result::Result<Permission, C
             "the permission callback answered {}: expected 'allow', 'reject' or 'cancelled'",
             answer.map_or_else(|| "nothing".to_string(), |a| a.to_string().chars().take(80).collect())
         ))),
+    }
+}
+
+/// `{ outcome: 'answered', answers: { [questionId]: string[] } }`, `'declined'`, `'cancelled'`
+/// or `'inConversation'`.
+fn answers(answer: Option<Value>) -> std::result::Result<Answers, CoreError> {
+    let outcome = match &answer {
+        Some(Value::String(outcome)) => outcome.as_str(),
+        Some(Value::Object(fields)) => fields.get("outcome").and_then(Value::as_str).unwrap_or_default(),
+        _ => "",
+    };
+    match outcome {
+        "answered" => {
+            let given = answer.as_ref().and_then(|a| a.get("answers")).and_then(Value::as_object);
+            let answers = given
+                .map(|given| {
+                    given
+                        .iter()
+                        .map(|(question, chosen)| {
+                            let chosen = match chosen {
+                                Value::Array(items) => {
+                                    items.iter().filter_map(Value::as_str).map(str::to_string).collect()
+                                }
+                                Value::String(one) => vec![one.clone()],
+                                _ => Vec::new(),
+                            };
+                            (question.clone(), chosen)
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            Ok(Answers::Answered(answers))
+        }
+        "declined" => Ok(Answers::Declined),
+        "cancelled" => Ok(Answers::Cancelled),
+        "inConversation" => Ok(Answers::InConversation),
+        _ => Err(CoreError::Callback(
+            "the askQuestions callback answered neither 'answered', 'declined', 'cancelled' nor 'inConversation'"
+                .into(),
+        )),
     }
 }
 
@@ -318,6 +364,52 @@ impl Host for JsHost {
         Box::pin(async move {
             let (ctx, _done) = context_of(cancel);
             permission_answer(call(&permission, FnArgs::from((permission_json(&request), ctx))).await?)
+        })
+    }
+
+    fn has_permission_policy(&self) -> bool {
+        self.permission.is_some()
+    }
+
+    fn choose(
+        &self,
+        request: ChoiceRequest,
+        cancel: CancellationToken,
+    ) -> BoxFuture<'static, std::result::Result<Option<String>, CoreError>> {
+        let Some(choose) = self.choose.clone() else { return Box::pin(async { Ok(None) }) };
+        Box::pin(async move {
+            let (ctx, _done) = context_of(cancel);
+            let options: Vec<Value> = request
+                .options
+                .iter()
+                .map(|o| serde_json::json!({ "optionId": o.id, "name": o.name, "kind": o.kind }))
+                .collect();
+            let arg = serde_json::json!({ "toolCall": request.tool_call, "options": options });
+            // `null`: dismissed (the host stops the turn itself).
+            let chosen = call(&choose, FnArgs::from((arg, ctx))).await?;
+            Ok(Some(chosen.and_then(|c| c.as_str().map(str::to_string)).unwrap_or_default()))
+        })
+    }
+
+    fn mode_switched(&self, mode: String) -> BoxFuture<'static, std::result::Result<(), CoreError>> {
+        let Some(switched) = self.mode_switched.clone() else { return Box::pin(async { Ok(()) }) };
+        Box::pin(async move { call(&switched, mode).await.map(drop) })
+    }
+
+    fn ask_questions(
+        &self,
+        request: QuestionsRequest,
+        cancel: CancellationToken,
+    ) -> BoxFuture<'static, std::result::Result<Option<Answers>, CoreError>> {
+        let Some(ask) = self.ask_questions.clone() else { return Box::pin(async { Ok(None) }) };
+        Box::pin(async move {
+            let (ctx, _done) = context_of(cancel);
+            let arg = serde_json::json!({
+                "toolCallId": request.tool_call_id,
+                "title": request.title,
+                "questions": request.questions,
+            });
+            answers(call(&ask, FnArgs::from((arg, ctx))).await?).map(Some)
         })
     }
 

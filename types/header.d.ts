@@ -89,6 +89,25 @@ export type McpRequest =
   | { op: 'state'; servers: string[] }
 /** The result message of the request: `agent.McpResult`, `agent.ListMcpResourcesExecResult`, … */
 export type McpAnswer = agent.McpResult | agent.ListMcpResourcesExecResult | agent.ReadMcpResourceExecResult | agent.McpStateExecResult
+/** A choice for the user (`choose` option): one option of each kind, on a card already shown. */
+export interface ChoiceRequest {
+  toolCall: ToolCard & { toolCallId: string; status?: string }
+  options: { optionId: string; name: string; kind: 'allow_once' | 'reject_once' }[]
+}
+/** The server's questions (`askQuestions` option), as it sent them. */
+export interface QuestionsRequest {
+  /** The ACP id of the questions' card, once the client shows it. */
+  toolCallId?: string | null
+  title: string
+  questions: { id?: string; prompt?: string; options?: { id?: string; label?: string }[]; allowMultiple?: boolean }[]
+}
+/** The user's answers (option ids by question id), or where the questions went instead. */
+export type QuestionsAnswer =
+  | { outcome: 'answered'; answers: Record<string, string | string[]> }
+  | 'declined'
+  | 'cancelled'
+  /** shown in the conversation: the user answers in the next prompt */
+  | 'inConversation'
 /** A conversation the host keeps (`pastConversations` option), for the model's conversation search. */
 export interface PastConversation {
   conversationId: string

@@ -172,6 +172,46 @@ pub enum McpCall {
     },
 }
 
+/// A choice between options of the core's own about a card the client shows (switch modes?
+/// implement the plan?), asked of the host's user.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChoiceRequest {
+    /// The card as an ACP `ToolCall`, with its ACP id.
+    pub tool_call: serde_json::Value,
+    pub options: Vec<ChoiceOption>,
+}
+
+/// One option of a [`ChoiceRequest`]: at most one of each ACP permission option kind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChoiceOption {
+    pub id: String,
+    pub name: String,
+    /// ACP's option kind: `allow_once` or `reject_once`.
+    pub kind: String,
+}
+
+/// The server's questions for the user (`askQuestion`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct QuestionsRequest {
+    /// The ACP id of the question's card, when the client has been told of it.
+    pub tool_call_id: Option<String>,
+    pub title: String,
+    /// `[{ id, prompt, options: [{ id, label }], allowMultiple }]`, as the server sent them.
+    pub questions: serde_json::Value,
+}
+
+/// What became of a [`QuestionsRequest`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answers {
+    /// The options chosen, by question id.
+    Answered(Vec<(String, Vec<String>)>),
+    Declined,
+    /// The user dismissed them or the turn was cancelled.
+    Cancelled,
+    /// The host showed them in the conversation; the user answers in the next prompt.
+    InConversation,
+}
+
 /// A conversation the host keeps, for the model's conversation search.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PastConversation {
@@ -246,6 +286,37 @@ pub trait Host: Send + Sync + 'static {
         _call: McpCall,
         _cancel: CancellationToken,
     ) -> BoxFuture<'static, Result<Option<serde_json::Value>, CoreError>> {
+        Box::pin(async { Ok(None) })
+    }
+
+    /// Whether [`Host::permission`] is a policy of the host's (the server's approval queries
+    /// then go to it; without one they are refused, as before the host could answer them).
+    fn has_permission_policy(&self) -> bool {
+        false
+    }
+
+    /// Asks the user to choose, on a card the client shows: `Some(id)` chosen, `Some("")`
+    /// dismissed (the host stops the turn), `None` when the host asks nothing of the kind.
+    fn choose(
+        &self,
+        _request: ChoiceRequest,
+        _cancel: CancellationToken,
+    ) -> BoxFuture<'static, Result<Option<String>, CoreError>> {
+        Box::pin(async { Ok(None) })
+    }
+
+    /// The user accepted a switch to `mode` (or a plan to implement): the host's picker follows.
+    /// The session's mode is the core's and is set already.
+    fn mode_switched(&self, _mode: String) -> BoxFuture<'static, Result<(), CoreError>> {
+        Box::pin(async { Ok(()) })
+    }
+
+    /// The server's questions for the user; `None` when the host asks nothing of the kind.
+    fn ask_questions(
+        &self,
+        _request: QuestionsRequest,
+        _cancel: CancellationToken,
+    ) -> BoxFuture<'static, Result<Option<Answers>, CoreError>> {
         Box::pin(async { Ok(None) })
     }
 

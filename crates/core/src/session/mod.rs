@@ -32,6 +32,7 @@ mod exec;
 pub mod exec_defaults;
 mod inner;
 mod interaction;
+mod interaction_runs;
 mod kv;
 mod messages;
 mod readers;

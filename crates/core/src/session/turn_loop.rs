@@ -564,12 +564,12 @@ impl TurnLoop {
             Some(S::InteractionQuery(_)) => {
                 let raw = wire::length_delimited_field(&frame.raw, f::agent_server_message::INTERACTION_QUERY)
                     .unwrap_or_default();
-                let host = self.session.host.clone();
+                let session = self.session.clone();
                 let cancel = self.shared.cancel.child_token();
                 let timeout = self.timing().callback;
                 let sender = sender.clone();
                 self.handlers.spawn(async move {
-                    if let Some(reply) = interaction::answer(host, &raw, cancel, timeout).await {
+                    if let Some(reply) = interaction::answer(session, &raw, cancel, timeout).await {
                         let reply = wire::wrap(f::agent_client_message::INTERACTION_RESPONSE, &reply);
                         if let Err(e) = sender.send_encoded(reply).await {
                             tracing::warn!(error = %e, "the reply to an interaction query was not sent");
