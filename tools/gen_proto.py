@@ -24,8 +24,8 @@ sys.dont_write_bytecode = True  # nothing left behind in tools/ when the tests r
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import proto_text  # noqa: E402
-import sheet_2026  # noqa: E402
-import sheet_older  # noqa: E402
+import merge_addendum  # noqa: E402
+import read_fact_sheet  # noqa: E402
 from schema_model import Field, Message, SchemaError, package_of, read_digest, write_digest  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -91,10 +91,10 @@ def finish(schema, warn):
 
 def from_sheets(sheet_path, addendum_path):
     warnings = []
-    schema, services, appendix_sizes = sheet_older.read(sheet_path)
+    schema, services, appendix_sizes = read_fact_sheet.read(sheet_path)
     schema.services.update(services)
     add_newer_build_fields(schema)
-    sheet_2026.merge(schema, sheet_2026.read(addendum_path), warnings.append)
+    merge_addendum.merge(schema, merge_addendum.read(addendum_path), warnings.append)
     finish(schema, warnings.append)
     # The older sheet counts the fields (values) of each type it does not expand: a newer
     # source that fills one should give that many.

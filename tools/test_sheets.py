@@ -10,7 +10,7 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import proto_text  # noqa: E402
-import sheet_2026  # noqa: E402
+import merge_addendum  # noqa: E402
 from schema_model import Enum, Field, Message, Schema, SchemaError  # noqa: E402
 
 
@@ -29,7 +29,7 @@ def addendum(text):
     with tempfile.NamedTemporaryFile("w", suffix=".md", delete=False, encoding="utf-8") as f:
         f.write(text)
     try:
-        return sheet_2026.read(f.name)
+        return merge_addendum.read(f.name)
     finally:
         os.unlink(f.name)
 
@@ -46,7 +46,7 @@ PARTLY = "In proto/ already; the rows marked **new** are missing there (the othe
 class MergeTest(unittest.TestCase):
     def merge(self, text):
         schema, notes = older_schema(), []
-        sheet_2026.merge(schema, addendum("## Messages\n\n" + text), notes.append)
+        merge_addendum.merge(schema, addendum("## Messages\n\n" + text), notes.append)
         return schema, notes
 
     def test_new_fields_messages_and_nested_types_are_added_with_their_numbers(self):
@@ -101,10 +101,10 @@ class MergeTest(unittest.TestCase):
     def test_enum_values_are_added_and_conflicts_stop_the_merge(self):
         head = "## Enums\n\n### enum AgentMode\n\nValues missing from proto/:\n\n| value | # |\n|---|---|\n"
         schema, notes = older_schema(), []
-        sheet_2026.merge(schema, addendum(head + "| AGENT_MODE_CUSTOM | 8 |\n"), notes.append)
+        merge_addendum.merge(schema, addendum(head + "| AGENT_MODE_CUSTOM | 8 |\n"), notes.append)
         self.assertEqual(schema.enums["agent.v1.AgentMode"].values[-1], ("AGENT_MODE_CUSTOM", 8))
         with self.assertRaises(SchemaError) as caught:
-            sheet_2026.merge(older_schema(), addendum(head + "| AGENT_MODE_AUTO | 1 |\n"), notes.append)
+            merge_addendum.merge(older_schema(), addendum(head + "| AGENT_MODE_AUTO | 1 |\n"), notes.append)
         self.assertIn("AGENT_MODE_AUTO = 1", str(caught.exception))
 
     def test_claims_about_todays_proto_that_do_not_hold_are_noted(self):

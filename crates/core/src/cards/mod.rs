@@ -8,13 +8,13 @@
 //! absolute (locations, diffs) against the session's folder. To add a tool: an arm in
 //! `tools.rs` (title, kind, locations), and, when its result deserves more than a status, an
 //! arm in `outcomes.rs`; an exec kind or interaction query maps onto a tool in `exec.rs` /
-//! `interaction.rs`. The tool types the 2026 schema adds have theirs in `newer.rs`.
+//! `interaction.rs`. The tool types the 2026 schema adds have theirs in `pi_and_agent.rs`.
 
 mod exec;
 mod interaction;
-mod newer;
 mod outcomes;
 mod paths;
+mod pi_and_agent;
 mod raw;
 mod render;
 mod tools;

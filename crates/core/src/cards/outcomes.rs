@@ -5,8 +5,8 @@
 use agent_client_protocol_schema::v1 as acp;
 use serde_json::Value;
 
-use super::newer;
 use super::paths::Paths;
+use super::pi_and_agent;
 use super::render::{
     bool_arg, camel_to_snake, count, fenced, fenced_lines, humanize, line_count, listing, num_arg, read_summary,
     str_arg, text_content,
@@ -22,8 +22,8 @@ const MAX_LOCATIONS: usize = 20;
 /// proto3 JSON; `live_output` is what a shell printed while it ran, for results without it.
 pub fn tool_outcome(name: &str, args: &Value, result: &Value, live_output: &str, paths: &Paths) -> Outcome {
     let Some((branch, body)) = branch(result) else { return Outcome::new(true, Vec::new(), result) };
-    if newer::describes(name) {
-        return newer::outcome(name, args, branch, body, result, paths);
+    if pi_and_agent::describes(name) {
+        return pi_and_agent::outcome(name, args, branch, body, result, paths);
     }
     let settled = |ok: bool, content: Vec<acp::ToolCallContent>| Outcome::new(ok, content, result);
     match (name, branch) {

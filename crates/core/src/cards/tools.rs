@@ -4,8 +4,8 @@
 use agent_client_protocol_schema::v1 as acp;
 use serde_json::Value;
 
-use super::newer;
 use super::paths::Paths;
+use super::pi_and_agent;
 use super::render::{humanize, num_arg, str_arg, text_content};
 use super::Card;
 
@@ -31,7 +31,7 @@ pub fn tool_kind(name: &str) -> acp::ToolKind {
         "web_search" | "web_fetch" | "fetch" => acp::ToolKind::Fetch,
         "switch_mode" => acp::ToolKind::SwitchMode,
         "create_plan" | "reflect" | "task" | "read_todos" => acp::ToolKind::Think,
-        newer => newer::kind(newer).unwrap_or(acp::ToolKind::Other),
+        other => pi_and_agent::kind(other).unwrap_or(acp::ToolKind::Other),
     }
 }
 
@@ -80,7 +80,7 @@ fn title(name: &str, a: &Value, paths: &Paths) -> String {
         "read_todos" => Some("Read TODOs".into()),
         "apply_agent_diff" => Some("Apply diff".into()),
         "truncated" => Some("Truncated tool call".into()),
-        newer => newer::title(newer, a, paths),
+        other => pi_and_agent::title(other, a, paths),
     };
     title.unwrap_or_else(|| humanize(name))
 }
@@ -115,7 +115,7 @@ fn locations(name: &str, a: &Value, paths: &Paths) -> Vec<acp::ToolCallLocation>
             .unwrap_or_default(),
         "edit" | "delete" | "ls" => str_arg(a, "path").map(|p| vec![paths.location(p, None)]).unwrap_or_default(),
         "read_lints" => string_list(a, "paths").iter().map(|p| paths.location(p, None)).collect(),
-        newer => newer::locations(newer, a, paths),
+        other => pi_and_agent::locations(other, a, paths),
     }
 }
 
@@ -124,7 +124,7 @@ fn starting_content(name: &str, a: &Value) -> Vec<acp::ToolCallContent> {
     match name {
         "task" => str_arg(a, "prompt").map(|p| vec![text_content(p)]).unwrap_or_default(),
         "create_plan" => str_arg(a, "plan").map(|p| vec![text_content(p)]).unwrap_or_default(),
-        newer => newer::starting_content(newer, a),
+        other => pi_and_agent::starting_content(other, a),
     }
 }
 

@@ -13,13 +13,13 @@
 //! read as JSON; its title, kind, locations and outcome come from the one card source,
 //! `crate::cards`, which hosts use for exec requests too), tool_calls.rs (announce, complete,
 //! sweep), shell.rs (live output, terminals), plan.rs (todos, checkpoint usage and mode),
-//! compaction.rs, replay.rs, newer_updates.rs (injected messages' fate, response
+//! compaction.rs, replay.rs, injection_state.rs (injected messages' fate, response
 //! comparisons); content.rs holds the small helpers they share.
 
 mod cards;
 mod compaction;
 mod content;
-mod newer_updates;
+mod injection_state;
 mod plan;
 mod replay;
 mod shell;
@@ -30,7 +30,7 @@ mod translator;
 use agent_client_protocol_schema::v1 as acp;
 use serde_json::Value;
 
-pub use newer_updates::InjectedMessages;
+pub use injection_state::InjectedMessages;
 pub use plan::mode_id;
 pub use translator::{Translator, CANCELLED_BY_USER};
 

@@ -168,7 +168,7 @@ def _resolve_difference(message, ours, theirs):
         return
     raise SchemaError("%s field %d: the older sources have %s, the 2026 sheet has %s.\n"
                       "Check which is right; if the difference is wire-compatible, resolve it in "
-                      "WIRE_COMPATIBLE (tools/sheet_2026.py) with the reason." % (
+                      "WIRE_COMPATIBLE (tools/merge_addendum.py) with the reason." % (
                           message, ours.number, ours.describe(), theirs.describe()))
 
 

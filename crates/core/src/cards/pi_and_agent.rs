@@ -1,6 +1,7 @@
-//! Cards of the tool types the 2026 schema adds: the `pi_*` family (read, bash, edit, write,
-//! grep, find, ls), conversation search, cloud-agent data, messages to the user, SCM
-//! connection and goals. `tools.rs` and `outcomes.rs` ask here for what they do not know.
+//! Cards of the pi tools and of the agent's own actions, the tool types the 2026 schema adds:
+//! the `pi_*` family (read, bash, edit, write, grep, find, ls), conversation search, cloud-agent
+//! data, messages to the user, SCM connection and goals. `tools.rs` and `outcomes.rs` ask here
+//! for what they do not know.
 
 use agent_client_protocol_schema::v1 as acp;
 use serde_json::Value;
