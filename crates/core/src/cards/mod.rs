@@ -17,6 +17,7 @@ mod paths;
 mod pi_and_agent;
 mod raw;
 mod render;
+mod titles;
 mod tools;
 
 use agent_client_protocol_schema::v1 as acp;

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::paths::Paths;
 use super::render::{count, fenced, num_arg, str_arg, text_content};
-use super::tools::{find_title, grep_title};
+use super::titles::{find_title, grep_title};
 use super::Outcome;
 
 /// The tool types this file describes.

@@ -7,6 +7,7 @@ use serde_json::Value;
 use super::paths::Paths;
 use super::pi_and_agent;
 use super::render::{humanize, num_arg, str_arg, text_content};
+use super::titles::{find_title, grep_title};
 use super::Card;
 
 /// The card of tool `name` called with `args` (its args message in proto3 JSON).
@@ -83,29 +84,6 @@ fn title(name: &str, a: &Value, paths: &Paths) -> String {
         other => pi_and_agent::title(other, a, paths),
     };
     title.unwrap_or_else(|| humanize(name))
-}
-
-/// `grep "pattern" dir --include glob`, for the grep tools (`pattern`, `path`, `glob`).
-pub(super) fn grep_title(a: &Value, paths: &Paths) -> Option<String> {
-    let pattern = str_arg(a, "pattern")?;
-    let mut title = format!("grep \"{pattern}\"");
-    if let Some(p) = str_arg(a, "path") {
-        title.push(' ');
-        title.push_str(&paths.relative(p));
-    }
-    if let Some(g) = str_arg(a, "glob") {
-        title.push_str(&format!(" --include {g}"));
-    }
-    Some(title)
-}
-
-/// `Find *.rs in src`, for the file-finding tools.
-pub(super) fn find_title(pattern: Option<&str>, dir: Option<String>) -> Option<String> {
-    let pattern = pattern?;
-    Some(match dir {
-        Some(d) => format!("Find {pattern} in {d}"),
-        None => format!("Find {pattern}"),
-    })
 }
 
 fn locations(name: &str, a: &Value, paths: &Paths) -> Vec<acp::ToolCallLocation> {
