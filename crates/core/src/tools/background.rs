@@ -2,54 +2,17 @@
 //! written to the terminals folder (read back by the model through `read`), their stdin kept
 //! open; all killed when the tools are closed or dropped.
 
-use std::collections::HashMap;
 use std::process::Stdio;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tokio::io::{AsyncRead, AsyncWriteExt};
-use tokio::process::ChildStdin;
 
 use crate::proto::agent::v1 as pb;
 
-use super::shell::{read_some, shell_command, working_directory, GroupKill, ShellContext};
-
-/// Background shells started by this tool set; killed when it is dropped or closed.
-#[derive(Default)]
-pub struct Shells {
-    next_id: AtomicU32,
-    background: Mutex<HashMap<u32, Background>>,
-    /// How many times [`Shells::kill_all`] ran: a shell whose start straddles one is killed
-    /// rather than registered after the table was emptied.
-    kills: AtomicU64,
-}
-
-struct Background {
-    pid: Option<u32>,
-    stdin: Option<Arc<tokio::sync::Mutex<ChildStdin>>>,
-    output_len: Arc<AtomicU64>,
-    _kill: GroupKill,
-}
-
-impl Shells {
-    /// Kills every background shell (and its process group), those still starting included.
-    pub fn kill_all(&self) {
-        let mut table = self.background.lock().expect("shell table");
-        // Counted under the table's lock, which a starting shell takes to register: it sees
-        // either its entry cleared here or the count moved.
-        self.kills.fetch_add(1, Ordering::AcqRel);
-        table.clear();
-    }
-
-    pub fn background_count(&self) -> usize {
-        self.background.lock().expect("shell table").len()
-    }
-
-    /// Process id of a background shell (for tests and hosts that show it).
-    pub fn background_pid(&self, shell_id: u32) -> Option<u32> {
-        self.background.lock().expect("shell table").get(&shell_id).and_then(|b| b.pid)
-    }
-}
+use super::process::{read_some, GroupKill};
+use super::shell_command::{shell_command, working_directory, ShellContext};
+use super::shells::{Background, Shells};
 
 /// Starts a shell that outlives the exec: its output goes to `<terminals_dir>/<shell_id>.txt`
 /// (the model reads it back with `read`), its stdin stays open for `writeShellStdin`.

@@ -1,176 +1,19 @@
 //! shell and shellStream: local processes in their own process group, so abort, timeout and
 //! teardown kill everything the command started.
 
-use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
-
-use tokio::io::{AsyncRead, AsyncReadExt};
-use tokio::process::{Child, Command};
 
 use crate::host::ExecContext;
 use crate::proto::agent::v1 as pb;
 
-use super::background::{spawn_background, Shells};
-use super::environment::ShellEnvironment;
-use super::reaper;
-use super::workspace::Failure;
-use super::{TerminalsFolder, ToolOptions, Workspace};
+use super::background::spawn_background;
+use super::process::{read_some, signal_group, terminate, GroupKill, Signal};
+use super::shell_command::{shell_command, working_directory, ShellContext};
 
 /// How long pipes are still drained after the shell exits: a command that leaves a daemon
 /// holding stdout (`server &`) must not hold the result forever.
 const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(200);
-/// SIGTERM first on timeout, then SIGKILL after this grace.
-const KILL_GRACE: Duration = Duration::from_millis(1500);
-
-/// Kills a process group when dropped: an exec future dropped mid-run (turn cancelled, server
-/// abort) leaves no process behind. While armed, the group is also listed with the reaper,
-/// which kills it should this process end without dropping anything.
-pub(super) struct GroupKill(Option<u32>);
-
-impl GroupKill {
-    /// For the group led by `pid` (the shell's), when it started.
-    pub(super) fn new(pid: Option<u32>) -> Self {
-        if let Some(pid) = pid {
-            reaper::watch_group(pid);
-        }
-        GroupKill(pid)
-    }
-
-    /// The group is known to be empty: nothing to kill, now or after a crash.
-    fn disarm(&mut self) {
-        if let Some(pid) = self.0.take() {
-            reaper::forget_group(pid);
-        }
-    }
-}
-
-impl Drop for GroupKill {
-    fn drop(&mut self) {
-        if let Some(pid) = self.0.take() {
-            signal_group(pid, Signal::Kill);
-            reaper::forget_group(pid);
-        }
-    }
-}
-
-#[derive(Clone, Copy)]
-enum Signal {
-    Term,
-    Kill,
-}
-
-#[cfg(unix)]
-fn signal_group(pid: u32, signal: Signal) {
-    let sig = match signal {
-        Signal::Term => libc::SIGTERM,
-        Signal::Kill => libc::SIGKILL,
-    };
-    // SAFETY: kill(2) with a negative pid signals the process group; no memory is touched.
-    unsafe {
-        libc::kill(-(pid as libc::pid_t), sig);
-    }
-}
-
-#[cfg(not(unix))]
-fn signal_group(pid: u32, _signal: Signal) {
-    // No process groups: end the tree with taskkill, best effort.
-    let _ = std::process::Command::new("taskkill").args(["/PID", &pid.to_string(), "/T", "/F"]).output();
-}
-
-/// What the shell tools work with.
-pub(super) struct ShellContext<'a> {
-    pub workspace: &'a Workspace,
-    pub options: &'a ToolOptions,
-    /// The processes' environment, or why the host's policy is invalid.
-    pub environment: Result<&'a ShellEnvironment, &'a String>,
-    pub shells: &'a Shells,
-    pub terminals: &'a TerminalsFolder,
-}
-
-/// `<shell> -c <command>` in `cwd`, in a process group of its own, with exactly the environment
-/// the policy makes (nothing else of the host's is inherited).
-pub(super) fn shell_command(t: &ShellContext, command: &str, cwd: &Path) -> Result<Command, String> {
-    let environment = t.environment.map_err(|e| e.clone())?;
-    let program = t.options.shell.clone().unwrap_or_else(default_shell);
-    let mut cmd = Command::new(&program);
-    let is_cmd = program.file_stem().is_some_and(|s| s.eq_ignore_ascii_case("cmd"));
-    #[cfg(windows)]
-    if is_cmd {
-        // cmd.exe reads its command line itself and knows no `\"` escape: the quoting Command
-        // adds for a C runtime's argv reached the command as backslashes (`echo "a b"` printed
-        // `\"a b\"`). So the line goes as cmd wants it, as Node's `shell: true` passes it:
-        // `/d` (no AutoRun commands from the registry), `/s /c "<command>"` (exactly the outer
-        // quotes are stripped, the command is kept as written).
-        cmd.raw_arg(format!("/d /s /c \"{command}\""));
-    }
-    if !(cfg!(windows) && is_cmd) {
-        cmd.arg("-c").arg(command);
-    }
-    cmd.current_dir(cwd).env_clear().envs(environment.build(std::env::vars_os())).kill_on_drop(true);
-    #[cfg(unix)]
-    cmd.process_group(0);
-    Ok(cmd)
-}
-
-/// The shell the tools run commands with when none is configured: bash, else sh (cmd on
-/// Windows). The request context names the same value, so the model is told of the shell that
-/// runs its commands.
-pub fn default_shell() -> PathBuf {
-    if cfg!(windows) {
-        return PathBuf::from("cmd");
-    }
-    ["/bin/bash", "/usr/bin/bash", "/bin/sh"]
-        .iter()
-        .map(PathBuf::from)
-        .find(|p| p.exists())
-        .unwrap_or_else(|| "sh".into())
-}
-
-/// What the `shell` option takes, for its one error message.
-pub const SHELL_TAKES: &str = "an executable file: an absolute path, or a name found on PATH";
-
-/// The shell a configured `shell` names, as an absolute path: the file itself when `configured`
-/// has a directory part, else the first executable of that name on `PATH` (what `Command`
-/// would run, resolved once so the request context names the very file). `Err` says why the
-/// value cannot run (the caller adds the option's name). A bare-name lookup is a few lines over
-/// `split_paths`, so it takes no crate of its own.
-pub fn resolve_shell(configured: &str) -> Result<PathBuf, String> {
-    if configured.trim().is_empty() || configured.contains('\0') {
-        return Err("not a file name".into());
-    }
-    let path = Path::new(configured);
-    if path.components().count() > 1 || path.is_absolute() {
-        let absolute = std::path::absolute(path).map_err(|e| e.to_string())?;
-        return executable(&absolute).map(|()| absolute);
-    }
-    let search = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&search)
-        .filter(|dir| dir.is_absolute())
-        .map(|dir| dir.join(path))
-        .find(|candidate| executable(candidate).is_ok())
-        .ok_or_else(|| "not found on PATH".into())
-}
-
-/// Whether `path` is a file this process could run.
-fn executable(path: &Path) -> Result<(), String> {
-    let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => "no such file".to_string(),
-        _ => e.to_string(),
-    })?;
-    if !meta.is_file() {
-        return Err("not a file".into());
-    }
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        if meta.permissions().mode() & 0o111 == 0 {
-            return Err("not executable".into());
-        }
-    }
-    Ok(())
-}
-
 /// Incremental UTF-8 decoding of a pipe: a character split across reads is held until complete.
 #[derive(Default)]
 struct Utf8Stream {
@@ -251,16 +94,6 @@ enum Ending {
     TimedOut,
     Aborted,
     WaitFailed(std::io::Error),
-}
-
-/// Resolves the working directory, or the `rejected` / `spawn_error` reason.
-pub(super) fn working_directory(ws: &Workspace, requested: &str) -> Result<PathBuf, (bool, String)> {
-    let located = ws.locate(requested).map_err(|e| (true, e.to_string()))?;
-    match located.metadata() {
-        Ok(m) if m.is_dir() => Ok(located.absolute),
-        Err(Failure::Refused(e)) => Err((true, e.to_string())),
-        _ => Err((false, format!("working directory {} does not exist", located.absolute.display()))),
-    }
 }
 
 /// Runs `args.command`. `ctx` hears the output as it comes, and `started` once the process
@@ -493,28 +326,6 @@ pub async fn run(t: &ShellContext<'_>, args: &pb::ShellArgs, ctx: &ExecContext) 
 
 fn result(r: pb::shell_result::Result) -> pb::ShellResult {
     pb::ShellResult { result: Some(r), ..Default::default() }
-}
-
-pub(super) async fn read_some(pipe: &mut (impl AsyncRead + Unpin), buf: &mut [u8]) -> Option<usize> {
-    match pipe.read(buf).await {
-        Ok(0) | Err(_) => None,
-        Ok(n) => Some(n),
-    }
-}
-
-/// SIGTERM to the group, SIGKILL if it is still there after the grace.
-async fn terminate(child: &mut Child, pid: Option<u32>) {
-    let Some(pid) = pid else {
-        let _ = child.kill().await;
-        return;
-    };
-    signal_group(pid, Signal::Term);
-    if tokio::time::timeout(KILL_GRACE, child.wait()).await.is_err() {
-        signal_group(pid, Signal::Kill);
-        // The shell itself too, should the group's kill not reach it (see the cancel above).
-        let _ = child.start_kill();
-        let _ = child.wait().await;
-    }
 }
 
 #[cfg(unix)]

@@ -7,7 +7,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::host::ExecContext;
 use crate::proto::agent::v1 as pb;
-use crate::tools::shell::{self, ShellContext};
+use crate::tools::shell;
+use crate::tools::shell_command::ShellContext;
 
 use super::{format_size, tail, Cut, MAX_BYTES, MAX_LINES};
 
