@@ -26,7 +26,7 @@ use base64::Engine as _;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
-use super::script::build_error;
+use super::cursor_error::build_error;
 use crate::connect::{Code, ConnectError};
 
 pub(super) const LOGIN_PAGE_PATH: &str = "/loginDeepControl";

@@ -10,6 +10,7 @@ mod append;
 mod auth;
 mod client_message;
 mod conversation;
+mod cursor_error;
 mod echo;
 mod inbox;
 mod models;

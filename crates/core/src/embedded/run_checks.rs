@@ -5,8 +5,8 @@
 //! request context and every skill a user message selects names its `SKILL.md` and carries
 //! its text, and a selected skill is one the request context offers.
 
+use super::cursor_error::build_error;
 use super::models::Models;
-use super::script::build_error;
 use crate::connect::{Code, ConnectError};
 use crate::proto::agent::v1 as pb;
 use crate::tool_schema;

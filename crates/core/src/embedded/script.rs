@@ -17,12 +17,12 @@ use sha2::Digest;
 use tokio::sync::mpsc;
 
 use super::conversation::Conversation;
+use super::cursor_error::build_error;
 use super::echo;
 use super::inbox::{Inbox, Owed, Waited};
 use super::scenario::{agent_message as from_json, Step};
-use crate::connect::{self, Code, ConnectError, ErrorDetail, CURSOR_ERROR_DETAILS};
+use crate::connect::{self, Code, ConnectError};
 use crate::proto::agent::v1 as pb;
-use crate::proto::aiserver::v1 as ai;
 
 pub(crate) type BodyItem = Result<Frame<Bytes>, std::io::Error>;
 
@@ -592,38 +592,4 @@ async fn checkpoint_with_conversation(
 
 fn is_kv_reply(m: &pb::AgentClientMessage, id: u32) -> bool {
     matches!(&m.message, Some(pb::agent_client_message::Message::KvClientMessage(k)) if k.id == id)
-}
-
-pub(crate) fn build_error(
-    code: &str,
-    message: String,
-    cursor_error: Option<String>,
-    title: Option<String>,
-    detail: Option<String>,
-    is_retryable: Option<bool>,
-) -> Result<ConnectError, String> {
-    let mut err = ConnectError::new(Code::from_name(code), message);
-    if let Some(name) = cursor_error {
-        let value = ai::error_details::Error::from_str_name(&name)
-            .ok_or_else(|| format!("cursorError {name:?} is not an ErrorDetails.Error name"))?;
-        let details = ai::ErrorDetails {
-            error: value as i32,
-            details: Some(ai::CustomErrorDetails {
-                title: title.clone().unwrap_or_default(),
-                detail: detail.clone().unwrap_or_default(),
-                is_retryable,
-                ..Default::default()
-            }),
-            is_expected: None,
-        };
-        err.details.push(ErrorDetail {
-            type_name: CURSOR_ERROR_DETAILS.into(),
-            value: details.encode_to_vec().into(),
-            debug: Some(serde_json::json!({
-                "error": name,
-                "details": { "title": title, "detail": detail, "isRetryable": is_retryable },
-            })),
-        });
-    }
-    Ok(err)
 }
