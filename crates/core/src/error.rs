@@ -162,52 +162,6 @@ impl CoreError {
     }
 }
 
-impl From<reqwest::Error> for CoreError {
-    fn from(e: reqwest::Error) -> Self {
-        // reqwest's Display carries the URL but never headers, so no token can leak here.
-        if rejected_certificate(&e) {
-            CoreError::Untrusted(error_chain(&e))
-        } else if e.is_connect() {
-            CoreError::Unreachable(crate::transport::diagnosis::unreachable(&e))
-        } else if e.is_timeout() {
-            CoreError::Timeout(error_chain(&e))
-        } else {
-            CoreError::Network(error_chain(&e))
-        }
-    }
-}
-
-/// Whether TLS failed on the certificates (theirs unverifiable, or ours wanted): the same
-/// server will fail the same way, so a resume would only delay the error.
-fn rejected_certificate(e: &(dyn std::error::Error + 'static)) -> bool {
-    let mut source = Some(e);
-    while let Some(err) = source {
-        if let Some(tls) = unwrapped(err).downcast_ref::<rustls::Error>() {
-            return matches!(
-                tls,
-                rustls::Error::InvalidCertificate(_)
-                    | rustls::Error::NoCertificatesPresented
-                    | rustls::Error::AlertReceived(
-                        rustls::AlertDescription::BadCertificate
-                            | rustls::AlertDescription::CertificateRequired
-                            | rustls::AlertDescription::UnknownCA
-                    )
-            );
-        }
-        source = err.source();
-    }
-    false
-}
-
-/// The error inside `io::Error`s that carry one, whose `source` skips it: tokio-rustls reports
-/// rustls' errors that way, and hyper-rustls wraps that in one more.
-fn unwrapped<'a>(mut err: &'a (dyn std::error::Error + 'static)) -> &'a (dyn std::error::Error + 'static) {
-    while let Some(inner) = err.downcast_ref::<std::io::Error>().and_then(|io| io.get_ref()) {
-        err = inner;
-    }
-    err
-}
-
 /// `a: b: c` from an error and its sources, for messages that say what actually failed.
 pub fn error_chain(e: &dyn std::error::Error) -> String {
     let mut out = e.to_string();

@@ -3,11 +3,14 @@
 //! Each names the cause and the fix, so the error is useful the moment it is reported instead
 //! of after a round of retries that cannot succeed.
 //!
+//! Every `reqwest::Error` becomes a [`CoreError`] here (`From`): a certificate refused, a server
+//! not reached, a timeout, or another network failure.
+//!
 //! Nothing here prints a credential: URLs lose their user-info, and a proxy's is dropped too.
 
 use std::io::ErrorKind;
 
-use crate::error::error_chain;
+use crate::error::{error_chain, CoreError};
 
 /// Why a connection could not be made, read from the error's sources.
 enum Cause {
@@ -161,4 +164,50 @@ pub(crate) fn refused_alpn(e: &(dyn std::error::Error + 'static)) -> bool {
         source = err.source();
     }
     false
+}
+
+impl From<reqwest::Error> for CoreError {
+    fn from(e: reqwest::Error) -> Self {
+        // reqwest's Display carries the URL but never headers, so no token can leak here.
+        if rejected_certificate(&e) {
+            CoreError::Untrusted(error_chain(&e))
+        } else if e.is_connect() {
+            CoreError::Unreachable(unreachable(&e))
+        } else if e.is_timeout() {
+            CoreError::Timeout(error_chain(&e))
+        } else {
+            CoreError::Network(error_chain(&e))
+        }
+    }
+}
+
+/// Whether TLS failed on the certificates (theirs unverifiable, or ours wanted): the same
+/// server will fail the same way, so a resume would only delay the error.
+fn rejected_certificate(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut source = Some(e);
+    while let Some(err) = source {
+        if let Some(tls) = unwrapped(err).downcast_ref::<rustls::Error>() {
+            return matches!(
+                tls,
+                rustls::Error::InvalidCertificate(_)
+                    | rustls::Error::NoCertificatesPresented
+                    | rustls::Error::AlertReceived(
+                        rustls::AlertDescription::BadCertificate
+                            | rustls::AlertDescription::CertificateRequired
+                            | rustls::AlertDescription::UnknownCA
+                    )
+            );
+        }
+        source = err.source();
+    }
+    false
+}
+
+/// The error inside `io::Error`s that carry one, whose `source` skips it: tokio-rustls reports
+/// rustls' errors that way, and hyper-rustls wraps that in one more.
+fn unwrapped<'a>(mut err: &'a (dyn std::error::Error + 'static)) -> &'a (dyn std::error::Error + 'static) {
+    while let Some(inner) = err.downcast_ref::<std::io::Error>().and_then(|io| io.get_ref()) {
+        err = inner;
+    }
+    err
 }
