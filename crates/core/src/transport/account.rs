@@ -23,8 +23,9 @@ use std::time::Duration;
 use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION, CONTENT_TYPE};
 
 use super::clients::http_client;
-use super::config::{Secret, TransportConfig, TransportKind};
+use super::config::{TransportConfig, TransportKind};
 use super::credentials::bearer;
+use super::credentials::Secret;
 use super::headers::protocol_headers;
 use super::request::read_capped;
 use crate::connect::{Code, ConnectError};

@@ -1,7 +1,6 @@
-//! What a transport is configured with ([`TransportConfig`]), the defaults and limits it
-//! applies, and [`Secret`], the credential that never prints.
+//! What a transport is configured with ([`TransportConfig`]), and the defaults and limits it
+//! applies.
 
-use std::fmt;
 use std::time::Duration;
 
 use super::credentials::Credentials;
@@ -45,26 +44,6 @@ pub const H2_STREAM_WINDOW: u32 = 8 * 1024 * 1024;
 pub const H2_CONNECTION_WINDOW: u32 = 16 * 1024 * 1024;
 /// Messages smaller than this are sent uncompressed even with gzip on (gzip would grow them).
 pub const MIN_COMPRESS_BYTES: usize = 1024;
-
-/// A credential. Its `Debug` and `Display` never show the value.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Secret(String);
-
-impl Secret {
-    pub fn new(value: impl Into<String>) -> Self {
-        Secret(value.into())
-    }
-    /// The raw value, for the one place that needs it (the authorization header).
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Secret(<redacted>)")
-    }
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum TransportKind {
@@ -255,6 +234,7 @@ pub(super) fn too_large(len: usize) -> CoreError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::transport::Secret;
     #[test]
     fn a_refused_base_url_never_shows_its_password() {
         let err = parse_base_url("ftp://me:hunter2@example.com/").unwrap_err().to_string();

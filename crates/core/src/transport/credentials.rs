@@ -1,6 +1,7 @@
 //! Where the access token comes from: none, a fixed token, or a [`TokenSource`] asked before
 //! each stream and each unary call, so that a long session outlives any one token. Once asked,
 //! a stream keeps its token: every request of the stream (RunSSE and its appends) carries it.
+//! [`Secret`] is the credential that never prints.
 
 use std::fmt;
 use std::sync::Arc;
@@ -10,8 +11,27 @@ use futures::future::BoxFuture;
 use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION};
 use tokio::sync::OnceCell;
 
-use super::config::Secret;
 use crate::error::CoreError;
+
+/// A credential. Its `Debug` and `Display` never show the value.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(value: impl Into<String>) -> Self {
+        Secret(value.into())
+    }
+    /// The raw value, for the one place that needs it (the authorization header).
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret(<redacted>)")
+    }
+}
 
 /// Why the client asks a [`TokenSource`] for a token.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -54,14 +54,14 @@ use auto::{AutoConnections, Fallback, RunCheck};
 pub use clients::web_client;
 use clients::{http_client, H2Connections};
 pub use config::{
-    check_headers, is_client_string, parse_base_url, AppendEncoding, Compression, Secret, TransportConfig,
-    TransportKind, BASE_URL_TAKES, BIDI_APPEND_PATH, CLIENT_STRING_TAKES, DEFAULT_BASE_URL, DEFAULT_CLIENT_VERSION,
+    check_headers, is_client_string, parse_base_url, AppendEncoding, Compression, TransportConfig, TransportKind,
+    BASE_URL_TAKES, BIDI_APPEND_PATH, CLIENT_STRING_TAKES, DEFAULT_BASE_URL, DEFAULT_CLIENT_VERSION,
     DEFAULT_H2_STREAMS_PER_CONNECTION, DEFAULT_MAX_APPENDS_IN_FLIGHT, DEFAULT_MAX_APPEND_CONNECTIONS,
     DEFAULT_SIGN_IN_HINT, DEFAULT_TOKEN_TIMEOUT, H2_CONNECTION_WINDOW, H2_STREAM_WINDOW, HEADERS_TAKES,
     MAX_OUTBOUND_MESSAGE, MIN_COMPRESS_BYTES, RUN_PATH, RUN_SSE_PATH,
 };
 use credentials::StreamAuth;
-pub use credentials::{Credentials, TokenReason, TokenSource};
+pub use credentials::{Credentials, Secret, TokenReason, TokenSource};
 use failure::FailureSlot;
 use headers::{protocol_headers, RequestHeaders, RequestIds};
 pub use receiver::{AgentReceiver, ServerFrame};
