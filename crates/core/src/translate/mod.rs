@@ -13,12 +13,15 @@
 //! read as JSON; its title, kind, locations and outcome come from the one card source,
 //! `crate::cards`, which hosts use for exec requests too), tool_calls.rs (announce, complete,
 //! sweep), shell.rs (live output, terminals), plan.rs (todos, checkpoint usage and mode),
-//! compaction.rs, replay.rs, injection_state.rs (injected messages' fate, response
-//! comparisons); content.rs holds the small helpers they share.
+//! compaction.rs, replay.rs, injection_state.rs (injected messages' fate, with
+//! injected_messages.rs, the record the session shares), comparison.rs (an alternate model's
+//! response); content.rs holds the small helpers they share.
 
 mod cards;
 mod compaction;
+mod comparison;
 mod content;
+mod injected_messages;
 mod injection_state;
 mod plan;
 mod replay;
@@ -30,7 +33,7 @@ mod translator;
 use agent_client_protocol_schema::v1 as acp;
 use serde_json::Value;
 
-pub use injection_state::InjectedMessages;
+pub use injected_messages::InjectedMessages;
 pub use plan::mode_id;
 pub use translator::{Translator, CANCELLED_BY_USER};
 

@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use agent_client_protocol_schema::v1 as acp;
 
-use super::injection_state::InjectedMessages;
+use super::injected_messages::InjectedMessages;
 use crate::cards::Paths;
 use crate::proto::agent::v1 as pb;
 
@@ -37,7 +37,7 @@ pub struct Translator {
     /// The client renders Zed's display-only terminal (`_meta.terminal_output` capability):
     /// shell cards carry a terminal and stream through `_meta` instead of fenced text.
     pub(super) terminal_output: bool,
-    /// User messages the session sent into the running turn (injection_state.rs).
+    /// User messages the session sent into the running turn (injection_state.rs shows their fate).
     pub(super) injected: InjectedMessages,
     /// Live output of cards the translation did not open (the host's own), by card id.
     pub(super) host_card_output: HashMap<String, String>,
