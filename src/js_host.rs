@@ -30,10 +30,14 @@ pub enum MaybeAsync<T: FromNapiValue + 'static> {
 impl<T: FromNapiValue + 'static> FromNapiValue for MaybeAsync<T> {
     unsafe fn from_napi_value(env: sys::napi_env, value: sys::napi_value) -> Result<Self> {
         let mut is_promise = false;
+        // SAFETY: napi calls `from_napi_value` on the JS thread with the env and value of the
+        // current call; `is_promise` is a local.
         check_status!(unsafe { sys::napi_is_promise(env, value, &mut is_promise) }, "napi_is_promise failed")?;
         if is_promise {
+            // SAFETY: same env and value as above; the value is a promise, which `Promise` takes.
             Ok(MaybeAsync::Promise(unsafe { Promise::from_napi_value(env, value)? }))
         } else {
+            // SAFETY: same env and value as above, handed on unchanged.
             Ok(MaybeAsync::Value(unsafe { Option::<T>::from_napi_value(env, value)? }))
         }
     }

@@ -21,10 +21,14 @@ pub enum AccessToken {
 impl FromNapiValue for AccessToken {
     unsafe fn from_napi_value(env: sys::napi_env, value: sys::napi_value) -> Result<Self> {
         let mut kind = sys::ValueType::napi_undefined;
+        // SAFETY: napi calls `from_napi_value` on the JS thread with the env and value of the
+        // current call; `kind` is a local.
         check_status!(unsafe { sys::napi_typeof(env, value, &mut kind) }, "napi_typeof failed")?;
         match kind {
+            // SAFETY: same env and value; `napi_typeof` said it is a string.
             sys::ValueType::napi_string => Ok(AccessToken::Token(unsafe { String::from_napi_value(env, value)? })),
             sys::ValueType::napi_function => {
+                // SAFETY: same env and value; `napi_typeof` said it is a function.
                 Ok(AccessToken::Function(Arc::new(unsafe { Callback::<Value, String>::from_napi_value(env, value)? })))
             }
             _ => Err(Error::new(Status::InvalidArg, "accessToken must be a string or a function")),

@@ -41,6 +41,8 @@ pub enum IteratorStep {
 impl ToNapiValue for IteratorStep {
     unsafe fn to_napi_value(env: sys::napi_env, step: Self) -> Result<sys::napi_value> {
         match step {
+            // SAFETY: napi calls `to_napi_value` on the JS thread with a live env, handed on
+            // unchanged.
             IteratorStep::Update(update) => unsafe { Json::to_napi_value(env, Json(update)) },
             // On the JS thread: the coded error object is made here, and napi rejects the read's
             // promise with that very object (a future's own error would lose its properties).

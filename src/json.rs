@@ -55,6 +55,8 @@ pub struct BytesAt {
 impl FromNapiValue for HostJson {
     unsafe fn from_napi_value(env: sys::napi_env, value: sys::napi_value) -> Result<Self> {
         let mut reader = Reader { env, values: 0, open: Vec::new(), path: Vec::new(), bytes: Vec::new() };
+        // SAFETY: napi calls `from_napi_value` on the JS thread with the env and value of the
+        // current call, which the reader was made with.
         let json = match unsafe { reader.read(value)? } {
             Read::Json(json) => json,
             Read::Bytes(_) => return Err(reader.error("a byte array is not a result")),
@@ -71,6 +73,8 @@ enum Read {
     Skipped(&'static str),
 }
 
+/// Reads one JavaScript value. Its contract: its `unsafe` methods run on the JS thread, within
+/// the N-API call that gave `env`, with handles (`napi_value`) of that call's scope.
 struct Reader {
     env: sys::napi_env,
     values: usize,
@@ -121,6 +125,8 @@ impl Reader {
     unsafe fn enter(&mut self, value: sys::napi_value) -> Result<()> {
         for &outer in &self.open {
             let mut same = false;
+            // SAFETY: within the N-API call that made `self.env` and `value`, on the JS thread (the
+            // Reader's contract); `same` is a local.
             self.ok(unsafe { sys::napi_strict_equals(self.env, outer, value, &mut same) })?;
             if same {
                 return Err(self.error("a circular reference is not JSON"));
@@ -137,6 +143,8 @@ impl Reader {
         }
         let env = self.env;
         let mut kind = 0;
+        // SAFETY: within the N-API call that made `self.env` and `value`, on the JS thread (the
+        // Reader's contract); `kind` is a local.
         self.ok(unsafe { sys::napi_typeof(env, value, &mut kind) })?;
         Ok(match kind {
             sys::ValueType::napi_undefined => Read::Skipped("undefined"),
@@ -145,30 +153,49 @@ impl Reader {
             sys::ValueType::napi_null => Read::Json(Value::Null),
             sys::ValueType::napi_boolean => {
                 let mut b = false;
+                // SAFETY: within the N-API call that made `self.env` and `value`, on the JS thread
+                // (the Reader's contract); `b` is a local, and the value is a boolean.
                 self.ok(unsafe { sys::napi_get_value_bool(env, value, &mut b) })?;
                 Read::Json(Value::Bool(b))
             }
             sys::ValueType::napi_number => {
                 let mut n = 0.0;
+                // SAFETY: within the N-API call that made `self.env` and `value`, on the JS thread
+                // (the Reader's contract); `n` is a local, and the value is a number.
                 self.ok(unsafe { sys::napi_get_value_double(env, value, &mut n) })?;
                 Read::Json(number(n))
             }
+            // SAFETY: within the N-API call that made `self.env` and `value`, on the JS thread (the
+            // Reader's contract); the value is a string.
             sys::ValueType::napi_string => Read::Json(Value::String(unsafe { self.string(value)? })),
             sys::ValueType::napi_bigint => {
                 let mut digits = ptr::null_mut();
+                // SAFETY: within the N-API call that made `self.env` and `value`, on the JS thread
+                // (the Reader's contract); `digits` is a local.
                 self.ok(unsafe { sys::napi_coerce_to_string(env, value, &mut digits) })?;
+                // SAFETY: within the N-API call that made `self.env` and `value`, on the JS thread
+                // (the Reader's contract); `digits` is the string N-API just made in this call's
+                // scope.
                 Read::Json(Value::String(unsafe { self.string(digits)? }))
             }
             sys::ValueType::napi_object => {
                 if self.open.len() >= MAX_DEPTH {
                     return Err(self.error(format_args!("nested more than {MAX_DEPTH} deep")));
                 }
+                // SAFETY: within the N-API call that made `self.env` and `value`, on the JS thread
+                // (the Reader's contract); the value is an object.
                 if let Some(bytes) = unsafe { self.byte_array(value)? } {
                     Read::Bytes(bytes)
                 } else {
                     let mut is_array = false;
+                    // SAFETY: within the N-API call that made `self.env` and `value`, on the JS
+                    // thread (the Reader's contract); `is_array` is a local.
                     self.ok(unsafe { sys::napi_is_array(env, value, &mut is_array) })?;
+                    // SAFETY: within the N-API call that made `self.env` and `value`, on the JS
+                    // thread (the Reader's contract).
                     unsafe { self.enter(value)? };
+                    // SAFETY: within the N-API call that made `self.env` and `value`, on the JS
+                    // thread (the Reader's contract); the value is an array or an object, as asked.
                     let json = if is_array { unsafe { self.array(value)? } } else { unsafe { self.object(value)? } };
                     self.open.pop();
                     Read::Json(json)
@@ -182,6 +209,9 @@ impl Reader {
     /// Pages of the buffer that the text does not reach are never touched.
     unsafe fn string(&self, value: sys::napi_value) -> Result<String> {
         let mut units = 0;
+        // SAFETY: within the N-API call that made `self.env` and `value`, on the JS thread (the
+        // Reader's contract); a null buffer of size 0 asks only for the length, written to the
+        // local `units`.
         self.ok(unsafe { sys::napi_get_value_string_utf16(self.env, value, ptr::null_mut(), 0, &mut units) })?;
         let capacity = units * 3 + 1;
         let mut buf: Vec<u8> = Vec::with_capacity(capacity);
@@ -211,9 +241,13 @@ impl Reader {
         let env = self.env;
         let (mut data, mut len) = (ptr::null_mut(), 0);
         let mut yes = false;
+        // SAFETY: within the N-API call that made `self.env` and `value`, on the JS thread (the
+        // Reader's contract); `yes` is a local.
         self.ok(unsafe { sys::napi_is_typedarray(env, value, &mut yes) })?;
         if yes {
             let (mut kind, mut buffer, mut offset) = (0, ptr::null_mut(), 0);
+            // SAFETY: within the N-API call that made `self.env` and `value`, on the JS thread (the
+            // Reader's contract); the value is a typed array, and every out-parameter is a local.
             self.ok(unsafe {
                 sys::napi_get_typedarray_info(env, value, &mut kind, &mut len, &mut data, &mut buffer, &mut offset)
             })?;
@@ -221,15 +255,25 @@ impl Reader {
                 return Err(self.error("only Uint8Array holds bytes; this typed array is not JSON"));
             }
         } else {
+            // SAFETY: within the N-API call that made `self.env` and `value`, on the JS thread (the
+            // Reader's contract); `yes` is a local.
             self.ok(unsafe { sys::napi_is_arraybuffer(env, value, &mut yes) })?;
             if yes {
+                // SAFETY: within the N-API call that made `self.env` and `value`, on the JS thread
+                // (the Reader's contract); the value is an ArrayBuffer, and the out-parameters are
+                // locals.
                 self.ok(unsafe { sys::napi_get_arraybuffer_info(env, value, &mut data, &mut len) })?;
             } else {
+                // SAFETY: within the N-API call that made `self.env` and `value`, on the JS thread
+                // (the Reader's contract); `yes` is a local.
                 self.ok(unsafe { sys::napi_is_dataview(env, value, &mut yes) })?;
                 if !yes {
                     return Ok(None);
                 }
                 let (mut buffer, mut offset) = (ptr::null_mut(), 0);
+                // SAFETY: within the N-API call that made `self.env` and `value`, on the JS thread
+                // (the Reader's contract); the value is a DataView, and every out-parameter is a
+                // local.
                 self.ok(unsafe {
                     sys::napi_get_dataview_info(env, value, &mut len, &mut data, &mut buffer, &mut offset)
                 })?;
@@ -244,12 +288,19 @@ impl Reader {
 
     unsafe fn array(&mut self, value: sys::napi_value) -> Result<Value> {
         let mut len = 0;
+        // SAFETY: within the N-API call that made `self.env` and `value`, on the JS thread (the
+        // Reader's contract); the value is an array, `len` a local.
         self.ok(unsafe { sys::napi_get_array_length(self.env, value, &mut len) })?;
         let mut out = Vec::with_capacity(len as usize);
         for i in 0..len {
             let mut element = ptr::null_mut();
+            // SAFETY: within the N-API call that made `self.env` and `value`, on the JS thread (the
+            // Reader's contract); `element` is a local, and the handle it receives lives in this
+            // call's scope.
             self.ok(unsafe { sys::napi_get_element(self.env, value, i, &mut element) })?;
             self.path.push(i.to_string());
+            // SAFETY: within the N-API call that made `self.env` and `value`, on the JS thread (the
+            // Reader's contract); `element` is a handle of this call's scope.
             match unsafe { self.read(element)? } {
                 Read::Json(json) => out.push(json),
                 Read::Skipped(_) => out.push(Value::Null),
@@ -264,6 +315,8 @@ impl Reader {
     unsafe fn object(&mut self, value: sys::napi_value) -> Result<Value> {
         let env = self.env;
         let mut keys = ptr::null_mut();
+        // SAFETY: within the N-API call that made `self.env` and `value`, on the JS thread (the
+        // Reader's contract); `keys` is a local.
         self.ok(unsafe {
             sys::napi_get_all_property_names(
                 env,
@@ -275,14 +328,24 @@ impl Reader {
             )
         })?;
         let mut len = 0;
+        // SAFETY: within the N-API call that made `self.env` and `value`, on the JS thread (the
+        // Reader's contract); `keys` is the array N-API just made, `len` a local.
         self.ok(unsafe { sys::napi_get_array_length(env, keys, &mut len) })?;
         let mut out = Map::new();
         for i in 0..len {
             let (mut key, mut property) = (ptr::null_mut(), ptr::null_mut());
+            // SAFETY: within the N-API call that made `self.env` and `value`, on the JS thread (the
+            // Reader's contract); `key` is a local.
             self.ok(unsafe { sys::napi_get_element(env, keys, i, &mut key) })?;
+            // SAFETY: within the N-API call that made `self.env` and `value`, on the JS thread (the
+            // Reader's contract); `key` is a string (numbers_to_strings) of this call's scope.
             let name = unsafe { self.string(key)? };
             self.path.push(name);
+            // SAFETY: within the N-API call that made `self.env` and `value`, on the JS thread (the
+            // Reader's contract); `key` is one of the value's own keys, `property` a local.
             self.ok(unsafe { sys::napi_get_property(env, value, key, &mut property) })?;
+            // SAFETY: within the N-API call that made `self.env` and `value`, on the JS thread (the
+            // Reader's contract); `property` is a handle of this call's scope.
             let read = unsafe { self.read(property)? };
             let name = self.path.pop().expect("pushed above");
             match read {
@@ -335,6 +398,8 @@ impl TypeName for Json {
 
 impl FromNapiValue for Json {
     unsafe fn from_napi_value(env: sys::napi_env, value: sys::napi_value) -> Result<Self> {
+        // SAFETY: napi calls `from_napi_value` on the JS thread with the env and value of the
+        // current call, handed on unchanged.
         let HostJson { json, bytes } = unsafe { HostJson::from_napi_value(env, value)? };
         match bytes.first() {
             None => Ok(Json(json)),
@@ -348,6 +413,7 @@ impl FromNapiValue for Json {
 
 impl ToNapiValue for Json {
     unsafe fn to_napi_value(env: sys::napi_env, value: Self) -> Result<sys::napi_value> {
+        // SAFETY: napi calls `to_napi_value` on the JS thread with a live env, handed on unchanged.
         unsafe { to_js(env, &value.0) }
     }
 }
@@ -360,8 +426,10 @@ enum Open<'a> {
 
 /// `value` as a JavaScript value. Each array or object is made empty, attached to its parent,
 /// and filled as the walk reaches it, so nothing waits for its children on the native stack.
+/// Safety: on the JS thread, with the env of the current N-API call.
 unsafe fn to_js(env: sys::napi_env, value: &Value) -> Result<sys::napi_value> {
     let mut open: Vec<Open<'_>> = Vec::new();
+    // SAFETY: `env` is live on this (the JS) thread, as `to_js` requires of its caller.
     let root = unsafe { start(env, value, &mut open)? };
     while let Some(top) = open.last_mut() {
         match top {
@@ -371,7 +439,10 @@ unsafe fn to_js(env: sys::napi_env, value: &Value) -> Result<sys::napi_value> {
                     open.pop();
                     continue;
                 };
+                // SAFETY: as above; `open` holds the arrays and objects made in this call.
                 let child = unsafe { start(env, item, &mut open)? };
+                // SAFETY: `parent` is an array made by `start` in this call, `child` a value made
+                // in it, and `index` is below its length.
                 check(unsafe { sys::napi_set_element(env, parent, index as u32, child) })?;
             }
             Open::Object { js, entries } => {
@@ -380,8 +451,12 @@ unsafe fn to_js(env: sys::napi_env, value: &Value) -> Result<sys::napi_value> {
                     open.pop();
                     continue;
                 };
+                // SAFETY: `env` is live on this (the JS) thread, as `to_js` requires.
                 let name = unsafe { <&str as ToNapiValue>::to_napi_value(env, key.as_str())? };
+                // SAFETY: as above; `open` holds the arrays and objects made in this call.
                 let child = unsafe { start(env, item, &mut open)? };
+                // SAFETY: `parent` is an object made by `start` in this call; `name` and `child`
+                // are values made in it.
                 check(unsafe { sys::napi_set_property(env, parent, name, child) })?;
             }
         }
@@ -390,8 +465,10 @@ unsafe fn to_js(env: sys::napi_env, value: &Value) -> Result<sys::napi_value> {
 }
 
 /// The JavaScript value of `value`: a scalar, or an empty array or object, which is then queued
-/// in `open` to be filled.
+/// in `open` to be filled. Safety: on the JS thread, with the env of the current N-API call.
 unsafe fn start<'a>(env: sys::napi_env, value: &'a Value, open: &mut Vec<Open<'a>>) -> Result<sys::napi_value> {
+    // SAFETY: `env` is live on this (the JS) thread, as `start` requires of its caller; the
+    // out-parameters are locals.
     unsafe {
         Ok(match value {
             Value::Null => Null::to_napi_value(env, Null)?,

@@ -38,6 +38,8 @@ struct Handle {
 // SAFETY: a threadsafe function may be called from any thread (that is its purpose); the
 // deferred inside a `Job` is only used on the JS thread, in `call_js`.
 unsafe impl Send for Handle {}
+// SAFETY: as for `Handle`: the deferred and the settle closure (itself `Send`) are only used on the
+// JS thread, in `call_js`.
 unsafe impl Send for Job {}
 
 struct Settler {
@@ -75,6 +77,8 @@ pub fn deferred<'env, V: ToNapiValue + 'static>(env: &'env Env) -> Result<(Promi
     let raw_env = env.raw();
     let mut deferred = ptr::null_mut();
     let mut promise = ptr::null_mut();
+    // SAFETY: `raw_env` is the env of the current call, on the JS thread; both out-parameters are
+    // locals.
     check_status!(unsafe { sys::napi_create_promise(raw_env, &mut deferred, &mut promise) })?;
     let handle = acquire(raw_env)?;
     let resolver = Resolver { handle, deferred: Some(SendDeferred(deferred)), value: std::marker::PhantomData };
@@ -99,6 +103,8 @@ impl<V: ToNapiValue + 'static> Resolver<V> {
             Box::new(move |raw_env| {
                 let env = Env::from_raw(raw_env);
                 let value = settle(&env)?;
+                // SAFETY: `settle` runs in `call_js`, on the JS thread with the live env N-API
+                // passed it.
                 unsafe { V::to_napi_value(raw_env, value) }
             }),
         );
@@ -109,6 +115,9 @@ impl<V> Resolver<V> {
     fn send(&self, deferred: SendDeferred, settle: Settle) {
         let job = Box::into_raw(Box::new(Job { deferred: deferred.into_inner(), settle }));
         let status = if self.handle.alive.load(Ordering::SeqCst) {
+            // SAFETY: `tsfn` is alive while `alive` is true (it is cleared by the env's cleanup
+            // hook first); calling a threadsafe function is allowed from any thread, and `job` is
+            // handed over to `call_js`, which frees it.
             unsafe {
                 sys::napi_call_threadsafe_function(
                     self.handle.tsfn,
@@ -121,6 +130,8 @@ impl<V> Resolver<V> {
         };
         if status != sys::Status::napi_ok {
             // The environment is going away: nobody is left to settle for.
+            // SAFETY: the call failed, so N-API never took `job`; it is still the box made above
+            // and freed once, here.
             drop(unsafe { Box::from_raw(job) });
         }
     }
@@ -153,6 +164,7 @@ fn acquire(env: sys::napi_env) -> Result<Handle> {
         }
         let s = settler.as_mut().expect("created above");
         if s.pending == 0 {
+            // SAFETY: `env` is the env of the current call, on the JS thread that owns `tsfn`.
             check_status!(unsafe { sys::napi_ref_threadsafe_function(env, s.handle.tsfn) })?;
         }
         s.pending += 1;
@@ -163,10 +175,14 @@ fn acquire(env: sys::napi_env) -> Result<Handle> {
 fn create(env: sys::napi_env) -> Result<Handle> {
     let mut name = ptr::null_mut();
     let label = "cursor-acp-native promise";
+    // SAFETY: `env` is the env of the current call, on the JS thread; `label` is valid UTF-8 of the
+    // given length, `name` a local.
     check_status!(unsafe {
         sys::napi_create_string_utf8(env, label.as_ptr().cast(), label.len() as isize, &mut name)
     })?;
     let mut tsfn = ptr::null_mut();
+    // SAFETY: `env` is the env of the current call, on the JS thread; `name` is the string made
+    // above, `call_js` matches N-API's call-js signature and `tsfn` is a local.
     check_status!(unsafe {
         sys::napi_create_threadsafe_function(
             env,
@@ -183,9 +199,13 @@ fn create(env: sys::napi_env) -> Result<Handle> {
         )
     })?;
     // Unreferenced while no promise is pending: an idle client never keeps Node alive.
+    // SAFETY: `env` is the env of the current call, on the JS thread that owns `tsfn`, made just
+    // above.
     check_status!(unsafe { sys::napi_unref_threadsafe_function(env, tsfn) })?;
     let alive = Arc::new(AtomicBool::new(true));
     let hook_data = Box::into_raw(Box::new(alive.clone()));
+    // SAFETY: `env` is the env of the current call, on the JS thread; `hook_data` is a box that
+    // `on_env_cleanup` takes back exactly once.
     check_status!(unsafe { sys::napi_add_env_cleanup_hook(env, Some(on_env_cleanup), hook_data.cast()) })?;
     Ok(Handle { tsfn, alive })
 }
@@ -193,6 +213,8 @@ fn create(env: sys::napi_env) -> Result<Handle> {
 /// The environment is being torn down: later outcomes are dropped, and a new environment on
 /// this thread (none in Node, but cheap to allow) starts afresh.
 unsafe extern "C" fn on_env_cleanup(data: *mut c_void) {
+    // SAFETY: `data` is the `Box<Arc<AtomicBool>>` that `create` registered with this hook, which
+    // N-API calls once.
     let alive = unsafe { Box::from_raw(data.cast::<Arc<AtomicBool>>()) };
     alive.store(false, Ordering::SeqCst);
     let _ = SETTLER.try_with(|cell| cell.borrow_mut().take());
@@ -206,14 +228,19 @@ unsafe extern "C" fn call_js(
     _context: *mut c_void,
     data: *mut c_void,
 ) {
+    // SAFETY: `data` is the `Job` that `Resolver::send` boxed and N-API queued; N-API calls
+    // `call_js` once per queued call, so the box is taken back once.
     let job = unsafe { Box::from_raw(data.cast::<Job>()) };
     if env.is_null() {
         return;
     }
     match (job.settle)(env) {
+        // SAFETY: on the JS thread with the live env N-API passed; `job.deferred` was made in this
+        // env and is settled once, here; `value` was made by `settle` in this call.
         Ok(value) => unsafe {
             sys::napi_resolve_deferred(env, job.deferred, value);
         },
+        // SAFETY: as above, rejecting with an error value made in this env.
         Err(err) => unsafe {
             let reason = JsError::from(err).into_value(env);
             sys::napi_reject_deferred(env, job.deferred, reason);
@@ -223,6 +250,7 @@ unsafe extern "C" fn call_js(
         if let Some(s) = cell.borrow_mut().as_mut() {
             s.pending -= 1;
             if s.pending == 0 {
+                // SAFETY: on the JS thread with the live env N-API passed, which owns `tsfn`.
                 unsafe { sys::napi_unref_threadsafe_function(env, s.handle.tsfn) };
             }
         }

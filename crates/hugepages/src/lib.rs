@@ -26,19 +26,26 @@ pub struct HugePageAllocator<A = System>(pub A);
 // backs pages the block already owns, never their contents.
 unsafe impl<A: GlobalAlloc> GlobalAlloc for HugePageAllocator<A> {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        advised(self.0.alloc(layout), layout.size())
+        // SAFETY: the caller's contract for `alloc` (a layout of non-zero size) is `A`'s, passed on
+        // unchanged.
+        advised(unsafe { self.0.alloc(layout) }, layout.size())
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        advised(self.0.alloc_zeroed(layout), layout.size())
+        // SAFETY: as for `alloc`: the caller's layout goes to `A` unchanged.
+        advised(unsafe { self.0.alloc_zeroed(layout) }, layout.size())
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        self.0.dealloc(ptr, layout)
+        // SAFETY: `ptr` came from this allocator, that is from `A` (every block is `A`'s), with
+        // `layout`, as the caller guarantees.
+        unsafe { self.0.dealloc(ptr, layout) }
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        advised(self.0.realloc(ptr, layout, new_size), new_size)
+        // SAFETY: `ptr` is `A`'s block of `layout` (see `dealloc`), and `new_size` meets `realloc`'s
+        // contract as the caller guarantees.
+        advised(unsafe { self.0.realloc(ptr, layout, new_size) }, new_size)
     }
 }
 
@@ -183,6 +190,8 @@ mod tests {
         }
         let a = HugePageAllocator(System);
         let advised = |flags: String| flags.split(' ').any(|f| f == "hg");
+        // SAFETY: each block is used within the layout it was allocated with (or grown to), and
+        // freed once, with that layout.
         unsafe {
             let small = Layout::from_size_align(64 << 10, 8).unwrap();
             let p = a.alloc(small);
@@ -226,6 +235,7 @@ mod tests {
         let mut untouched: Vec<u8> = Vec::with_capacity(len);
         let (before, pages) = resident_pages(untouched.as_ptr(), len);
         assert!(before < pages / 2, "a fresh block starts mostly unfaulted ({before} of {pages})");
+        // SAFETY: `untouched` owns the `len` bytes until the end of the test.
         let ran = unsafe { populate_during(untouched.as_mut_ptr(), len, || 42) };
         assert_eq!(ran, 42, "work's result comes back");
         let (after, _) = resident_pages(untouched.as_ptr(), len);
@@ -238,6 +248,8 @@ mod tests {
         // Work that writes the block while it is being populated keeps every byte it wrote.
         let mut written: Vec<u8> = Vec::with_capacity(len);
         let dest = written.as_mut_ptr();
+        // SAFETY: `written` owns the `len` bytes until the end of the test, and the work writes
+        // every one of them before `set_len` says so.
         unsafe {
             populate_during(dest, len, || {
                 for page in 0..len / 4096 {
@@ -256,6 +268,7 @@ mod tests {
         let len = POPULATE_MIN - populate::page_size();
         let mut small: Vec<u8> = Vec::with_capacity(len);
         let before = resident_pages(small.as_ptr(), len).0;
+        // SAFETY: `small` owns the `len` bytes until the end of the test.
         unsafe { populate_during(small.as_mut_ptr(), len, || ()) };
         assert_eq!(resident_pages(small.as_ptr(), len).0, before, "nothing below POPULATE_MIN is populated");
     }

@@ -34,12 +34,14 @@ unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         LIVE.fetch_add(layout.size(), Ordering::SeqCst);
         count_here(layout.size() as isize);
-        System.alloc(layout)
+        // SAFETY: the caller's layout goes to System unchanged.
+        unsafe { System.alloc(layout) }
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         LIVE.fetch_sub(layout.size(), Ordering::SeqCst);
         count_here(-(layout.size() as isize));
-        System.dealloc(ptr, layout)
+        // SAFETY: every block is System's (see `alloc`), freed with the layout the caller gives.
+        unsafe { System.dealloc(ptr, layout) }
     }
 }
 
