@@ -8,6 +8,10 @@ use napi::bindgen_prelude::*;
 use napi::{Env, Status};
 
 /// Builds the JS error object on the JS thread and wraps it so napi throws it as is.
+#[allow(
+    clippy::let_underscore_must_use,
+    reason = "setting a property of a fresh Error fails only when the engine does; the error is thrown with the properties it got"
+)]
 pub fn coded(env: &Env, err: &CoreError) -> napi::Error {
     match env.create_error(napi::Error::new(Status::GenericFailure, err.to_string())) {
         Ok(mut obj) => {

@@ -94,12 +94,14 @@ impl ExecContext {
     /// Streams standard output of a shell exec to the server (`shellStream`: as `stdout`
     /// events; the first chunk also counts as `started()`).
     #[napi]
+    #[allow(clippy::let_underscore_must_use, reason = "the exec may be over; nobody listens any more")]
     pub fn stdout(&self, data: String) {
         let _ = self.events.send(ExecEvent::Stdout(data));
     }
 
     /// Streams standard error of a shell exec to the server.
     #[napi]
+    #[allow(clippy::let_underscore_must_use, reason = "the exec may be over; nobody listens any more")]
     pub fn stderr(&self, data: String) {
         let _ = self.events.send(ExecEvent::Stderr(data));
     }
@@ -111,6 +113,7 @@ impl ExecContext {
     /// `permission_denied` or nothing, and never with `start` and `exit`. The built-in tools
     /// (`LocalTools.run(request, ctx)`) call it themselves.
     #[napi]
+    #[allow(clippy::let_underscore_must_use, reason = "the exec may be over; nobody listens any more")]
     pub fn started(&self) {
         let _ = self.events.send(ExecEvent::Started);
     }
@@ -118,6 +121,7 @@ impl ExecContext {
     /// Adds a hook's additional context to this exec's answer. Sent only when the request
     /// says `acceptHookAdditionalContexts` (the server takes them); otherwise dropped.
     #[napi]
+    #[allow(clippy::let_underscore_must_use, reason = "the exec may be over; nobody listens any more")]
     pub fn hook_context(&self, hook_event_name: String, content: String) {
         let _ = self.events.send(ExecEvent::HookContext { hook_event_name, content });
     }

@@ -31,7 +31,7 @@ fn wire_signal(env: &Env, options: Option<Object>, token: &CancellationToken) ->
         token.cancel();
         Ok(())
     })?;
-    #[allow(clippy::type_complexity)]
+    #[allow(clippy::type_complexity, reason = "napi's typed signature of addEventListener, used once")]
     let add: Function<'_, FnArgs<(&str, Function<'_, (), ()>, Object)>, Unknown> =
         signal.get_named_property("addEventListener")?;
     let mut once = Object::new(env)?;

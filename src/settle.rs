@@ -217,6 +217,7 @@ unsafe extern "C" fn on_env_cleanup(data: *mut c_void) {
     // N-API calls once.
     let alive = unsafe { Box::from_raw(data.cast::<Arc<AtomicBool>>()) };
     alive.store(false, Ordering::SeqCst);
+    #[allow(clippy::let_underscore_must_use, reason = "a thread being torn down may have dropped its settler already")]
     let _ = SETTLER.try_with(|cell| cell.borrow_mut().take());
 }
 

@@ -25,6 +25,7 @@ type Error = Box<dyn std::error::Error + Send + Sync>;
 
 const APPEND_CONNECTIONS: usize = cursor_acp_core::transport::DEFAULT_MAX_APPEND_CONNECTIONS;
 
+#[allow(clippy::print_stdout, reason = "the server tells its parent its port on stdout")]
 async fn server() -> Result<(), Error> {
     let server = FloorServer::start().await?;
     println!("{}", server.url().rsplit(':').next().unwrap_or_default());
@@ -96,6 +97,7 @@ async fn turn_with_legacy(client: Legacy, appends: Arc<Semaphore>, port: u16, id
     stream.await?
 }
 
+#[allow(clippy::print_stdout, reason = "an example reports its measurements on stdout")]
 async fn run(mode: &str, port: u16, n: usize) -> Result<(), Error> {
     if mode == "reqwest" {
         // The bench's own floor, from the library: the client a RunSSE transport with default settings uses.
@@ -140,6 +142,7 @@ async fn run(mode: &str, port: u16, n: usize) -> Result<(), Error> {
 }
 
 fn main() -> Result<(), Error> {
+    #[allow(clippy::let_underscore_must_use, reason = "a provider installed already is as good")]
     let _ = rustls::crypto::ring::default_provider().install_default();
     let args: Vec<String> = std::env::args().skip(1).collect();
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;

@@ -26,6 +26,7 @@ impl Host for ReadHost {
     }
 }
 
+#[allow(clippy::print_stdout, reason = "an example reports its measurements on stdout")]
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let first_only = args.iter().any(|a| a == "--first-only");

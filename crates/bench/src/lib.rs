@@ -149,6 +149,10 @@ async fn accept_floor(listener: TcpListener, meetings: Meetings, shutdown: Cance
                 }
             },
         };
+        #[allow(
+            clippy::let_underscore_must_use,
+            reason = "Nagle only delays small frames; a socket that refuses the option still works"
+        )]
         let _ = socket.set_nodelay(true);
         let (meetings, shutdown) = (meetings.clone(), shutdown.clone());
         tokio::spawn(async move {
@@ -168,6 +172,10 @@ async fn serve_floor(meetings: Meetings, req: Request<Incoming>) -> Result<Respo
     let from_core = req.headers().get("x-request-id").and_then(|v| v.to_str().ok()).map(str::to_string);
     let is_stream = req.uri().path().ends_with("RunSSE") || req.uri().path() == "/stream";
     let id = from_core.clone().unwrap_or_else(|| req.uri().query().unwrap_or_default().to_string());
+    #[allow(
+        clippy::let_underscore_must_use,
+        reason = "the body is read only to be drained; a client that went away is not the measurement's concern"
+    )]
     let _ = req.into_body().collect().await;
     if !is_stream {
         let waiting = {
@@ -181,6 +189,10 @@ async fn serve_floor(meetings: Meetings, req: Request<Incoming>) -> Result<Respo
             }
         };
         if let Some(stream) = waiting {
+            #[allow(
+                clippy::let_underscore_must_use,
+                reason = "the stream's waiter may have gone; nothing is left to wake then"
+            )]
             let _ = stream.send(());
         }
         return Ok(Response::new(Either::Left(Full::new(Bytes::new()))));
@@ -197,6 +209,7 @@ async fn serve_floor(meetings: Meetings, req: Request<Incoming>) -> Result<Respo
         }
     };
     if let Some(append) = wait {
+        #[allow(clippy::let_underscore_must_use, reason = "woken or abandoned, the append is answered the same")]
         let _ = append.await;
     }
     let body = match from_core {

@@ -79,15 +79,18 @@ impl ExecContext {
     }
 
     pub fn stdout(&self, text: String) {
+        #[allow(clippy::let_underscore_must_use, reason = "the exec ended and nobody listens for output any more")]
         let _ = self.events.send(ExecEvent::Stdout(text));
     }
 
     pub fn stderr(&self, text: String) {
+        #[allow(clippy::let_underscore_must_use, reason = "the exec ended and nobody listens for output any more")]
         let _ = self.events.send(ExecEvent::Stderr(text));
     }
 
     /// The process has started (see [`ExecEvent::Started`]).
     pub fn started(&self) {
+        #[allow(clippy::let_underscore_must_use, reason = "the exec ended and nobody waits for its start any more")]
         let _ = self.events.send(ExecEvent::Started);
     }
 }
@@ -417,6 +420,10 @@ impl DirBlobStore {
         std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
         builder.create(&dir).map_err(failed)?;
         // A folder of another owner cannot be narrowed; the blobs in it are 0600 all the same.
+        #[allow(
+            clippy::let_underscore_must_use,
+            reason = "a folder of another owner cannot be narrowed; the blobs in it are 0600 all the same"
+        )]
         let _ = private(&dir, 0o700);
         let store = DirBlobStore { dir };
         store.sweep();
@@ -434,9 +441,17 @@ impl DirBlobStore {
                 let pid =
                     writer.rsplit_once('.').and_then(|(_, w)| w.split_once('-')).and_then(|(p, _)| p.parse().ok());
                 if pid.is_none_or(|pid| !process_alive(pid)) {
+                    #[allow(
+                        clippy::let_underscore_must_use,
+                        reason = "tidying a stale temporary; one that cannot be removed is tried again at the next open"
+                    )]
                     let _ = std::fs::remove_file(entry.path());
                 }
             } else if blob_id_of(name).is_some() {
+                #[allow(
+                    clippy::let_underscore_must_use,
+                    reason = "best effort on blobs of older versions; each new blob is written 0600"
+                )]
                 let _ = private(&entry.path(), 0o600);
             }
         }
@@ -528,6 +543,10 @@ impl BlobStore for DirBlobStore {
                 Err(e) => Err(e),
             };
             let Err(e) = renamed else { return Ok(()) };
+            #[allow(
+                clippy::let_underscore_must_use,
+                reason = "the write's own error is the one reported; a leftover temporary is tidied at the next open"
+            )]
             let _ = tokio::fs::remove_file(&tmp).await;
             // A missing folder is its owner's doing (a deleted session): said as such, and left
             // missing.

@@ -25,6 +25,10 @@ async fn backend(options: AuthOptions) -> EmbeddedBackend {
 
 /// A fresh access token from the backend at `url`, by API key.
 async fn exchange(url: &str) -> String {
+    #[allow(
+        clippy::let_underscore_must_use,
+        reason = "another test of this binary may have installed the provider first"
+    )]
     let _ = rustls::crypto::ring::default_provider().install_default();
     let response = reqwest::Client::new()
         .post(format!("{url}/auth/exchange_user_api_key"))

@@ -343,6 +343,10 @@ proptest! {
                 match dec.next_frame() {
                     Ok(Some(Frame::Message(p))) => {
                         prop_assert!(p.len() <= limits.max_decompressed);
+                        #[allow(
+                            clippy::let_underscore_must_use,
+                            reason = "the property is that decoding never panics, whatever it returns"
+                        )]
                         let _ = pb::AgentServerMessage::decode(p);
                     }
                     Ok(Some(Frame::End(_))) => {}
@@ -352,6 +356,10 @@ proptest! {
             }
             prop_assert!(dec.buffered() <= limits.max_frame + HEADER_LEN + 200);
         }
+        #[allow(
+            clippy::let_underscore_must_use,
+            reason = "the property is that finishing never panics, whatever it returns"
+        )]
         let _ = dec.finish();
     }
 }

@@ -267,6 +267,10 @@ async fn the_backend_answers_as_prost_reads_the_body() {
     let scenario = serde_json::json!({ "steps": [{ "type": "turnEnded" }] });
     let b = EmbeddedBackend::start(Scenario::from_json(&scenario).unwrap()).await.unwrap();
     let url = format!("{}{BIDI_APPEND_PATH}", b.url());
+    #[allow(
+        clippy::let_underscore_must_use,
+        reason = "another test of this binary may have installed the provider first"
+    )]
     let _ = rustls::crypto::ring::default_provider().install_default();
     let http = reqwest::Client::new();
     let heartbeat = pb::AgentClientMessage {

@@ -25,6 +25,10 @@ fn fake_proxy() -> (String, Arc<Mutex<Vec<String>>>) {
                 let n = stream.read(&mut buf).unwrap_or(0);
                 let head = String::from_utf8_lossy(&buf[..n]).to_string();
                 log.lock().unwrap().push(head.lines().next().unwrap_or_default().to_string());
+                #[allow(
+                    clippy::let_underscore_must_use,
+                    reason = "the client may hang up first; the test asserts on the request line logged above"
+                )]
                 let _ = stream
                     .write_all(b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
                 std::thread::sleep(Duration::from_millis(200));
@@ -59,6 +63,10 @@ async fn proxy_environment_is_honoured() {
     let open_one = |t: &Transport| {
         let AgentStream { sender, mut receiver } = t.open("via-proxy", None);
         async move {
+            #[allow(
+                clippy::let_underscore_must_use,
+                reason = "the turn may have failed already; the test asserts on the receiver"
+            )]
             let _ = sender.send(&heartbeat()).await;
             tokio::time::timeout(Duration::from_secs(10), receiver.next()).await.unwrap().unwrap_err()
         }
@@ -94,6 +102,10 @@ async fn proxy_environment_is_honoured() {
     let t = Transport::new(TransportConfig { base_url: "http://direct.invalid:8080".into(), ..Default::default() })
         .unwrap();
     let AgentStream { sender, mut receiver } = t.open("direct", None);
+    #[allow(
+        clippy::let_underscore_must_use,
+        reason = "the turn may have failed already; the test asserts on the receiver"
+    )]
     let _ = sender.send(&heartbeat()).await;
     let err = tokio::time::timeout(Duration::from_secs(10), receiver.next()).await.unwrap().unwrap_err();
     assert_eq!(err.code(), "E_NETWORK", "{err}");

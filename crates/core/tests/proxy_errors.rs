@@ -23,7 +23,15 @@ fn answering_proxy(reply: &'static [u8]) -> u16 {
             std::thread::spawn(move || {
                 stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
                 let mut buf = [0u8; 4096];
+                #[allow(
+                    clippy::let_underscore_must_use,
+                    reason = "the client may hang up first; the test asserts on the client's error"
+                )]
                 let _ = stream.read(&mut buf);
+                #[allow(
+                    clippy::let_underscore_must_use,
+                    reason = "the client may hang up first; the test asserts on the client's error"
+                )]
                 let _ = stream.write_all(reply);
                 std::thread::sleep(Duration::from_millis(200));
             });

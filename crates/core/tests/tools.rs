@@ -509,6 +509,10 @@ async fn dropping_a_running_shell_kills_it() {
     let run = tokio::spawn(async move { tools.run_kind(ExecKind::Shell, &json!({ "command": command }), &ctx).await });
     let pid: i64 = wait_for_file(&pidfile).await.trim().parse().unwrap();
     run.abort();
+    #[allow(
+        clippy::let_underscore_must_use,
+        reason = "the aborted task's JoinError is expected; the test checks the process is gone"
+    )]
     let _ = run.await;
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert!(!alive(pid), "a dropped exec left its process running");
@@ -795,6 +799,7 @@ async fn a_shell_starting_while_the_tools_close_neither_outlives_them_nor_makes_
             std::hint::spin_loop();
         }
         f.tools.close();
+        #[allow(clippy::let_underscore_must_use, reason = "best-effort clean-up of a temporary folder")]
         let _ = std::fs::remove_dir_all(&named);
         let result = spawn.await.unwrap().unwrap().unwrap();
         if let Some(pid) = result["success"]["pid"].as_i64() {

@@ -42,6 +42,7 @@ impl Flipper {
             while !flag.load(Ordering::Relaxed) {
                 let target = if out { &outside } else { &inside };
                 out = !out;
+                #[allow(clippy::let_underscore_must_use, reason = "best-effort clean-up of the staged file")]
                 let _ = std::fs::remove_file(&staged);
                 std::os::unix::fs::symlink(target, &staged).unwrap();
                 std::fs::rename(&staged, &link).unwrap();
@@ -60,6 +61,7 @@ impl Drop for Flipper {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
         if let Some(t) = self.thread.take() {
+            #[allow(clippy::let_underscore_must_use, reason = "a panicked flipper is reported by its flips below")]
             let _ = t.join();
             let flips = self.flips();
             if !std::thread::panicking() {

@@ -739,6 +739,10 @@ fn append_body(data: String, request_id: &str, seqno: i64) -> Vec<u8> {
 async fn embedded_backend_delivers_appends_in_seqno_order_and_refuses_repeats() {
     let b = backend(json!({ "steps": [{ "type": "turnEnded" }] })).await;
     let url = format!("{}{BIDI_APPEND_PATH}", b.url());
+    #[allow(
+        clippy::let_underscore_must_use,
+        reason = "another test of this binary may have installed the provider first"
+    )]
     let _ = rustls::crypto::ring::default_provider().install_default();
     let http = reqwest::Client::new();
     let post = |msg: pb::AgentClientMessage, seqno: i64| {
@@ -766,6 +770,10 @@ async fn embedded_backend_delivers_appends_in_seqno_order_and_refuses_repeats() 
 async fn embedded_backend_refuses_bad_appends_with_clear_errors() {
     let b = backend(json!({ "steps": [{ "type": "turnEnded" }] })).await;
     let url = format!("{}{BIDI_APPEND_PATH}", b.url());
+    #[allow(
+        clippy::let_underscore_must_use,
+        reason = "another test of this binary may have installed the provider first"
+    )]
     let _ = rustls::crypto::ring::default_provider().install_default();
     let http = reqwest::Client::new();
     let post = |body: reqwest::Body| {
@@ -969,6 +977,10 @@ async fn auto_transport_moves_to_http1_for_good_when_the_server_speaks_only_that
     let b = backend(json!({ "http1Only": true, "steps": hello()["steps"] })).await;
     let t = transport(&b, TransportKind::Auto, |_| {});
     let AgentStream { sender, mut receiver } = t.open(&uuid_like(), None);
+    #[allow(
+        clippy::let_underscore_must_use,
+        reason = "the send may fail as the stream does; the test asserts on the receiver's error"
+    )]
     let _ = sender.send(&run_request("go")).await;
     let err = tokio::time::timeout(BOUND, receiver.next()).await.expect("settles").expect_err("h2 is refused");
     assert!(matches!(err, CoreError::NoHttp2(_)), "{err:?}");
@@ -994,6 +1006,10 @@ async fn auto_transport_moves_to_http1_for_good_when_the_server_speaks_only_that
 /// The error a stream of `t` ends with: opened, sent a run request, read until it fails.
 async fn stream_error(t: &Transport) -> CoreError {
     let AgentStream { sender, mut receiver } = t.open(&uuid_like(), None);
+    #[allow(
+        clippy::let_underscore_must_use,
+        reason = "the send may fail as the stream does; the test asserts on the receiver's error"
+    )]
     let _ = sender.send(&run_request("go")).await;
     tokio::time::timeout(BOUND, receiver.next()).await.expect("settles").expect_err("the stream fails")
 }
@@ -1007,7 +1023,15 @@ async fn raw_server(reply: &'static [u8]) -> String {
         while let Ok((mut socket, _)) = listener.accept().await {
             tokio::spawn(async move {
                 let mut buf = [0u8; 4096];
+                #[allow(
+                    clippy::let_underscore_must_use,
+                    reason = "the client may hang up first; the test asserts on the client's error"
+                )]
                 let _ = socket.read(&mut buf).await;
+                #[allow(
+                    clippy::let_underscore_must_use,
+                    reason = "the client may hang up first; the test asserts on the client's error"
+                )]
                 let _ = socket.write_all(reply).await;
             });
         }
@@ -1066,6 +1090,10 @@ async fn not_found_server() -> (String, std::sync::Arc<std::sync::Mutex<Vec<Stri
                     }
                 });
                 let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+                #[allow(
+                    clippy::let_underscore_must_use,
+                    reason = "a connection the client drops ends with an error the test does not check"
+                )]
                 let _ = builder.serve_connection(TokioIo::new(socket), service).await;
             });
         }

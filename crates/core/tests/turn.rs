@@ -994,6 +994,10 @@ async fn on_end_hooks_run_once_after_the_result_even_for_an_abandoned_turn() {
     let (hook_tx, hook_calls) = (tx.clone(), calls.clone());
     turn.on_end(Box::new(move || {
         hook_calls.fetch_add(1, Ordering::SeqCst);
+        #[allow(
+            clippy::let_underscore_must_use,
+            reason = "the test may have stopped listening; the count is asserted instead"
+        )]
         let _ = hook_tx.send(());
     }));
     assert!(tokio::time::timeout(Duration::from_millis(100), rx.recv()).await.is_err(), "ran mid-turn");
@@ -1014,6 +1018,7 @@ async fn on_end_hooks_run_once_after_the_result_even_for_an_abandoned_turn() {
     let turn = session.prompt(text("next")).unwrap();
     let abandoned = tx.clone();
     turn.on_end(Box::new(move || {
+        #[allow(clippy::let_underscore_must_use, reason = "the hook may run after the test stopped listening")]
         let _ = abandoned.send(());
     }));
     let _first = turn.next().await;
@@ -1033,6 +1038,10 @@ async fn result_with_settles_at_the_end_without_a_reader_holding_the_turn() {
     let turn = session.prompt(text("go")).unwrap();
     let (tx, rx) = tokio::sync::oneshot::channel();
     turn.result_with(Box::new(move |outcome| {
+        #[allow(
+            clippy::let_underscore_must_use,
+            reason = "the test waits on the receiver with a timeout; a late send has nobody to reach"
+        )]
         let _ = tx.send(outcome);
     }));
     let outcome = tokio::time::timeout(Duration::from_secs(10), rx).await.expect("settles").unwrap();
@@ -1041,6 +1050,10 @@ async fn result_with_settles_at_the_end_without_a_reader_holding_the_turn() {
     // Asked again after the end: answered at once.
     let (tx, mut rx) = tokio::sync::oneshot::channel();
     turn.result_with(Box::new(move |outcome| {
+        #[allow(
+            clippy::let_underscore_must_use,
+            reason = "the test waits on the receiver with a timeout; a late send has nobody to reach"
+        )]
         let _ = tx.send(outcome);
     }));
     assert_eq!(rx.try_recv().expect("at once").unwrap().stop_reason, acp::StopReason::EndTurn);

@@ -95,6 +95,10 @@ impl TurnContext {
     }
 
     async fn end(&self, error: Option<&ConnectError>) -> String {
+        #[allow(
+            clippy::let_underscore_must_use,
+            reason = "the client may be gone; the run's outcome is returned either way"
+        )]
         let _ = self.write(connect::encode_end_stream(error)).await;
         match error {
             Some(e) => format!("error: {e}"),
@@ -161,6 +165,10 @@ impl TurnContext {
                 }
             }
         }
+        #[allow(
+            clippy::let_underscore_must_use,
+            reason = "a client that never settles its inbox is ended all the same"
+        )]
         let _ = tokio::time::timeout(CANCEL_SETTLE, self.inbox.settled()).await;
         self.end(Some(&ConnectError::new(Code::Canceled, "the client cancelled the run"))).await;
         "cancelled".into()
@@ -458,6 +466,10 @@ async fn run_step(step: Step, ctx: &mut TurnContext, paused: &AtomicBool) -> Res
             }
         }
         Step::Drop => {
+            #[allow(
+                clippy::let_underscore_must_use,
+                reason = "the connection is being dropped on purpose; a reader already gone changes nothing"
+            )]
             let _ = ctx.out.send(Err(std::io::Error::other("embedded backend: connection dropped"))).await;
             return Ok(Flow::Stop("drop".into()));
         }

@@ -207,6 +207,10 @@ async fn accept_loop(listener: TcpListener, state: Arc<State>, shutdown: Cancell
                 }
             },
         };
+        #[allow(
+            clippy::let_underscore_must_use,
+            reason = "Nagle only delays small frames; a socket that refuses the option still works"
+        )]
         let _ = stream.set_nodelay(true);
         state.connections_accepted.fetch_add(1, Ordering::Relaxed);
         let state = state.clone();
@@ -359,6 +363,10 @@ impl State {
             let kind = script::client_kind(&msg).to_string();
             self.with_record(run, |r| r.messages.push(MessageRecord { seqno, kind, compressed, message: json }));
         }
+        #[allow(
+            clippy::let_underscore_must_use,
+            reason = "the run ended and dropped its inbox; nothing waits for this message"
+        )]
         let _ = run.inbox_tx.send(msg);
     }
 

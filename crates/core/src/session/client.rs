@@ -354,6 +354,10 @@ impl Session {
         stream.sender.close();
         let mut receiver = stream.receiver;
         tokio::spawn(async move {
+            #[allow(
+                clippy::let_underscore_must_use,
+                reason = "only drains the closing stream; a timeout or an end are the same here"
+            )]
             let _ = tokio::time::timeout(std::time::Duration::from_secs(2), receiver.next()).await;
         });
         flushed

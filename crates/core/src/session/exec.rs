@@ -254,6 +254,7 @@ impl LiveOutput {
         }
         let text = std::mem::take(&mut self.pending);
         // A turn that is over no longer shows anything: nothing to do then.
+        #[allow(clippy::let_underscore_must_use, reason = "a turn that is over no longer shows anything")]
         let _ = self.to.send(LocalOutput { call_id: self.call_id.clone(), text });
         self.next = Instant::now() + LIVE_OUTPUT_EVERY;
     }
@@ -266,6 +267,7 @@ impl LiveOutput {
 
 /// Answers one exec request: typed result then `stream_close`; throw + close when nothing can
 /// answer it. Heartbeats every 3 s while the host works; abort and cancel stop the wait.
+#[allow(clippy::too_many_arguments, reason = "what the turn loop holds for one exec, each used once")]
 pub(super) async fn run(
     session: &SessionInner,
     sender: &AgentSender,

@@ -92,6 +92,7 @@ pub fn spawn_background(t: &ShellContext<'_>, args: &pb::BackgroundShellSpawnArg
     let stdin = child.stdin.take().map(|s| Arc::new(tokio::sync::Mutex::new(s)));
     // Reap the shell when it exits; the group stays killable through the table entry.
     tokio::spawn(async move {
+        #[allow(clippy::let_underscore_must_use, reason = "only reaps the shell; its exit status is not reported")]
         let _ = child.wait().await;
     });
     let kill = GroupKill::new(pid);

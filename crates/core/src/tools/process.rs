@@ -63,6 +63,7 @@ pub(super) fn signal_group(pid: u32, signal: Signal) {
 #[cfg(not(unix))]
 pub(super) fn signal_group(pid: u32, _signal: Signal) {
     // No process groups: end the tree with taskkill, best effort.
+    #[allow(clippy::let_underscore_must_use, reason = "best effort: a tree already gone is what was wanted")]
     let _ = std::process::Command::new("taskkill").args(["/PID", &pid.to_string(), "/T", "/F"]).output();
 }
 
@@ -76,6 +77,10 @@ pub(super) async fn read_some(pipe: &mut (impl AsyncRead + Unpin), buf: &mut [u8
 /// SIGTERM to the group, SIGKILL if it is still there after the grace.
 pub(super) async fn terminate(child: &mut Child, pid: Option<u32>) {
     let Some(pid) = pid else {
+        #[allow(
+            clippy::let_underscore_must_use,
+            reason = "the child may have exited already; nothing more can be done about one that cannot be killed"
+        )]
         let _ = child.kill().await;
         return;
     };
@@ -83,7 +88,12 @@ pub(super) async fn terminate(child: &mut Child, pid: Option<u32>) {
     if tokio::time::timeout(KILL_GRACE, child.wait()).await.is_err() {
         signal_group(pid, Signal::Kill);
         // The shell itself too, should the group's kill not reach it (see the cancel above).
+        #[allow(
+            clippy::let_underscore_must_use,
+            reason = "a shell already gone is what was wanted; the wait below reaps it"
+        )]
         let _ = child.start_kill();
+        #[allow(clippy::let_underscore_must_use, reason = "only reaps the killed child; its status is the timeout's")]
         let _ = child.wait().await;
     }
 }

@@ -245,7 +245,15 @@ pub async fn run(t: &ShellContext<'_>, args: &pb::ShellArgs, ctx: &ExecContext) 
                 // And the shell itself, whatever became of its group: on Windows taskkill can
                 // fail or be missing (under wine it left cmd.exe running), and waiting on a
                 // shell that still runs would hold the cancelled exec, and the turn, forever.
+                #[allow(
+                    clippy::let_underscore_must_use,
+                    reason = "a shell already gone is what was wanted; the wait below reaps it either way"
+                )]
                 let _ = child.start_kill();
+                #[allow(
+                    clippy::let_underscore_must_use,
+                    reason = "only reaps the killed child; the run ends as aborted whatever its status"
+                )]
                 let _ = child.wait().await;
                 ending = Some(Ending::Aborted);
                 drain_until = Some(tokio::time::Instant::now() + DRAIN_AFTER_EXIT);

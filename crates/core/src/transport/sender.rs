@@ -19,7 +19,7 @@ pub struct AgentSender {
 }
 
 // One per stream, behind an Arc: the variants' sizes do not matter.
-#[allow(clippy::large_enum_variant)]
+#[allow(clippy::large_enum_variant, reason = "one per stream, behind an Arc")]
 enum SenderInner {
     Sse(SseSender),
     H2(H2Sender),

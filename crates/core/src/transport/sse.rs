@@ -38,7 +38,10 @@ pub(super) struct SseSender {
 }
 
 impl SseSender {
-    #[allow(clippy::too_many_arguments)]
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the parts of one stream, each used once; a struct would only repeat them"
+    )]
     pub(super) fn new(
         client: reqwest::Client,
         url: reqwest::Url,

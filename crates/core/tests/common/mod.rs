@@ -1,6 +1,6 @@
 //! What the tools' test binaries share: a workspace in a temp dir with the tools on it, an exec
 //! context, and checks on processes and files.
-#![allow(dead_code)]
+#![allow(dead_code, reason = "each test binary includes this module and uses a part of it")]
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
