@@ -310,6 +310,11 @@ export declare class EmbeddedBackend {
   get url(): string
   /** What clients sent, one record per stream (request id), in first-contact order. */
   records(): RunRecord[]
+  /**
+   * The streams that began with a `prewarm_request` (they play no turn), in first-contact
+   * order; `records()` leaves them out.
+   */
+  prewarms(): RunRecord[]
   /** Stops the server and cuts open connections. */
   close(): void
 }

@@ -129,9 +129,9 @@ for (const transport of TRANSPORTS) {
       await session.prewarm()
       session.setModel('m-max', list[1].details)
       await drain(session.prompt('again'))
-      const records = await recordsWhen(backend, (rs) => rs.some((r) => r.messages.some((m) => m.kind === 'prewarmRequest')))
-      const messages = records.flatMap((r) => r.messages)
-      const prewarm = messages.find((m) => m.kind === 'prewarmRequest').message.prewarmRequest
+      const prewarms = await recordsWhen(backend, (rs) => rs.some((r) => r.messages.some((m) => m.kind === 'prewarmRequest')), 2000, 'prewarms')
+      const prewarm = prewarms.flatMap((r) => r.messages).find((m) => m.kind === 'prewarmRequest').message.prewarmRequest
+      const messages = backend.records().flatMap((r) => r.messages)
       const runs = messages.filter((m) => m.kind === 'runRequest').map((m) => m.message.runRequest)
       assert.equal(runs.length, 3, 'the dropped attempt, its resume, the turn after setModel')
       for (const run of [...runs.slice(0, -1), prewarm]) {

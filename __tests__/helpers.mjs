@@ -85,13 +85,16 @@ export function merged(updates) {
   return out
 }
 
-/** Polls the backend's records until `predicate` holds (the server records asynchronously). */
-export async function recordsWhen(backend, predicate, ms = 2000) {
+/**
+ * Polls the backend's records until `predicate` holds (the server records asynchronously);
+ * `which: 'prewarms'` polls the prewarm streams' records instead.
+ */
+export async function recordsWhen(backend, predicate, ms = 2000, which = 'records') {
   const deadline = Date.now() + ms
-  let records = backend.records()
+  let records = backend[which]()
   while (!predicate(records) && Date.now() < deadline) {
     await new Promise((r) => setTimeout(r, 20))
-    records = backend.records()
+    records = backend[which]()
   }
   return records
 }

@@ -48,6 +48,13 @@ impl EmbeddedBackend {
         serde_json::to_value(self.inner.records()).map(Json).map_err(|e| Error::from_reason(e.to_string()))
     }
 
+    /// The streams that began with a `prewarm_request` (they play no turn), in first-contact
+    /// order; `records()` leaves them out.
+    #[napi(ts_return_type = "RunRecord[]")]
+    pub fn prewarms(&self) -> Result<Json> {
+        serde_json::to_value(self.inner.prewarms()).map(Json).map_err(|e| Error::from_reason(e.to_string()))
+    }
+
     /// Stops the server and cuts open connections.
     #[napi]
     pub fn close(&self) {

@@ -925,8 +925,11 @@ async fn conversation_actions_and_prewarm_reach_the_server() {
         .iter()
         .any(|m| m.message["conversationAction"]["cancelSubagentAction"]["subagentId"] == "sub-1"));
     assert!(records[1].messages[0].message["runRequest"]["action"]["summarizeAction"].is_object());
+    assert_eq!(records.len(), 2, "a prewarm is not among the turns' records");
+    let prewarms = backend.prewarms();
     let prewarm =
-        records.iter().flat_map(|r| &r.messages).find(|m| m.kind == "prewarmRequest").expect("prewarm recorded");
+        prewarms.iter().flat_map(|r| &r.messages).find(|m| m.kind == "prewarmRequest").expect("prewarm recorded");
+    assert_eq!(prewarms[0].turn_index, None, "a prewarm plays no turn");
     assert_eq!(prewarm.message["prewarmRequest"]["requestedModel"]["modelId"], "embedded-thinking");
 }
 

@@ -118,6 +118,17 @@ impl Inbox {
         }
     }
 
+    /// Waits for the stream's first message and keeps it for the waits after it: whether it is
+    /// a `prewarm_request` (`None`: the client went away first).
+    pub(crate) async fn first_is_prewarm(&mut self) -> Option<bool> {
+        if self.pending.is_empty() {
+            let msg = self.rx.recv().await?;
+            self.arrived(&msg);
+            self.keep(msg);
+        }
+        self.pending.front().map(|m| matches!(m.message, Some(pb::agent_client_message::Message::PrewarmRequest(_))))
+    }
+
     /// A `cancel_action` has arrived and no wait has taken it.
     pub(crate) fn cancel_requested(&self) -> bool {
         self.pending.iter().any(|m| is_cancel(m))

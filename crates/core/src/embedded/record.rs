@@ -23,6 +23,9 @@ pub struct RunRecord {
     pub messages: Vec<MessageRecord>,
     /// How the server side ended: `end`, `error: …`, `drop`, `close`, `client gone`, …
     pub outcome: Option<String>,
+    /// The stream began with a `prewarm_request` (and played no turn).
+    #[serde(skip)]
+    pub prewarm: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -94,7 +94,7 @@ impl TurnContext {
         self.write(message).await
     }
 
-    async fn end(&self, error: Option<&ConnectError>) -> String {
+    pub(crate) async fn end(&self, error: Option<&ConnectError>) -> String {
         #[allow(
             clippy::let_underscore_must_use,
             reason = "the client may be gone; the run's outcome is returned either way"

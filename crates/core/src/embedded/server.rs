@@ -173,9 +173,16 @@ impl EmbeddedBackend {
         self.addr
     }
 
-    /// Everything recorded so far, one entry per request id, in first-contact order.
+    /// Everything recorded so far, one entry per request id, in first-contact order; streams
+    /// that were prewarms are in [`EmbeddedBackend::prewarms`] instead.
     pub fn records(&self) -> Vec<RunRecord> {
-        self.state.records.lock().expect("records lock").clone()
+        self.state.records.lock().expect("records lock").iter().filter(|r| !r.prewarm).cloned().collect()
+    }
+
+    /// The streams whose first message was a `prewarm_request`, in first-contact order. They
+    /// play no turn of the scenario.
+    pub fn prewarms(&self) -> Vec<RunRecord> {
+        self.state.records.lock().expect("records lock").iter().filter(|r| r.prewarm).cloned().collect()
     }
 
     /// TCP connections accepted so far (clients are expected to reuse them).
@@ -398,25 +405,45 @@ impl State {
         self.auth.check(authorization).map_err(|r| r.error())
     }
 
-    /// Picks the scenario turn for a new stream and notes it in the record.
-    fn start_turn(&self, run: &Run, transport: &str, headers: &HeaderMap) -> (usize, Vec<Step>) {
-        let index = self.turns_started.fetch_add(1, Ordering::SeqCst);
-        let steps = self.scenario.turn(index).to_vec();
+    /// Notes a stream request in its run's record.
+    fn note_stream(&self, run: &Run, transport: &str, headers: &HeaderMap) {
         self.with_record(run, |r| {
             r.transport = transport.to_string();
-            r.turn_index = Some(index);
             r.headers = self.recorded_headers(headers);
         });
-        (index, steps)
     }
 
-    /// Starts the script for a stream and returns its streaming response.
-    fn stream_response(self: &Arc<Self>, run: Arc<Run>, steps: Vec<Step>, accepts_gzip: bool) -> Response<Body> {
+    /// Picks the next scenario turn for a stream and notes it in the record.
+    fn take_turn(&self, run: &Run) -> Vec<Step> {
+        let index = self.turns_started.fetch_add(1, Ordering::SeqCst);
+        self.with_record(run, |r| r.turn_index = Some(index));
+        self.scenario.turn(index).to_vec()
+    }
+
+    /// The next turn, taken now if it answers the stream request with an HTTP error (which is
+    /// decided before any message of the stream arrives).
+    fn take_http_error_turn(&self, run: &Run) -> Option<Vec<Step>> {
+        let index = self.turns_started.load(Ordering::SeqCst);
+        let steps = self.scenario.turn(index);
+        if !matches!(steps.first(), Some(Step::HttpError { .. })) {
+            return None;
+        }
+        self.turns_started.compare_exchange(index, index + 1, Ordering::SeqCst, Ordering::SeqCst).ok()?;
+        self.with_record(run, |r| r.turn_index = Some(index));
+        Some(steps.to_vec())
+    }
+
+    /// Starts the script for a stream and returns its streaming response. The turn it plays is
+    /// picked when the stream's first message arrives: a stream that starts with a
+    /// `prewarm_request` (the official client sends one while the user types) is answered with
+    /// its end at once and plays no turn.
+    fn stream_response(self: &Arc<Self>, run: Arc<Run>, accepts_gzip: bool) -> Response<Body> {
         let inbox = run.inbox_rx.lock().expect("inbox lock").take();
         let Some(inbox) = inbox else {
             return error_response(&ConnectError::new(Code::AlreadyExists, "this request id already has a stream"));
         };
-        if let Some(Step::HttpError { status, body, retry_after }) = steps.first() {
+        let http_error = self.take_http_error_turn(&run);
+        if let Some(Step::HttpError { status, body, retry_after }) = http_error.as_ref().and_then(|s| s.first()) {
             let status = StatusCode::from_u16(*status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
             let body = body.clone().unwrap_or_else(|| {
                 ConnectError::new(
@@ -447,7 +474,21 @@ impl State {
         };
         let state = self.clone();
         tokio::spawn(async move {
-            let outcome = script::run_turn(steps, ctx).await;
+            let mut ctx = ctx;
+            let first = tokio::select! {
+                first = tokio::time::timeout(ctx.wait_timeout, ctx.inbox.first_is_prewarm()) => first.ok(),
+                _ = ctx.out.closed() => Some(None),
+            };
+            let outcome = match first {
+                Some(None) => "client gone".to_string(),
+                Some(Some(true)) => {
+                    state.with_record(&run, |r| r.prewarm = true);
+                    ctx.end(None).await
+                }
+                // A turn, or nothing within the wait (the turn's script then waits for its run
+                // request, and says so).
+                _ => script::run_turn(state.take_turn(&run), ctx).await,
+            };
             state.with_record(&run, |r| r.outcome = Some(outcome));
             state.finish(&run);
         });
@@ -518,9 +559,9 @@ async fn handle_run_sse(state: Arc<State>, req: Request<Incoming>) -> Result<Res
     let compressed = decoder.last_flags() & connect::FLAG_COMPRESSED != 0;
     let run = state.run(&id.request_id);
     state.admit(&run, "sse", &parts.headers)?;
-    let (_, steps) = state.start_turn(&run, "sse", &parts.headers);
+    state.note_stream(&run, "sse", &parts.headers);
     state.with_record(&run, |r| r.request_id_compressed = compressed);
-    Ok(state.stream_response(run, steps, accepts_gzip(&parts.headers)))
+    Ok(state.stream_response(run, accepts_gzip(&parts.headers)))
 }
 
 /// Reads an append body as it arrives (hex `data` decoded on the way, see [`AppendReader`]).
@@ -642,8 +683,8 @@ async fn handle_run(state: Arc<State>, req: Request<Incoming>) -> Result<Respons
         .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
     let run = state.run(&request_id);
     state.admit(&run, "h2", &parts.headers)?;
-    let (_, steps) = state.start_turn(&run, "h2", &parts.headers);
-    let response = state.stream_response(run.clone(), steps, accepts_gzip(&parts.headers));
+    state.note_stream(&run, "h2", &parts.headers);
+    let response = state.stream_response(run.clone(), accepts_gzip(&parts.headers));
     let reader_state = state.clone();
     let encoding = Encoding::of_stream(&parts.headers);
     tokio::spawn(async move {
