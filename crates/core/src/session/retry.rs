@@ -31,6 +31,19 @@ pub(super) fn decide(error: CoreError, attempt: u32, timing: &Timing) -> Decisio
     }
 }
 
+/// As [`decide`], knowing whether the failed stream had brought frames (`heard`). A connection
+/// lost in the middle of a stream that was answering (a deploy, a load balancer, the network)
+/// is resumed at once the first time: the server was there a moment ago, and a second of
+/// back-off shows as a reply that stalls. From the second attempt on, for an error the server
+/// sent, and for a stream that never brought anything, the back-off as usual.
+pub(super) fn decide_after(error: CoreError, attempt: u32, heard: bool, timing: &Timing) -> Decision {
+    let lost_mid_stream = heard && matches!(error, CoreError::Network(_) | CoreError::StreamClosed);
+    if lost_mid_stream && attempt == 0 && timing.resume_attempts > 0 {
+        return Decision::Resume(Duration::ZERO);
+    }
+    decide(error, attempt, timing)
+}
+
 /// `min(base × 2^attempt, max)` plus 0–20 % jitter.
 fn backoff(timing: &Timing, attempt: u32) -> Duration {
     let base = timing.resume_backoff.saturating_mul(1u32 << attempt.min(16)).min(timing.resume_backoff_max);
@@ -105,5 +118,19 @@ mod tests {
         assert!(matches!(decide(CoreError::Unreachable("x".into()), 0, &timing), Decision::GiveUp(_)));
         assert!(matches!(decide(CoreError::Http2Unsupported("x".into()), 0, &timing), Decision::GiveUp(_)));
         assert!(matches!(decide(CoreError::StreamClosed, timing.resume_attempts, &timing), Decision::GiveUp(_)));
+    }
+
+    #[test]
+    fn a_connection_lost_mid_stream_is_resumed_at_once_the_first_time() {
+        let timing = Timing::default();
+        let at_once = |d: Decision| matches!(d, Decision::Resume(delay) if delay.is_zero());
+        assert!(at_once(decide_after(CoreError::StreamClosed, 0, true, &timing)));
+        assert!(at_once(decide_after(CoreError::Network("reset".into()), 0, true, &timing)));
+        // The second time, a stream that never answered, or an error the server sent: back-off.
+        assert!(!at_once(decide_after(CoreError::StreamClosed, 1, true, &timing)));
+        assert!(!at_once(decide_after(CoreError::StreamClosed, 0, false, &timing)));
+        assert!(!at_once(decide_after(server(Code::Unavailable, Some(503), None), 0, true, &timing)));
+        let none = Timing { resume_attempts: 0, ..Timing::default() };
+        assert!(matches!(decide_after(CoreError::StreamClosed, 0, true, &none), Decision::GiveUp(_)));
     }
 }

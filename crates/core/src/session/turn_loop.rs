@@ -276,7 +276,7 @@ impl TurnLoop {
                         attempt += 1;
                     }
                 }
-                AttemptEnd::Failed(e) => match retry::decide(e, attempt, self.timing()) {
+                AttemptEnd::Failed(e) => match retry::decide_after(e, attempt, heard, self.timing()) {
                     retry::Decision::Resume(delay) => {
                         tracing::warn!(attempt, delay_ms = delay.as_millis() as u64, "the stream failed; resuming");
                         self.abort_handlers();
