@@ -145,6 +145,8 @@ export function createAgent(config) {
     await session.loadModels(() => models.get(() => session.client.listModels()))
     unlessDeleted(session)
     sessions.set(sessionId, session)
+    // The connection and the server warmed while the user types the first prompt.
+    session.prewarm()
     return session
   }
 

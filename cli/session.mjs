@@ -152,6 +152,10 @@ export class AgentSession {
     this.waiting = new Set()
     /** The running turn, or null between turns. */
     this.turn = /** @type {PromptTurn | null} */ (null)
+    /** A prewarm is asked for and not sent yet (`prewarm`). */
+    this.prewarmPending = false
+    /** Closed: nothing more goes to the server. */
+    this.closed = false
 
     const { AgentClient } = loadAddon()
     /** The session's updates, and the scope (cancellation) of its turns. */
@@ -270,6 +274,25 @@ export class AgentSession {
     this.mode = modeId
     this.native.setMode(modeId)
     this.persist()
+    this.prewarm()
+  }
+
+  /**
+   * Warms the connection to the configured server and sends it Cursor's `PrewarmRequest` (the
+   * session's model and conversation), so that the next prompt finds both ready: after a
+   * session is opened (new, load, resume, fork) and when its mode or model changes, while the
+   * user types. Never awaited and never ahead of an answer (it starts once the current I/O is
+   * done); several asked for at once are one; none while a turn runs. A failure costs the
+   * next prompt nothing (it connects as usual) and is a log line.
+   */
+  prewarm() {
+    if (this.prewarmPending || this.closed) return
+    this.prewarmPending = true
+    setImmediate(() => {
+      this.prewarmPending = false
+      if (this.closed || this.turn) return
+      this.native.prewarm().catch((/** @type {unknown} */ e) => this.log.info('prewarm failed; the next prompt connects as usual:', e))
+    })
   }
 
   /**
@@ -298,6 +321,7 @@ export class AgentSession {
     this.native.setModel(value, this.models.find((m) => m.modelId === value)?.details)
     this.native.setMaxMode(false)
     this.persist()
+    this.prewarm()
   }
 
   /**
@@ -313,6 +337,7 @@ export class AgentSession {
     }
     this.native.setMaxMode(on)
     this.persist()
+    this.prewarm()
   }
 
   /** The model ids a session may choose, or null while the account's catalogue is unknown. */
@@ -599,6 +624,7 @@ export class AgentSession {
   }
 
   close() {
+    this.closed = true
     this.unwatchCommands?.()
     this.cancel()
     this.native.close()

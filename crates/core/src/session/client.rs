@@ -349,16 +349,15 @@ impl Session {
         stream.sender.send_encoded(request).await?;
         // RunSSE acknowledges the append (a refused token shows here). On h2 nothing answers a
         // prewarm: the stream is kept open a moment in the background, so the frame is not
-        // reset away before the server has read it.
+        // reset away before the server has read it; a stream that fails meanwhile (no server
+        // there, a refusal) is a log line, since nobody waits for it.
         let flushed = stream.sender.flush().await;
         stream.sender.close();
         let mut receiver = stream.receiver;
         tokio::spawn(async move {
-            #[allow(
-                clippy::let_underscore_must_use,
-                reason = "only drains the closing stream; a timeout or an end are the same here"
-            )]
-            let _ = tokio::time::timeout(std::time::Duration::from_secs(2), receiver.next()).await;
+            if let Ok(Err(e)) = tokio::time::timeout(std::time::Duration::from_secs(2), receiver.next()).await {
+                tracing::info!(error = %e, "prewarm failed; the next prompt connects as usual");
+            }
         });
         flushed
     }
