@@ -66,9 +66,24 @@ test('bench smoke run: every scenario measured for all three clients, and they p
   for (const key of ['initializeMs', 'sessionNewMs']) assert.ok(startup.history[key] > 0, `startup history ${key}: ${startup.history[key]}`)
   assert.match(results.startupMd, /1,000 saved sessions: spawn → initialize answered/)
   assert.match(run.stdout, /\| cursor-acp-native: spawn → initialize answered \|/)
+  // Latency through a relay that delays every byte, over TLS: every figure measured, in RTT of
+  // that relay (speed is not asserted here).
+  const latency = results.results.latency
+  assert.ok(latency.rttMs >= 2 * latency.oneWayMs, JSON.stringify(latency))
+  for (const key of ['first0', 'first500', 'second', 'resume', 'connectFirst', 'connectSecond']) {
+    assert.ok(latency[key].ms > 0 && latency[key].rtt > 0, `latency ${key}: ${JSON.stringify(latency[key])}`)
+  }
+  assert.match(run.stdout, /\| agent: resume, the connection reset mid-stream → first chunk of the resumed turn \|/)
+  // The agent's relay: the turns' updates arrived whole and in order, beside the addon alone.
+  for (const name of ['stream', 'many']) {
+    const x = results.results.relay[name]
+    assert.equal(x.intact, true, `relay ${name}`)
+    assert.ok(x.agentWallMs > 0 && x.addonWallMs > 0 && x.wallRatio > 0 && x.agentUpdates > 0 && x.agentCpuPer1000Updates >= 0, `relay ${name}: ${JSON.stringify(x)}`)
+  }
+  assert.match(run.stdout, /\| agent CPU ms per 1,000 updates \|/)
   // The first round's 13, the three ratios against the baseline again against Connect, three
-  // for many-10k and three for the start-up.
-  assert.equal(results.targets.length, 22)
+  // for many-10k, three for the start-up, four for latency and two for the relay.
+  assert.equal(results.targets.length, 28)
   assert.match(run.stdout, /\| stream \| wall ms \|/)
   assert.match(run.stdout, /\| stream-frames \| frames\/s \|/)
   assert.equal(results.results['stream-frames'].addon.frames, results.size.streamFrames.count)

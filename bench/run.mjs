@@ -296,11 +296,28 @@ if (want('startup')) {
   results.startup = JSON.parse(run.stdout)
 }
 
+// A network that has latency (bench/latency.mjs): TLS through a relay that delays every byte,
+// the stdio agent and the Connect client from cold, in round trips; and the agent's relay cost
+// (bench/relay.mjs): its JSON lines against the addon alone on the same turns.
+const script = (name, args) => {
+  const run = spawnSync(process.execPath, [path.join(here, name), ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] })
+  if (run.status !== 0) throw new Error(`bench/${name} failed (exit ${run.status})`)
+  return JSON.parse(run.stdout)
+}
+if (want('latency')) {
+  log('  latency…')
+  results.latency = script('latency.mjs', opts.smoke ? ['--smoke'] : [])
+}
+if (want('relay')) {
+  log('  relay…')
+  results.relay = script('relay.mjs', opts.smoke ? ['--smoke'] : [])
+}
+
 // The decode ceiling (the core codec alone) is measured by each addon stream worker right after
 // its turn; the share below is the median of the runs' own shares.
 if (results.stream) results.decodeCeiling = { framesPerSec: results.stream.addon.ceilingFramesPerSec }
 
-// ---------- targets (issues #5 and #31), as ratios measured in this run ----------
+// ---------- targets (issues #5, #31 and #43), as ratios measured in this run ----------
 // The first round's 13 (the ceiling share raised from 0.5 to 0.85), each ratio against the
 // baseline held against the Connect client too, then many-10k's and the start-up's.
 const targets = []
@@ -342,6 +359,20 @@ if (r.startup) {
   if (claude) target('startup: initialize answered / claude-agent-acp\'s', s.initializeMs / claude, '≤ 0.5', s.initializeMs / claude <= 0.5, '×')
   else target('startup: initialize answered / claude-agent-acp\'s', 'not measured (no network namespace, or bench/peers not installed)', '≤ 0.5', false)
   target('startup: session/new answered after initialize / node -e 0', s.sessionNewRatio, '≤ 0.5', s.sessionNewRatio <= 0.5, '×')
+}
+
+if (r.latency) {
+  const l = r.latency
+  target('latency: first prompt 500 ms after session/new → first chunk, in RTT', l.first500.rtt, '≤ 1.3', l.first500.rtt <= 1.3, 'RTT')
+  target('latency: first prompt at once after session/new → first chunk, in RTT', l.first0.rtt, '≤ 3', l.first0.rtt <= 3, 'RTT')
+  target('latency: a later prompt → first chunk, in RTT', l.second.rtt, '≤ 1.2', l.second.rtt <= 1.2, 'RTT')
+  target('latency: resume, drop seen → first chunk, in RTT', l.resume.rtt, '≤ 3.5', l.resume.rtt <= 3.5, 'RTT')
+}
+if (r.relay) {
+  for (const name of ['stream', 'many']) {
+    const x = r.relay[name]
+    target(`relay (${name}): agent wall / addon alone`, x.wallRatio, '≤ 1.5', x.wallRatio <= 1.5, '×')
+  }
 }
 
 // ---------- report ----------
@@ -419,13 +450,43 @@ if (r.startup) {
     ...(Object.keys(s.peers).length ? [] : ['| claude-agent-acp, codex-acp | not measured: no network namespace to keep them off the network, or not installed (npm run bench:peers) | |']),
   ].join('\n')
 }
+let latencyMd = ''
+if (r.latency) {
+  const l = r.latency
+  const line = (what, f) => `| ${what} | ${fmt(f.ms)} | ${fmt(f.rtt)} |`
+  latencyMd = [
+    `| latency: TLS through a relay of ${l.oneWayMs} ms each way (measured RTT ${fmt(l.rttMs)} ms), median of ${l.runs} | ms | RTT |`,
+    '|---|---|---|',
+    line('agent, new process: first prompt sent at once after session/new → first chunk', l.first0),
+    line('agent, new process: first prompt sent 500 ms after session/new → first chunk', l.first500),
+    line('agent: a later prompt of the same session → first chunk', l.second),
+    line('agent: resume, the connection reset mid-stream → first chunk of the resumed turn', l.resume),
+    line('connect, new process: first prompt → first update', l.connectFirst),
+    line('connect: a later prompt → first update', l.connectSecond),
+  ].join('\n')
+}
+let relayMd = ''
+if (r.relay) {
+  const x = r.relay
+  relayMd = [
+    `| relay: the stdio agent's JSON lines, median of ${x.runs} | stream (${(x.stream.size.blocks * (x.stream.size.per + 1)).toLocaleString('en-US')} deltas) | many (${x.many.size.sessions} sessions) |`,
+    '|---|---|---|',
+    `| agent wall ms | ${fmt(x.stream.agentWallMs)} | ${fmt(x.many.agentWallMs)} |`,
+    `| addon alone wall ms | ${fmt(x.stream.addonWallMs)} | ${fmt(x.many.addonWallMs)} |`,
+    `| agent / addon alone (median of the runs' ratios) | ${fmt(x.stream.wallRatio)}× | ${fmt(x.many.wallRatio)}× |`,
+    `| agent CPU ms | ${fmt(x.stream.agentCpuMs)} | ${fmt(x.many.agentCpuMs)} |`,
+    `| updates the agent wrote | ${fmt(x.stream.agentUpdates)} | ${fmt(x.many.agentUpdates)} |`,
+    `| agent CPU ms per 1,000 updates | ${fmt(x.stream.agentCpuPer1000Updates)} | ${fmt(x.many.agentCpuPer1000Updates)} |`,
+    `| every update whole and in order | ${x.stream.intact ? 'yes' : 'no'} | ${x.many.intact ? 'yes' : 'no'} |`,
+  ].join('\n')
+}
 const targetsMd = [
   '| target | measured | limit | met |',
   '|---|---|---|---|',
   ...targets.map((t) => `| ${t.name} | ${fmt(t.value)} ${t.unit} | ${t.limit} | ${t.pass ? 'yes' : '**no**'} |`),
 ].join('\n')
 const transportLine = `All three clients on ${[...transports].join(' and ')}: the addon on its default transport ('auto'), the baselines on the same.`
-process.stdout.write(`\n${transportLine}\n\n${markdown}\n\n${startupMd}\n\n${targetsMd}\n\ncheck (same updates from all three clients): ${checkPass ? 'pass' : 'FAIL'}\n`)
+process.stdout.write(`\n${transportLine}\n\n${markdown}\n\n${startupMd}\n\n${latencyMd}\n\n${relayMd}\n\n${targetsMd}\n\ncheck (same updates from all three clients): ${checkPass ? 'pass' : 'FAIL'}\n`)
 
 const cpus = os.cpus()
 const machine = {
@@ -436,7 +497,7 @@ const machine = {
   node: process.version,
 }
 const outFile = opts.out ?? path.join(here, 'results.json')
-fs.writeFileSync(outFile, `${JSON.stringify({ date: new Date().toISOString(), mode: opts.smoke ? 'smoke' : 'full', machine, size, results, targets, samples, markdown, startupMd, targetsMd }, null, 2)}\n`)
+fs.writeFileSync(outFile, `${JSON.stringify({ date: new Date().toISOString(), mode: opts.smoke ? 'smoke' : 'full', machine, size, results, targets, samples, markdown, startupMd, latencyMd, relayMd, targetsMd }, null, 2)}\n`)
 log(`wrote ${outFile}`)
 fs.rmSync(tmp, { recursive: true, force: true })
 if (!opts.smoke && !opts.out) {
@@ -451,6 +512,10 @@ if (!opts.smoke && !opts.out) {
     markdown,
     '',
     startupMd,
+    '',
+    latencyMd,
+    '',
+    relayMd,
     '',
     targetsMd,
     '',

@@ -4,6 +4,8 @@
 import { createRequire } from 'node:module'
 import { performance } from 'node:perf_hooks'
 
+import { relayText } from './acp-pipe.mjs'
+
 const require = createRequire(import.meta.url)
 const spec = JSON.parse(process.argv[2])
 const mib = 1024 * 1024
@@ -218,6 +220,44 @@ async function first() {
   return { p50Ms: percentile(samples, 50), p99Ms: percentile(samples, 99), samples }
 }
 
+// relay.mjs's stream turn through the addon alone, the figure the agent's is read against:
+// wall from prompt() to the result, this process's CPU, and every character in order.
+async function relayStream() {
+  const impl = await implementation(spec.impl, spec.url, { transport: spec.transport })
+  const session = impl.session()
+  let text = ''
+  let updates = 0
+  const cpu0 = process.cpuUsage()
+  const t0 = performance.now()
+  const { done } = session.turn('stream', (u) => {
+    updates++
+    if (u.sessionUpdate === 'agent_message_chunk') text += u.content.text
+  })
+  await done
+  const wallMs = performance.now() - t0
+  const cpu = process.cpuUsage(cpu0)
+  const intact = text === relayText(spec.size)
+  if (!intact) throw new Error(`the addon delivered ${text.length} characters, not the turn's text in order`)
+  return { wallMs, cpuMs: (cpu.user + cpu.system) / 1000, updates, intact }
+}
+
+// From cold (latency.mjs, through its relay): a new client's first prompt → first update, then
+// a second prompt on the same session, as an editor's first thread.
+async function cold() {
+  const impl = await implementation(spec.impl, spec.url, { transport: spec.transport })
+  const session = impl.session()
+  const timed = async () => {
+    const start = performance.now()
+    let at = 0
+    const { done } = session.turn('hello', () => { if (!at) at = performance.now() - start })
+    await done
+    return at
+  }
+  const firstMs = await timed()
+  const secondMs = await timed()
+  return { firstMs, secondMs }
+}
+
 /** Both implementations on one scenario: the updates they produce, normalized for comparison. */
 async function check() {
   const impl = await implementation(spec.impl, spec.url, { transport: spec.transport })
@@ -248,7 +288,7 @@ async function check() {
   return { stopReason: r.stopReason, updates: out }
 }
 
-const run = { stream, 'stream-frames': stream, 'large-up': largeUp, 'large-down': largeDown, many, 'many-10k': many, floor, 'cancel-ack': cancel, 'cancel-silent': cancel, first, check }[spec.scenario]
+const run = { stream, 'stream-frames': stream, 'large-up': largeUp, 'large-down': largeDown, many, 'many-10k': many, floor, 'cancel-ack': cancel, 'cancel-silent': cancel, first, cold, 'relay-stream': relayStream, check }[spec.scenario]
 try {
   const result = await run()
   if (made) result.transport = made.transport()
