@@ -15,6 +15,24 @@ import { readTextOrNull } from './text-files.mjs'
 /** Larger rule files are left out. */
 const RULE_LIMIT_BYTES = 64 * 1024
 
+/** @type {{ value: string | undefined } | undefined} */
+let zone
+
+/**
+ * This machine's time zone, read once per process. The first use of `Intl` loads its data
+ * (about 20 ms of the JS thread): a session's prewarm calls this while the user types, so that
+ * the first prompt does not wait for it.
+ */
+export function timeZone() {
+  if (!zone) {
+    zone = { value: undefined }
+    try {
+      zone.value = Intl.DateTimeFormat().resolvedOptions().timeZone
+    } catch {}
+  }
+  return zone.value
+}
+
 /**
  * @param {object} o
  * @param {string} o.cwd
@@ -27,10 +45,6 @@ const RULE_LIMIT_BYTES = 64 * 1024
 export async function requestContext({ cwd, additionalDirectories, mcp, terminalsDir, skills = [] }) {
   await mcp.ready
   const roots = [cwd, ...additionalDirectories]
-  let timeZone
-  try {
-    timeZone = Intl.DateTimeFormat().resolvedOptions().timeZone
-  } catch {}
   return {
     rules: workspaceRules(roots),
     agentSkills: skills,
@@ -39,7 +53,7 @@ export async function requestContext({ cwd, additionalDirectories, mcp, terminal
     env: {
       osVersion: `${os.type()} ${os.release()}`,
       workspacePaths: roots,
-      timeZone,
+      timeZone: timeZone(),
       projectFolder: cwd,
       terminalsFolder: terminalsDir,
     },

@@ -16,7 +16,7 @@ import { questionAsker } from './questions.mjs'
 import { McpApprovals, ProjectMcpGate, askOnCard, sessionMcpServers } from './cursor-mcp.mjs'
 import { McpServers } from './mcp.mjs'
 import { PermissionFlow } from './permissions.mjs'
-import { requestContext } from './request-context.mjs'
+import { requestContext, timeZone } from './request-context.mjs'
 import { echo, toRequestError } from './request-errors.mjs'
 import { RequestError } from './sdk.mjs'
 import { available, expand, loadCommands, parseCall, watchCommands } from './commands.mjs'
@@ -292,6 +292,8 @@ export class AgentSession {
       this.prewarmPending = false
       if (this.closed || this.turn) return
       this.native.prewarm().catch((/** @type {unknown} */ e) => this.log.info('prewarm failed; the next prompt connects as usual:', e))
+      // What the first turn's request context would otherwise wait for.
+      timeZone()
     })
   }
 
