@@ -19,13 +19,14 @@ export function cpuMs(pid) {
 }
 
 /**
- * Starts the agent. `onUpdate(update, sessionId, at)` sees every `session/update` as its line
+ * Starts the agent (with `BENCH_AGENT_PROF=<dir>` in the environment, under `--cpu-prof` into
+ * that folder). `onUpdate(update, sessionId, at)` sees every `session/update` as its line
  * arrives (`at`: performance.now()); requests the agent makes of the client are answered (a
  * permission with its first allowing option).
  * @param {{ baseUrl: string, env?: NodeJS.ProcessEnv, cacheDir: string, onUpdate?: (update: any, sessionId: string, at: number) => void }} o
  */
 export function startAgent({ baseUrl, env = {}, cacheDir, onUpdate = () => {} }) {
-  const child = spawn(process.execPath, [agentPath, '--base-url', baseUrl, '--cache-dir', cacheDir], {
+  const child = spawn(process.execPath, [...(process.env.BENCH_AGENT_PROF ? ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_AGENT_PROF] : []), agentPath, '--base-url', baseUrl, '--cache-dir', cacheDir], {
     stdio: ['pipe', 'pipe', 'inherit'],
     env: { ...process.env, CURSOR_ACCESS_TOKEN: '', CURSOR_API_KEY: '', CURSOR_ACP_LOG: 'error', ...env },
   })
