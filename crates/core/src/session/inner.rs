@@ -11,11 +11,26 @@ use tokio_util::sync::CancellationToken;
 use super::cards::CardLedger;
 use super::config::Timing;
 use super::turn::TurnShared;
+use crate::cards::Card;
 use crate::host::{BlobStore, Host};
 use crate::proto::agent::v1 as pb;
 use crate::tools::LocalTools;
 use crate::translate::{InjectedMessages, Translator};
 use crate::transport::{AgentSender, Transport};
+
+/// How long a question about a server's tool call waits for that card to reach the client (it
+/// may come just after the request that names it).
+pub(super) const ANNOUNCE_WAIT: Duration = Duration::from_millis(500);
+
+/// The card a question to the host is about, as the client knows it.
+pub(super) struct QuestionCard {
+    /// Its ACP id.
+    pub(super) id: String,
+    /// Its id in the session: the server's call id, or the core's own.
+    pub(super) local: String,
+    /// Opened by the core, which settles it once the question is answered.
+    pub(super) own: bool,
+}
 
 /// What a session's handles and its turn loop share: the client's transport, host and timing,
 /// the session's blob store, and its mutable state behind one lock.
@@ -100,6 +115,25 @@ impl SessionInner {
             id = rx => id.ok().flatten(),
             _ = ended.wait_for(Option::is_some) => None,
         }
+    }
+
+    /// The card a question to the host is about (a permission, a choice, an editor's call): the
+    /// server's tool call `server_call` once the client has been told of it (waiting a little:
+    /// it may come just after the request), else a card of the core's own, opened as `own_id`
+    /// showing `card`. `None` when the turn was cancelled or ended meanwhile.
+    pub(super) async fn card_for_question(
+        &self,
+        server_call: &str,
+        own_id: String,
+        card: &Card,
+    ) -> Option<QuestionCard> {
+        if !server_call.is_empty() {
+            if let Some(id) = self.card_announced(server_call, ANNOUNCE_WAIT).await {
+                return Some(QuestionCard { id, local: server_call.to_string(), own: false });
+            }
+        }
+        let id = self.open_card(card.tool_call(own_id.clone(), acp::ToolCallStatus::Pending)).await?;
+        Some(QuestionCard { id, local: own_id, own: true })
     }
 
     /// See [`super::Session::settle_card`].

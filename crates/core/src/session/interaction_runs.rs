@@ -5,13 +5,11 @@
 //! schema's, written here once. Each question is about a card the client already shows: the
 //! server's tool call, or one the core opens and settles.
 
-use std::time::Duration;
-
 use agent_client_protocol_schema::v1 as acp;
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
-use super::inner::SessionInner;
+use super::inner::{QuestionCard as Shown, SessionInner, ANNOUNCE_WAIT};
 use super::tool_runs::{CANCELLED_BY_USER, REJECTED_BY_USER};
 use crate::cards::{self, Card, Paths};
 use crate::error::CoreError;
@@ -19,9 +17,6 @@ use crate::host::{
     Answers, ChoiceOption, ChoiceRequest, InteractionRequest, Permission, PermissionRequest, QuestionsRequest,
 };
 use crate::kinds::InteractionKind;
-
-/// How long a question about a server's tool call waits for that card to reach the client.
-const ANNOUNCE_WAIT: Duration = Duration::from_millis(500);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Route {
@@ -70,13 +65,6 @@ struct Asking<'a> {
     cancel: &'a CancellationToken,
 }
 
-/// The card a question is about, as the client knows it.
-struct Shown {
-    id: String,
-    local: String,
-    own: bool,
-}
-
 impl Asking<'_> {
     fn args(&self) -> &Value {
         self.query.query.get("args").unwrap_or(&Value::Null)
@@ -101,18 +89,10 @@ impl Asking<'_> {
         cards::interaction_card(&self.query.kind, &self.query.query, &paths)
     }
 
-    /// The server's card once the client has it, else one of the core's own; `None` when the
-    /// turn was cancelled or ended meanwhile.
+    /// The card the client shows for this query (see `SessionInner::card_for_question`).
     async fn show(&self, card: &Card) -> Option<Shown> {
-        let server_call = self.server_call();
-        if !server_call.is_empty() {
-            if let Some(id) = self.session.card_announced(&server_call, ANNOUNCE_WAIT).await {
-                return Some(Shown { id, local: server_call, own: false });
-            }
-        }
-        let local = format!("interaction-{}-{}", self.query.kind, self.query.id);
-        let id = self.session.open_card(card.tool_call(local.clone(), acp::ToolCallStatus::Pending)).await?;
-        Some(Shown { id, local, own: true })
+        let own_id = format!("interaction-{}-{}", self.query.kind, self.query.id);
+        self.session.card_for_question(&self.server_call(), own_id, card).await
     }
 
     fn settle(&self, shown: &Shown, status: acp::ToolCallStatus, text: Option<&str>) {

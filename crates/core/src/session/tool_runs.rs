@@ -19,16 +19,12 @@ use std::time::Duration;
 use agent_client_protocol_schema::v1 as acp;
 use serde_json::{json, Value};
 
-use super::inner::SessionInner;
+use super::inner::{QuestionCard as Shown, SessionInner};
 use crate::cards::{self, Card, Paths};
 use crate::error::CoreError;
 use crate::host::{ExecContext, ExecRequest, McpCall, Permission, PermissionRequest};
 use crate::kinds::ExecKind;
 use crate::tools::LocalTools;
-
-/// How long a request about a server's tool call waits for that card to reach the client
-/// before the core shows a card of its own.
-const ANNOUNCE_WAIT: Duration = Duration::from_millis(500);
 
 /// What the model reads when the user refuses a call.
 pub const REJECTED_BY_USER: &str = "User rejected";
@@ -110,16 +106,6 @@ struct ToolRun<'a> {
     ctx: &'a ExecContext,
 }
 
-/// The card a question or an editor call is about, as the client knows it.
-struct Shown {
-    /// Its ACP id.
-    id: String,
-    /// Its id in the session: the server's call id, or the core's own.
-    local: String,
-    /// Opened by the core, which settles it once the call is over.
-    own: bool,
-}
-
 /// What a gated call is about: its card and what the policy is told.
 struct Subject {
     card: Card,
@@ -137,19 +123,9 @@ impl ToolRun<'_> {
         self.request.args.get(key).and_then(Value::as_str).unwrap_or_default().to_string()
     }
 
-    /// The card the client shows for this call: the server's tool call once it is out, or one
-    /// of the core's own. `None` when the turn was cancelled or ended meanwhile.
+    /// The card the client shows for this call (see `SessionInner::card_for_question`).
     async fn show(&self, card: &Card) -> Option<Shown> {
-        let server_call = self.text("toolCallId");
-        if !server_call.is_empty() {
-            if let Some(id) = self.session.card_announced(&server_call, ANNOUNCE_WAIT).await {
-                return Some(Shown { id, local: server_call, own: false });
-            }
-        }
-        let local = own_card_id(self.request);
-        let call = card.tool_call(local.clone(), acp::ToolCallStatus::Pending);
-        let id = self.session.open_card(call).await?;
-        Some(Shown { id, local, own: true })
+        self.session.card_for_question(&self.text("toolCallId"), own_card_id(self.request), card).await
     }
 
     /// Ends a card of the core's own from the call's result (the server settles its cards).
