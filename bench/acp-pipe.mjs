@@ -7,6 +7,29 @@ import { fileURLToPath } from 'node:url'
 
 const agentPath = fileURLToPath(new URL('../bin/cursor-acp-native.mjs', import.meta.url))
 
+/**
+ * The embedded backend in a process of its own (bench/server.mjs) playing `scenario`, written
+ * to `dir`: its URL, and `stop()`.
+ * @param {string} dir
+ * @param {string} name
+ * @param {object} scenario
+ * @returns {Promise<{ url: string, stop: () => void }>}
+ */
+export function startBackend(dir, name, scenario) {
+  const file = path.join(dir, `${name}.json`)
+  fs.writeFileSync(file, JSON.stringify(scenario))
+  const server = fileURLToPath(new URL('./server.mjs', import.meta.url))
+  const child = spawn(process.execPath, [server, file], { stdio: ['pipe', 'pipe', 'inherit'] })
+  return new Promise((resolve, reject) => {
+    let out = ''
+    child.stdout.on('data', (c) => {
+      out += c
+      if (out.includes('\n')) resolve({ url: JSON.parse(out).url, stop: () => child.stdin.end() })
+    })
+    child.on('exit', (code) => reject(new Error(`backend ${name} exited with ${code}`)))
+  })
+}
+
 /** CPU time (user + system) of process `pid` so far, ms, from /proc; undefined elsewhere. */
 export function cpuMs(pid) {
   try {

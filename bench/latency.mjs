@@ -19,7 +19,7 @@ import tls from 'node:tls'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 
-import { agentDirs, startAgent } from './acp-pipe.mjs'
+import { agentDirs, startAgent, startBackend } from './acp-pipe.mjs'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const { values: opts } = parseArgs({ options: { smoke: { type: 'boolean', default: false }, 'one-way-ms': { type: 'string' }, runs: { type: 'string' } } })
@@ -138,24 +138,11 @@ async function delayRelay(targetPort) {
   }
 }
 
-function startBackend(name, scenario) {
-  const file = path.join(tmp, `${name}.json`)
-  fs.writeFileSync(file, JSON.stringify(scenario))
-  const child = spawn(process.execPath, [path.join(here, 'server.mjs'), file], { stdio: ['pipe', 'pipe', 'inherit'] })
-  return new Promise((resolve, reject) => {
-    let out = ''
-    child.stdout.on('data', (c) => {
-      out += c
-      if (out.includes('\n')) resolve({ port: Number(new URL(JSON.parse(out).url).port), stop: () => child.stdin.end() })
-    })
-    child.on('exit', (code) => reject(new Error(`backend ${name} exited with ${code}`)))
-  })
-}
 
 /** The backend behind TLS behind the relay: its https URL, `cut()`, `close()`. */
 async function chain(name, scenario, pki) {
-  const backend = await startBackend(name, scenario)
-  const front = await tlsFront(backend.port, pki)
+  const backend = await startBackend(tmp, name, scenario)
+  const front = await tlsFront(Number(new URL(backend.url).port), pki)
   const relay = await delayRelay(front.port)
   return { url: `https://127.0.0.1:${relay.port}`, cut: () => relay.cut(), close: () => { relay.close(); front.close(); backend.stop() } }
 }

@@ -9,14 +9,14 @@
 // Figures: wall (prompt sent → answered; for many, the first sent → the last answered), the
 // agent process's CPU (from /proc) per 1,000 updates it wrote, the updates, the addon's wall
 // and CPU beside it. Prints one JSON line. `node bench/relay.mjs [--smoke] [--runs 3]`.
-import { spawn, spawnSync } from 'node:child_process'
+import { spawnSync } from 'node:child_process'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 
-import { agentDirs, cpuMs, relayText, relayTurn, startAgent } from './acp-pipe.mjs'
+import { agentDirs, cpuMs, relayText, relayTurn, startAgent, startBackend } from './acp-pipe.mjs'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const { values: opts } = parseArgs({ options: { smoke: { type: 'boolean', default: false }, runs: { type: 'string' } } })
@@ -29,19 +29,6 @@ const median = (xs) => {
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2
 }
 
-function startBackend(name, scenario) {
-  const file = path.join(tmp, `${name}.json`)
-  fs.writeFileSync(file, JSON.stringify(scenario))
-  const child = spawn(process.execPath, [path.join(here, 'server.mjs'), file], { stdio: ['pipe', 'pipe', 'inherit'] })
-  return new Promise((resolve, reject) => {
-    let out = ''
-    child.stdout.on('data', (c) => {
-      out += c
-      if (out.includes('\n')) resolve({ url: JSON.parse(out).url, stop: () => child.stdin.end() })
-    })
-    child.on('exit', (code) => reject(new Error(`backend ${name} exited with ${code}`)))
-  })
-}
 
 function addonAlone(scenario, url, size) {
   const r = spawnSync(process.execPath, ['--expose-gc', path.join(here, 'worker.mjs'), JSON.stringify({ impl: 'addon', scenario, url, size })], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] })
@@ -123,8 +110,8 @@ async function agentMany(url, name) {
 }
 
 const out = { runs, stream: { size: STREAM }, many: { size: MANY } }
-const streamBackend = await startBackend('relay-stream', { record: false, steps: relayTurn(STREAM) })
-const manyBackend = await startBackend('relay-many', {
+const streamBackend = await startBackend(tmp, 'relay-stream', { record: false, steps: relayTurn(STREAM) })
+const manyBackend = await startBackend(tmp, 'relay-many', {
   record: false,
   waitTimeoutMs: 300_000,
   steps: [{ type: 'textBurst', text: 'tok ', count: MANY.deltas }, { type: 'exec', id: 1, args: { readArgs: { path: path.join(tmp, 'a.txt') } } }, { type: 'turnEnded' }],
