@@ -22,6 +22,7 @@ import os from 'node:os'
 import path from 'node:path'
 
 import { projectFolders } from './commands.mjs'
+import { askClient } from './permissions.mjs'
 import { serverEnvironment } from './mcp.mjs'
 import { replacePrivateJson } from './private-files.mjs'
 import { readTextOrNull } from './text-files.mjs'
@@ -322,18 +323,9 @@ export async function askOnCard({ sessionId, client, relay, cards, key, card, op
   if (turn.cancelled || turn.over) return null
   const id = await cards.openCard(key, { ...card, status: 'pending' })
   if (!id) return null
-  let response
-  try {
-    response = await client().request(
-      'session/request_permission',
-      { sessionId, toolCall: { ...card, toolCallId: id, status: 'pending' }, options },
-      { cancellationSignal: turn.signal, stopWaitingOnCancel: true },
-    )
-  } catch (e) {
-    if (!turn.cancelled) log.warn('permission request failed:', e)
-  }
-  const outcome = response?.outcome
-  const chosen = outcome?.outcome === 'selected' && !turn.cancelled ? outcome.optionId : null
+  const toolCall = { ...card, toolCallId: id, status: 'pending' }
+  const answer = await askClient({ client, sessionId, toolCall, options, signal: turn.signal, log })
+  const chosen = turn.cancelled ? null : answer
   const kind = options.find((o) => o.optionId === chosen)?.kind
   if (!turn.over) cards.settleCard(key, { status: kind?.startsWith('allow') ? 'completed' : 'failed' })
   return chosen

@@ -139,11 +139,8 @@ export class PermissionFlow {
     const covered = ruled?.outcome === 'allow' || (rules.length > 0 && rules.every((r) => this.rules.has(r)))
     if (!request.mayAsk) return (covered || free) && (request.kind === 'fetch' || this.mode() === 'agent') ? 'allow' : 'reject'
     if (covered || free) return 'allow'
-    const turn = this.relay.turn
-    if (turn.cancelled || turn.over) return 'cancelled'
-    await this.relay.queued()
-    const chosen = await this.request(request.toolCall, PERMISSION_OPTIONS, signal ? AbortSignal.any([turn.signal, signal]) : turn.signal, turn)
-    if (!chosen || turn.cancelled) return 'cancelled'
+    const chosen = await this.ask(request.toolCall, PERMISSION_OPTIONS, signal)
+    if (!chosen) return 'cancelled'
     if (chosen === 'allow-always') this.allowAlways(rules)
     return chosen === 'reject-once' ? 'reject' : 'allow'
   }
@@ -156,40 +153,57 @@ export class PermissionFlow {
    * @param {AbortSignal} [signal]
    * @returns {Promise<string | null>}
    */
-  async chooseFor(request, signal) {
-    const turn = this.relay.turn
-    if (turn.cancelled || turn.over) return null
-    await this.relay.queued()
+  chooseFor(request, signal) {
     /** @type {PermissionOption[]} */
     const options = request.options.map(({ optionId, name, kind }) => ({ optionId, name, kind }))
-    const chosen = await this.request(request.toolCall, options, signal ? AbortSignal.any([turn.signal, signal]) : turn.signal, turn)
-    return turn.cancelled ? null : chosen
+    return this.ask(request.toolCall, options, signal)
   }
 
   /**
-   * One `session/request_permission` about `toolCall`, withdrawn when `signal` aborts.
+   * One `session/request_permission` in the running turn about `toolCall`, once the updates
+   * handed out so far (the card among them) are queued; withdrawn when the turn is cancelled
+   * or `signal` aborts. The chosen optionId, or null: no turn runs, it was cancelled, or the
+   * user dismissed the question, which stops the turn (a question withdrawn because its exec
+   * was aborted stops nothing more).
    * @param {PermissionRequest['toolCall']} toolCall
    * @param {PermissionOption[]} options
-   * @param {AbortSignal} signal
-   * @param {TurnScope} turn  the turn it belongs to (no answer cancels it)
+   * @param {AbortSignal} [signal]
    * @returns {Promise<string | null>}
    */
-  async request(toolCall, options, signal, turn) {
-    let response
-    try {
-      response = await this.client().request(
-        'session/request_permission',
-        { sessionId: this.sessionId, toolCall: /** @type {import('@agentclientprotocol/sdk').ToolCallUpdate} */ (toolCall), options },
-        { cancellationSignal: signal, stopWaitingOnCancel: true },
-      )
-    } catch (e) {
-      if (!turn.cancelled && !signal.aborted) this.log.warn('permission request failed:', e)
-    }
-    const outcome = response?.outcome
-    const chosen = outcome?.outcome === 'selected' ? outcome.optionId : null
-    // The user dismissed it (or the client failed): stop the turn. A question withdrawn
-    // because its exec was aborted or the turn cancelled stops nothing more.
-    if (!chosen && !turn.over && !signal.aborted) this.turn.cancel()
-    return chosen
+  async ask(toolCall, options, signal) {
+    const turn = this.relay.turn
+    if (turn.cancelled || turn.over) return null
+    await this.relay.queued()
+    const withdrawn = signal ? AbortSignal.any([turn.signal, signal]) : turn.signal
+    const chosen = await askClient({ client: this.client, sessionId: this.sessionId, toolCall, options, signal: withdrawn, log: this.log })
+    if (!chosen && !turn.over && !withdrawn.aborted) this.turn.cancel()
+    return turn.cancelled ? null : chosen
   }
+}
+
+/**
+ * One `session/request_permission` to the client: the chosen optionId, or null when the user
+ * dismissed it, the client failed (a warning, unless `signal` withdrew it) or it was withdrawn.
+ * @param {object} o
+ * @param {() => AgentContext} o.client
+ * @param {string} o.sessionId
+ * @param {PermissionRequest['toolCall']} o.toolCall
+ * @param {PermissionOption[]} o.options
+ * @param {AbortSignal} o.signal  withdraws the request (`$/cancel_request`) and stops waiting
+ * @param {import('./log.mjs').Logger} o.log
+ * @returns {Promise<string | null>}
+ */
+export async function askClient({ client, sessionId, toolCall, options, signal, log }) {
+  let response
+  try {
+    response = await client().request(
+      'session/request_permission',
+      { sessionId, toolCall: /** @type {import('@agentclientprotocol/sdk').ToolCallUpdate} */ (toolCall), options },
+      { cancellationSignal: signal, stopWaitingOnCancel: true },
+    )
+  } catch (e) {
+    if (!signal.aborted) log.warn('permission request failed:', e)
+  }
+  const outcome = response?.outcome
+  return outcome?.outcome === 'selected' ? outcome.optionId : null
 }
