@@ -189,13 +189,17 @@ impl ShellEvents<'_> {
     }
 }
 
-/// What the host reported while it worked: output (streamed for a streaming shell) and hook
-/// contexts (kept for the answer).
+/// What the host reported while it worked: output (streamed for a streaming shell, and shown on
+/// a shell's card) and hook contexts (kept for the answer).
 async fn handle_event(
     event: ExecEvent,
     shell: Option<&mut ShellEvents<'_>>,
+    live: Option<&mut LiveOutput>,
     hooks: &mut Vec<pb::HookAdditionalContext>,
 ) {
+    if let (Some(live), ExecEvent::Stdout(text) | ExecEvent::Stderr(text)) = (live, &event) {
+        live.push(text);
+    }
     match (event, shell) {
         (ExecEvent::HookContext { hook_event_name, content }, _) => {
             hooks.push(pb::HookAdditionalContext { hook_event_name, content })
@@ -315,12 +319,7 @@ pub(super) async fn run(
         let live_due = live.as_ref().and_then(LiveOutput::due);
         tokio::select! {
             r = &mut host_call => break r,
-            Some(event) = events.recv() => {
-                if let (Some(live), ExecEvent::Stdout(text) | ExecEvent::Stderr(text)) = (live.as_mut(), &event) {
-                    live.push(text);
-                }
-                handle_event(event, shell.as_mut(), &mut hooks).await
-            }
+            Some(event) = events.recv() => handle_event(event, shell.as_mut(), live.as_mut(), &mut hooks).await,
             _ = sleep_until_due(live_due) => {
                 if let Some(live) = live.as_mut() {
                     live.flush();
@@ -338,10 +337,7 @@ pub(super) async fn run(
     };
     // What the host reported just before its answer still goes out, in order.
     while let Ok(event) = events.try_recv() {
-        if let (Some(live), ExecEvent::Stdout(text) | ExecEvent::Stderr(text)) = (live.as_mut(), &event) {
-            live.push(text);
-        }
-        handle_event(event, shell.as_mut(), &mut hooks).await;
+        handle_event(event, shell.as_mut(), live.as_mut(), &mut hooks).await;
     }
     if let Some(live) = live.as_mut() {
         live.flush();
