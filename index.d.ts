@@ -621,7 +621,8 @@ export interface AgentClientOptions {
   choose?: (request: ChoiceRequest, ctx: ExecContext) => string | null | Promise<string | null>
   /**
    * The user accepted a mode switch (or a plan, which is implemented in `agent` mode): the
-   * session's mode is set already; the host's picker follows.
+   * host's picker follows, then the session's mode is set (a throw refuses the mode and
+   * leaves the session's as it was).
    */
   modeSwitched?: (modeId: string) => void | Promise<void>
   /** The server's questions for the user: a form's answers, or where they went instead. */

@@ -124,7 +124,8 @@ pub struct AgentClientOptions {
     #[napi(ts_type = "(request: ChoiceRequest, ctx: ExecContext) => string | null | Promise<string | null>")]
     pub choose: Option<crate::js_host::ContextCallback>,
     /// The user accepted a mode switch (or a plan, which is implemented in `agent` mode): the
-    /// session's mode is set already; the host's picker follows.
+    /// host's picker follows, then the session's mode is set (a throw refuses the mode and
+    /// leaves the session's as it was).
     #[napi(ts_type = "(modeId: string) => void | Promise<void>")]
     pub mode_switched: Option<Callback<String, Value>>,
     /// The server's questions for the user: a form's answers, or where they went instead.

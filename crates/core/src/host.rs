@@ -308,8 +308,9 @@ pub trait Host: Send + Sync + 'static {
         Box::pin(async { Ok(None) })
     }
 
-    /// The user accepted a switch to `mode` (or a plan to implement): the host's picker follows.
-    /// The session's mode is the core's and is set already.
+    /// The user accepted a switch to `mode` (or a plan to implement): the host's picker follows
+    /// (an error refuses the mode, and the session's stays as it was); then the core sets the
+    /// session's mode.
     fn mode_switched(&self, _mode: String) -> BoxFuture<'static, Result<(), CoreError>> {
         Box::pin(async { Ok(()) })
     }

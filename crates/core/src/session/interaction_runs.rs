@@ -208,8 +208,10 @@ impl Asking<'_> {
             return Ok(Some(refused(reason)));
         }
         if target != current {
-            self.session.lock().mode = Some(target.clone());
-            self.session.host.mode_switched(target).await?;
+            // The host's picker first: a mode it refuses (a mode of the schema it does not
+            // offer) is an error answer, and the session's mode stays as it was.
+            self.session.host.mode_switched(target.clone()).await?;
+            self.session.lock().mode = Some(target);
         }
         Ok(Some(if plan { json!({ "result": { "success": {} } }) } else { json!({ "approved": {} }) }))
     }
