@@ -317,6 +317,30 @@ test('config options: set_config_option returns the full list, set_mode announce
   }
 })
 
+test('a switch to a mode the agent does not offer is refused, and the session keeps its mode', async () => {
+  const turns = { turns: [
+    [{ type: 'interaction', id: 1, query: { switchModeRequestQuery: { args: { targetModeId: 'debug' } } } }, { type: 'turnEnded' }],
+    [{ type: 'turnEnded' }],
+  ] }
+  const agent = startAgent({ scenario: turns })
+  try {
+    await agent.agent.request('initialize', { protocolVersion: 1, clientCapabilities: {} })
+    const { sessionId } = await agent.agent.request('session/new', { cwd: tempDir(), mcpServers: [] })
+    for (const text of ['one', 'two']) {
+      const r = await within(20_000, agent.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text }] }))
+      assert.equal(r.stopReason, 'end_turn')
+    }
+    assert.ok(!agent.updatesFor(sessionId).some((u) => u.sessionUpdate === 'current_mode_update'), 'the picker did not move')
+    const { records } = await agent.stop()
+    const answer = messagesOf(records).find((m) => m.interactionResponse)?.interactionResponse
+    assert.ok(answer?.switchModeRequestResponse?.rejected, JSON.stringify(answer))
+    const runs = messagesOf(records).filter((m) => m.runRequest).map((m) => m.runRequest.action.userMessageAction.userMessage.mode)
+    assert.deepEqual(runs, ['AGENT_MODE_AGENT', 'AGENT_MODE_AGENT'], 'the next turn runs in the mode the editor shows')
+  } finally {
+    await agent.stop()
+  }
+})
+
 test('interaction queries: a mode switch asks with one option of each kind; questions without forms are asked in the thread', async () => {
   const scenario = { steps: [
     { type: 'interaction', id: 1, query: { switchModeRequestQuery: { args: { targetModeId: 'plan', explanation: 'Planning first', toolCallId: 'sw' } } } },
