@@ -308,7 +308,10 @@ export declare class AgentClient {
 export declare class EmbeddedBackend {
   /** `http://127.0.0.1:PORT`: pass it as `baseUrl`. */
   get url(): string
-  /** What clients sent, one record per stream (request id), in first-contact order. */
+  /**
+   * What clients sent, one record per turn's stream (request id), in first-contact order. A
+   * stream is listed once its first message arrives (or it ends without one).
+   */
   records(): RunRecord[]
   /**
    * The streams that began with a `prewarm_request` (they play no turn), in first-contact

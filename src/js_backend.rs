@@ -42,7 +42,8 @@ impl EmbeddedBackend {
         self.inner.url()
     }
 
-    /// What clients sent, one record per stream (request id), in first-contact order.
+    /// What clients sent, one record per turn's stream (request id), in first-contact order. A
+    /// stream is listed once its first message arrives (or it ends without one).
     #[napi(ts_return_type = "RunRecord[]")]
     pub fn records(&self) -> Result<Json> {
         serde_json::to_value(self.inner.records()).map(Json).map_err(|e| Error::from_reason(e.to_string()))

@@ -25,6 +25,6 @@ mod server;
 #[doc(hidden)]
 pub use append::{Append, AppendError, AppendReader};
 pub use auth::AuthOptions;
-pub use record::{AppendRecord, MessageRecord, RunRecord};
+pub use record::{AppendRecord, MessageRecord, RunRecord, StreamKind};
 pub use scenario::{AppendFault, Scenario, Step};
 pub use server::{BackendOptions, EmbeddedBackend};

@@ -23,9 +23,29 @@ pub struct RunRecord {
     pub messages: Vec<MessageRecord>,
     /// How the server side ended: `end`, `error: …`, `drop`, `close`, `client gone`, …
     pub outcome: Option<String>,
-    /// The stream began with a `prewarm_request` (and played no turn).
-    #[serde(skip)]
-    pub prewarm: bool,
+}
+
+/// What a stream turned out to be, known from its first message as soon as it is recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamKind {
+    /// Opened, and neither a message nor an outcome yet: it may still become either.
+    Opening,
+    /// It began with a `prewarm_request` and plays no turn.
+    Prewarm,
+    /// A turn: its first message was anything else, or it ended before sending one (an HTTP
+    /// error, a client that went away).
+    Turn,
+}
+
+impl RunRecord {
+    pub fn kind(&self) -> StreamKind {
+        match self.messages.first() {
+            Some(m) if m.kind == "prewarmRequest" => StreamKind::Prewarm,
+            Some(_) => StreamKind::Turn,
+            None if self.outcome.is_some() => StreamKind::Turn,
+            None => StreamKind::Opening,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -99,6 +119,24 @@ mod tests {
             headers.append(name, http::HeaderValue::from_static(value));
         }
         header_map(&headers, |token| (token == "issued-1").then(|| "access token 1".to_string()))
+    }
+
+    #[test]
+    fn a_stream_is_a_turn_or_a_prewarm_only_once_its_first_message_or_end_is_known() {
+        let message = |kind: &str| MessageRecord {
+            seqno: Some(1),
+            kind: kind.to_string(),
+            compressed: false,
+            message: serde_json::Value::Null,
+        };
+        let mut record = RunRecord::default();
+        assert_eq!(record.kind(), StreamKind::Opening, "a stream opened a moment ago is neither yet");
+        record.messages.push(message("prewarmRequest"));
+        assert_eq!(record.kind(), StreamKind::Prewarm);
+        record.messages[0] = message("runRequest");
+        assert_eq!(record.kind(), StreamKind::Turn);
+        let refused = RunRecord { outcome: Some("http 503".into()), ..Default::default() };
+        assert_eq!(refused.kind(), StreamKind::Turn, "a stream refused before any message still counts");
     }
 
     #[test]

@@ -22,7 +22,7 @@ use super::auth::{self, Auth, AuthOptions};
 use super::client_message;
 use super::inbox::{Inbox, Queued};
 use super::models::Models;
-use super::record::{header_map, AppendRecord, MessageRecord, RunRecord};
+use super::record::{header_map, AppendRecord, MessageRecord, RunRecord, StreamKind};
 use super::run_checks::RunChecks;
 use super::scenario::{Scenario, Step};
 use super::script::{self, BodyItem, TurnContext};
@@ -173,16 +173,31 @@ impl EmbeddedBackend {
         self.addr
     }
 
-    /// Everything recorded so far, one entry per request id, in first-contact order; streams
-    /// that were prewarms are in [`EmbeddedBackend::prewarms`] instead.
+    /// The turns recorded so far, one entry per request id, in first-contact order. Streams
+    /// that were prewarms are in [`EmbeddedBackend::prewarms`] instead, and a stream whose first
+    /// message has not arrived is in neither until it does (or ends).
     pub fn records(&self) -> Vec<RunRecord> {
-        self.state.records.lock().expect("records lock").iter().filter(|r| !r.prewarm).cloned().collect()
+        self.state
+            .records
+            .lock()
+            .expect("records lock")
+            .iter()
+            .filter(|r| r.kind() == StreamKind::Turn)
+            .cloned()
+            .collect()
     }
 
     /// The streams whose first message was a `prewarm_request`, in first-contact order. They
     /// play no turn of the scenario.
     pub fn prewarms(&self) -> Vec<RunRecord> {
-        self.state.records.lock().expect("records lock").iter().filter(|r| r.prewarm).cloned().collect()
+        self.state
+            .records
+            .lock()
+            .expect("records lock")
+            .iter()
+            .filter(|r| r.kind() == StreamKind::Prewarm)
+            .cloned()
+            .collect()
     }
 
     /// TCP connections accepted so far (clients are expected to reuse them).
@@ -481,10 +496,7 @@ impl State {
             };
             let outcome = match first {
                 Some(None) => "client gone".to_string(),
-                Some(Some(true)) => {
-                    state.with_record(&run, |r| r.prewarm = true);
-                    ctx.end(None).await
-                }
+                Some(Some(true)) => ctx.end(None).await,
                 // A turn, or nothing within the wait (the turn's script then waits for its run
                 // request, and says so).
                 _ => script::run_turn(state.take_turn(&run), ctx).await,
