@@ -4,7 +4,9 @@ import { createRequire } from 'node:module'
 
 const require = createRequire(import.meta.url)
 export const addon = require('../index.js')
-export const { AgentClient, startEmbeddedBackend } = addon
+export const testing = require('../testing.js')
+export const { AgentClient } = addon
+export const { startEmbeddedBackend } = testing
 
 export const TRANSPORTS = ['sse', 'h2']
 

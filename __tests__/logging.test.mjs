@@ -8,6 +8,7 @@ import { INIT, assertOnlyJsonRpc, startAgent, tempDir } from './acp-harness.mjs'
 import { within } from './helpers.mjs'
 
 const index = fileURLToPath(new URL('../index.js', import.meta.url))
+const testing = fileURLToPath(new URL('../testing.js', import.meta.url))
 const PROMPT = 'prompt-text-that-must-not-be-logged'
 const coreLines = (stderr) => stderr.split('\n').filter((l) => l.includes('cursor_acp_core'))
 
@@ -45,7 +46,7 @@ test('the stdio agent at its default level (warn) writes no info events of the c
 })
 
 test('setLogLevel: off by default, on and off again at run time; a bad level is E_INVALID', () => {
-  const r = spawnSync(process.execPath, ['-e', `const { AgentClient, startEmbeddedBackend, setLogLevel } = require(${JSON.stringify(index)});
+  const r = spawnSync(process.execPath, ['-e', `const { AgentClient, setLogLevel } = require(${JSON.stringify(index)}); const { startEmbeddedBackend } = require(${JSON.stringify(testing)});
     (async () => {
       const b = await startEmbeddedBackend({ scenario: { steps: [{ type: 'turnEnded' }] } });
       const client = new AgentClient({ baseUrl: b.url });

@@ -24,8 +24,8 @@ fs.copyFileSync(path.join(root, 'scripts', 'acp-turn.mjs'), path.join(app, 'acp-
 const installed = path.join(app, 'node_modules', 'cursor-acp-native')
 const node = (script, args = []) => run(process.execPath, [script, ...args], { cwd: app })
 
-test('the root tarball holds the loader, typings, bin and CLI, and no binary or sources', () => {
-  for (const file of ['package.json', 'index.js', 'index.d.ts', 'types/agent.d.ts', 'types/acp.d.mts', 'bin/cursor-acp-native.mjs', 'cli/agent.mjs', 'README.md', 'LICENSE']) {
+test('the root tarball holds the entry points, loader, typings, bin and CLI, and no binary or sources', () => {
+  for (const file of ['package.json', 'index.js', 'index.d.ts', 'testing.js', 'testing.d.ts', 'load-native.js', 'native.js', 'native.d.ts', 'types/agent.d.ts', 'types/acp.d.mts', 'bin/cursor-acp-native.mjs', 'cli/agent.mjs', 'README.md', 'LICENSE']) {
     assert.ok(packs.rootFiles.includes(file), `${file} is not in the tarball`)
   }
   const unwanted = packs.rootFiles.filter((f) => f.endsWith('.node') || /^(src|crates|__tests__|bench|npm|proto|target)\//.test(f))
@@ -40,8 +40,8 @@ test("the platform tarball is the scoped package napi's loader looks for, with t
   assert.deepEqual(packs.platformManifest.os, [process.platform])
   assert.deepEqual(packs.platformManifest.cpu, [process.arch])
   assert.deepEqual(packs.platformFiles.sort(), ['LICENSE', 'README.md', `cursor-acp-native.${abi}.node`, 'package.json'])
-  const loader = fs.readFileSync(path.join(installed, 'index.js'), 'utf8')
-  assert.ok(loader.includes(`require('@cursor-acp-native/binding-${abi}')`), 'index.js does not look for the scoped package')
+  const loader = fs.readFileSync(path.join(installed, 'native.js'), 'utf8')
+  assert.ok(loader.includes(`require('@cursor-acp-native/binding-${abi}')`), 'native.js does not look for the scoped package')
 })
 
 test('the committed npm/ packages are what `napi create-npm-dirs` makes of package.json', () => {
@@ -76,7 +76,7 @@ test('require() loads the package and its platform package from the install', { 
   assert.equal(path.dirname(turn.binding), path.join(app, 'node_modules', '@cursor-acp-native', `binding-${abi}`))
 })
 
-test('import gives the same exports, named and default', { timeout: 60_000 }, () => {
+test('import gives the same exports, named and default, and the testing helpers only from cursor-acp-native/testing', { timeout: 60_000 }, () => {
   const turn = JSON.parse(node('consumer.mjs'))
   assert.equal(turn.said, 'hello from import')
   assert.equal(turn.stopReason, 'end_turn')

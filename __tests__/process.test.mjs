@@ -5,6 +5,7 @@ import { spawnSync } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 
 const index = fileURLToPath(new URL('../index.js', import.meta.url))
+const testing = fileURLToPath(new URL('../testing.js', import.meta.url))
 
 function run(source) {
   return spawnSync(process.execPath, ['-e', source], { encoding: 'utf8', timeout: 15_000 })
@@ -21,7 +22,7 @@ test('a client with callbacks and no turn lets the process exit', () => {
 })
 
 test('a running turn keeps the process alive until it ends', () => {
-  const r = run(`const { AgentClient, startEmbeddedBackend } = require(${JSON.stringify(index)});
+  const r = run(`const { AgentClient } = require(${JSON.stringify(index)}); const { startEmbeddedBackend } = require(${JSON.stringify(testing)});
     (async () => {
       const b = await startEmbeddedBackend({ scenario: { steps: [{ type: 'sleep', ms: 300 }, { type: 'text', text: 'late' }, { type: 'turnEnded' }] } });
       const turn = new AgentClient({ baseUrl: b.url }).newSession().prompt('x');
@@ -36,7 +37,7 @@ test('a running turn keeps the process alive until it ends', () => {
 
 test('pending nextBatch and result promises keep the process alive; settled ones let it exit', () => {
   const started = Date.now()
-  const r = run(`const { AgentClient, startEmbeddedBackend } = require(${JSON.stringify(index)});
+  const r = run(`const { AgentClient } = require(${JSON.stringify(index)}); const { startEmbeddedBackend } = require(${JSON.stringify(testing)});
     (async () => {
       const b = await startEmbeddedBackend({ scenario: { steps: [{ type: 'sleep', ms: 300 }, { type: 'text', text: 'late' }, { type: 'turnEnded' }] } });
       const turns = Array.from({ length: 50 }, () => new AgentClient({ baseUrl: b.url }).newSession().prompt('x'));
@@ -58,7 +59,7 @@ test('worker threads: turns run in workers and the main thread at once; a worker
   // is still pending must leave the process and the other threads' clients working, and the
   // process must still exit on its own.
   const r = run(`const { Worker } = require('node:worker_threads');
-    const { AgentClient, startEmbeddedBackend } = require(${JSON.stringify(index)});
+    const { AgentClient } = require(${JSON.stringify(index)}); const { startEmbeddedBackend } = require(${JSON.stringify(testing)});
     const inWorker = (url, hang) => new Worker(\`
       const { parentPort } = require('node:worker_threads');
       const { AgentClient } = require(${JSON.stringify(index)});
@@ -106,7 +107,7 @@ test('a worker that is terminated or exits mid-turn tears down quietly: no panic
     const r = run(`const { Worker } = require('node:worker_threads');
       const w = new Worker(\`
         const { parentPort } = require('node:worker_threads');
-        const { AgentClient, startEmbeddedBackend } = require(${JSON.stringify(index)});
+        const { AgentClient } = require(${JSON.stringify(index)}); const { startEmbeddedBackend } = require(${JSON.stringify(testing)});
         (async () => {
           const b = await startEmbeddedBackend({ scenario: { steps: [{ type: 'text', text: 'hi' }, { type: 'sleep', ms: 5000 }, { type: 'turnEnded' }] } });
           const turn = new AgentClient({ baseUrl: b.url }).newSession().prompt('x');

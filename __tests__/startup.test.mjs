@@ -15,8 +15,8 @@ import { serveStdio } from '../cli/stdio.mjs'
 import { CLI, tempDir } from './acp-harness.mjs'
 
 /** Spawns the agent (local gateway URL, nothing listening: no request here reaches it). */
-function rawAgent() {
-  const child = spawn(process.execPath, [CLI, '--base-url', 'http://127.0.0.1:9', '--cache-dir', tempDir('acp-cache-')], {
+function rawAgent(extraArgs = []) {
+  const child = spawn(process.execPath, [CLI, '--base-url', 'http://127.0.0.1:9', '--cache-dir', tempDir('acp-cache-'), ...extraArgs], {
     stdio: ['pipe', 'pipe', 'pipe'],
     env: { ...process.env, CURSOR_ACCESS_TOKEN: '', CURSOR_API_KEY: '' },
   })
@@ -203,9 +203,13 @@ test('what the client sends after the early answer reaches the agent once the SD
 })
 
 test('SIGTERM before any request ends the agent', async () => {
-  const agent = rawAgent()
-  // Let it get to reading stdin; nothing is ever sent.
-  await new Promise((resolve) => setTimeout(resolve, 500))
+  const agent = rawAgent(['--log-level', 'debug'])
+  // Once it says so it reads stdin, with its signal handlers in place; nothing is ever sent.
+  const deadline = Date.now() + 10_000
+  while (!agent.stderr().includes('reading the client on stdin')) {
+    assert.ok(Date.now() < deadline, `the agent never began reading stdin:\n${agent.stderr()}`)
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
   agent.child.kill('SIGTERM')
   const timer = setTimeout(() => agent.child.kill('SIGKILL'), 5000)
   const [code, signal] = await new Promise((resolve) => agent.child.on('exit', (c, s) => resolve([c, s])))

@@ -54,7 +54,7 @@ test("esbuild's other ways fail as the README says: no loader for .node, or the 
   assert.throws(() => build('default'), /No loader is configured for "\.node" files/)
   build('file')
   // The file loader turns the addon's require() into its path: a string, no functions.
-  const loaded = run(process.execPath, ['-e', "console.log(typeof require('./other-file/stdin.js').startEmbeddedBackend)"], { cwd: project.dir })
+  const loaded = run(process.execPath, ['-e', "console.log(typeof require('./other-file/stdin.js').AgentClient)"], { cwd: project.dir })
   assert.equal(loaded.trim(), 'undefined')
 })
 

@@ -5,7 +5,7 @@ import fs from 'node:fs'
 import { createRequire } from 'node:module'
 
 const require = createRequire(import.meta.url)
-const { startEmbeddedBackend, bench } = require('../index.js')
+const { startEmbeddedBackend, bench } = require('../testing.js')
 
 const scenario = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'))
 const backend = scenario.floorServer ? await bench.startFloorServer() : await startEmbeddedBackend({ scenario })

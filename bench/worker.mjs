@@ -109,7 +109,7 @@ async function stream() {
     // The decode ceiling (the core codec alone on the same frames), measured here, right after
     // the turn, so that each run's share of it compares two figures taken at the same moment on
     // this noisy VM (the ceiling alone moves between 5 and 9 M frames/s from minute to minute).
-    const { bench } = require('../index.js')
+    const { bench } = require('../testing.js')
     const ceilings = [0, 1, 2].map(() => {
       const c = bench.decodeTextFrames(spec.size.count, spec.size.text)
       return c.frames / (c.nanos / 1e9)
@@ -183,7 +183,7 @@ async function many() {
 // The transport floor under `many` (addon only): the same number of turns' HTTP/1.1 setup
 // through the addon's reqwest client, against a server that does nothing else.
 async function floor() {
-  const { bench } = require('../index.js')
+  const { bench } = require('../testing.js')
   const s = await bench.floorTurns(spec.url, spec.size.sessions)
   return { wallMs: s.wallMs, firstP50Ms: s.firstP50Ms, firstP99Ms: s.firstP99Ms }
 }

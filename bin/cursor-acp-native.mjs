@@ -11,7 +11,7 @@
 import fs from 'node:fs'
 import { parseArgs } from 'node:util'
 
-import { loadAddon, setCoreLogLevel } from '../cli/addon.mjs'
+import { loadAddon, loadTesting, setCoreLogLevel } from '../cli/addon.mjs'
 import { CredentialStore, defaultConfigDir } from '../cli/credentials.mjs'
 import { setInvocation } from '../cli/initialize.mjs'
 import { createLogger, parseLevel } from '../cli/log.mjs'
@@ -174,10 +174,16 @@ if (args.embedded && (command === 'login' || command === 'logout')) {
   process.stdout.write('The embedded backend needs no login.\n')
   process.exit(0)
 }
-/** @type {import('../index.js').EmbeddedBackend | null} */
+/** @type {import('../testing.js').EmbeddedBackend | null} */
 let backend = null
 if (args.embedded) {
-  const { startEmbeddedBackend } = loadAddon()
+  /** @type {typeof import('../testing.js').startEmbeddedBackend} */
+  let startEmbeddedBackend
+  try {
+    ;({ startEmbeddedBackend } = loadTesting())
+  } catch (e) {
+    fail(`--embedded: ${errorMessage(e)}`) // a build without the embedded backend says so
+  }
   /** @type {import('../index.js').Scenario} */
   let scenario
   if (args.scenario) {
@@ -256,6 +262,7 @@ const shutdown = () => {
 }
 process.on('SIGTERM', shutdown)
 process.on('SIGINT', shutdown)
+log.debug('reading the client on stdin')
 
 /** @type {Promise<import('../cli/agent.mjs').Agent> | undefined} */
 let agent

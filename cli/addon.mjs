@@ -30,3 +30,12 @@ export function loadAddon() {
   }
   return addon
 }
+
+/**
+ * The testing entry point (`--embedded`): the embedded backend, loaded with the addon.
+ * @returns {typeof import('../testing.js')}
+ */
+export function loadTesting() {
+  loadAddon()
+  return require('../testing.js')
+}

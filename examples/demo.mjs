@@ -8,7 +8,8 @@ import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 
 const require = createRequire(import.meta.url)
-const { AgentClient, startEmbeddedBackend } = require('../index.js')
+const { AgentClient } = require('../index.js')
+const { startEmbeddedBackend } = require('../testing.js')
 const root = fileURLToPath(new URL('..', import.meta.url))
 const readme = `${root}README.md`
 

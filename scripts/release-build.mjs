@@ -21,7 +21,10 @@ if (/-pc-windows-msvc$/.test(target)) {
   flags.push('-C', 'link-arg=/PDBALTPATH:%_PDB%')
 }
 const env = { ...process.env, RUSTFLAGS: flags.filter(Boolean).join(' ') }
-const napi = spawnSync('npx', ['napi', 'build', '--platform', '--release', ...args], { cwd: ROOT, env, stdio: 'inherit', shell: process.platform === 'win32' })
+// The committed loader and typings (native.js, native.d.ts) are generated from the debug build's
+// features (docs/building.md); a release's features differ, so its own copies go elsewhere.
+const generated = args.some((a) => /^--(js|no-js|js-binding|dts)\b/.test(a)) ? [] : ['--no-js', '--dts', 'target/release-typings/native.d.ts']
+const napi = spawnSync('npx', ['napi', 'build', '--platform', '--release', ...generated, ...args], { cwd: ROOT, env, stdio: 'inherit', shell: process.platform === 'win32' })
 process.exit(napi.status ?? 1)
 
 function hostTriple() {

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use cursor_acp_core::embedded::{self, Scenario};
+use cursor_acp_embedded::{self as embedded, Scenario};
 use napi::bindgen_prelude::*;
 use napi::Env;
 

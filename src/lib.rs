@@ -18,7 +18,9 @@
 extern crate napi_derive;
 
 mod js_account;
+#[cfg(feature = "embedded")]
 mod js_backend;
+#[cfg(feature = "bench")]
 mod js_bench;
 mod js_cards;
 mod js_client;

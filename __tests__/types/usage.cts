@@ -1,5 +1,6 @@
 // Type-level test (CommonJS consumer): compiled by `tsc --noEmit` in types.test.mjs.
-import { AgentClient, startEmbeddedBackend, type CodedError, type ExecRequest, type ExecResult, type PromptResult, type SessionUpdate } from '../../index.js'
+import { startEmbeddedBackend } from '../../testing.js'
+import { AgentClient, type CodedError, type ExecRequest, type ExecResult, type PromptResult, type SessionUpdate } from '../../index.js'
 
 async function main() {
 const backend = await startEmbeddedBackend({ scenario: { steps: [{ type: 'exec', id: 1, args: { readArgs: { path: '/a' } } }, { type: 'turnEnded' }] } })

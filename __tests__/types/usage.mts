@@ -1,5 +1,6 @@
 // Type-level test (ESM consumer): compiled by `tsc --noEmit` in types.test.mjs.
-import { AgentClient, startEmbeddedBackend, type agent, type CodedError, type ExecRequest, type ExecResult, type PromptResult, type SessionUpdate } from '../../index.js'
+import { startEmbeddedBackend } from '../../testing.js'
+import { AgentClient, type agent, type CodedError, type ExecRequest, type ExecResult, type PromptResult, type SessionUpdate } from '../../index.js'
 
 const backend = await startEmbeddedBackend({ scenario: { steps: [{ type: 'exec', id: 1, args: { readArgs: { path: '/a' } } }, { type: 'turnEnded' }] } })
 const client = new AgentClient({

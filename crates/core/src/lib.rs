@@ -1,12 +1,12 @@
 //! Pure Rust core of `cursor-acp-native`: Cursor's agent protocol (Connect-framed protobuf over
-//! HTTP) — framing, generated types, transports, and an embedded backend for offline use.
+//! HTTP) — framing, generated types, transports, the turn loop and the local tools. The embedded
+//! backend that serves the same protocol offline is a crate of its own (`cursor-acp-embedded`).
 //! Nothing here depends on Node or napi.
 
 pub mod bridge;
 pub mod cards;
 pub mod connect;
 pub mod descriptors;
-pub mod embedded;
 pub mod error;
 pub mod field;
 pub mod host;

@@ -7,9 +7,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use cursor_acp_core::embedded::{AuthOptions, BackendOptions, EmbeddedBackend, Scenario};
 use cursor_acp_core::transport::{Account, AccountTokens, LoginPoll, Secret, TransportConfig};
 use cursor_acp_core::CoreError;
+use cursor_acp_embedded::{AuthOptions, BackendOptions, EmbeddedBackend, Scenario};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;

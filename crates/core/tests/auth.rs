@@ -7,11 +7,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use cursor_acp_core::acp::{self, ContentBlock};
-use cursor_acp_core::embedded::{AuthOptions, BackendOptions, EmbeddedBackend, Scenario};
 use cursor_acp_core::host::NoHost;
 use cursor_acp_core::session::{AgentClient, ClientConfig, SessionOptions, Timing};
 use cursor_acp_core::transport::{Credentials, Secret, TokenReason, TokenSource, TransportKind};
 use cursor_acp_core::CoreError;
+use cursor_acp_embedded::{AuthOptions, BackendOptions, EmbeddedBackend, Scenario};
 use futures::future::BoxFuture;
 use serde_json::json;
 

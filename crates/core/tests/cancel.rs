@@ -10,11 +10,11 @@ use std::time::{Duration, Instant};
 #[path = "common/plain_config.rs"]
 mod plain_config;
 use cursor_acp_core::acp;
-use cursor_acp_core::embedded::{EmbeddedBackend, Scenario};
 use cursor_acp_core::host::*;
 use cursor_acp_core::session::*;
 use cursor_acp_core::transport::*;
 use cursor_acp_core::CoreError;
+use cursor_acp_embedded::{EmbeddedBackend, Scenario};
 use futures::future::BoxFuture;
 use plain_config::plain_config;
 use serde_json::{json, Value};

@@ -7,11 +7,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cursor_acp_core::acp::ContentBlock;
-use cursor_acp_core::embedded::{EmbeddedBackend, Scenario};
 use cursor_acp_core::host::NoHost;
 use cursor_acp_core::session::{AgentClient, ClientConfig, SessionOptions};
 use cursor_acp_core::transport::TransportKind;
 use cursor_acp_core::CoreError;
+use cursor_acp_embedded::{EmbeddedBackend, Scenario};
 use serde_json::json;
 use tokio::time::Instant;
 

@@ -89,8 +89,8 @@ fn memory_stays_flat_over_ten_thousand_sequential_turns() {
     // names its (empty) conversation itself: one the backend kept would grow by each turn's
     // blobs and ids, about 530 bytes a turn, as a real conversation does.
     use cursor_acp_core::acp;
-    use cursor_acp_core::embedded::{EmbeddedBackend, Scenario};
     use cursor_acp_core::session::{AgentClient, ClientConfig, SessionOptions};
+    use cursor_acp_embedded::{EmbeddedBackend, Scenario};
     let _turn = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let (warm, end) = runtime.block_on(async {

@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use cursor_acp_core::acp::{ContentBlock, StopReason};
 use cursor_acp_core::connect::Code;
-use cursor_acp_core::embedded::{EmbeddedBackend, Scenario};
 use cursor_acp_core::host::{ExecContext, ExecRequest, Host};
 use cursor_acp_core::models;
 use cursor_acp_core::proto::agent::v1 as pb;
@@ -17,6 +16,7 @@ use cursor_acp_core::session::{AgentClient, ClientConfig, SessionOptions};
 use cursor_acp_core::tool_schema;
 use cursor_acp_core::transport::{AgentStream, Transport, TransportConfig, TransportKind};
 use cursor_acp_core::CoreError;
+use cursor_acp_embedded::{EmbeddedBackend, Scenario};
 use futures::future::BoxFuture;
 use serde_json::{json, Value};
 

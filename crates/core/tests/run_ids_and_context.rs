@@ -10,11 +10,11 @@ use std::time::Duration;
 #[path = "common/plain_config.rs"]
 mod plain_config;
 use cursor_acp_core::acp;
-use cursor_acp_core::embedded::{EmbeddedBackend, Scenario};
 use cursor_acp_core::host::{ExecContext, ExecRequest, Host};
 use cursor_acp_core::session::{AgentClient, PromptExtras, Session, SessionOptions, Timing, Turn};
 use cursor_acp_core::transport::TransportKind;
 use cursor_acp_core::{CancellationToken, CoreError};
+use cursor_acp_embedded::{EmbeddedBackend, Scenario};
 use futures::future::BoxFuture;
 use plain_config::plain_config;
 use serde_json::{json, Value};

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cursor_acp_core::acp::{ContentBlock, TextContent};
-use cursor_acp_core::embedded::{EmbeddedBackend, Scenario};
 use cursor_acp_core::session::{AgentClient, ClientOptions, SessionOptions};
+use cursor_acp_embedded::{EmbeddedBackend, Scenario};
 use serde_json::{json, Value};
 
 use common::Fixture;

@@ -9,11 +9,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use cursor_acp_core::acp::{ContentBlock, StopReason};
-use cursor_acp_core::embedded::{EmbeddedBackend, Scenario};
 use cursor_acp_core::host::{ExecContext, ExecRequest, Host};
 use cursor_acp_core::session::{AgentClient, ClientConfig, SessionOptions};
 use cursor_acp_core::transport::TransportKind;
 use cursor_acp_core::CoreError;
+use cursor_acp_embedded::{EmbeddedBackend, Scenario};
 use futures::future::BoxFuture;
 use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};

@@ -6,10 +6,10 @@
 use std::sync::Arc;
 
 use cursor_acp_core::acp::{ContentBlock, StopReason};
-use cursor_acp_core::embedded::{EmbeddedBackend, Scenario};
 use cursor_acp_core::host::{ExecContext, ExecRequest, Host};
 use cursor_acp_core::session::{AgentClient, ClientConfig};
 use cursor_acp_core::CoreError;
+use cursor_acp_embedded::{EmbeddedBackend, Scenario};
 use futures::future::BoxFuture;
 use serde_json::{json, Value};
 

@@ -8,10 +8,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use cursor_acp_core::acp::{ContentBlock, SessionUpdate, TextContent, ToolCallStatus};
-use cursor_acp_core::embedded::{EmbeddedBackend, Scenario};
 use cursor_acp_core::host::{ExecContext, ExecRequest, Host, McpCall, PastConversation, Permission, PermissionRequest};
 use cursor_acp_core::session::{AgentClient, ClientOptions, SessionOptions};
 use cursor_acp_core::{CancellationToken, CoreError};
+use cursor_acp_embedded::{EmbeddedBackend, Scenario};
 use futures::future::BoxFuture;
 use serde_json::{json, Value};
 

@@ -7,12 +7,12 @@
 use std::sync::Arc;
 
 use cursor_acp_core::acp::{ContentBlock, StopReason};
-use cursor_acp_core::embedded::{EmbeddedBackend, Scenario};
 use cursor_acp_core::host::{ExecContext, ExecRequest, Host};
 use cursor_acp_core::proto::agent::v1 as pb;
 use cursor_acp_core::session::{AgentClient, ClientConfig, SessionOptions};
 use cursor_acp_core::tool_schema::{self, has_combinators, normalize, normalize_tool, to_proto};
 use cursor_acp_core::CoreError;
+use cursor_acp_embedded::{EmbeddedBackend, Scenario};
 use futures::future::BoxFuture;
 use proptest::prelude::*;
 use serde_json::{json, Value};

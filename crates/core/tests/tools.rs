@@ -720,9 +720,9 @@ async fn unknown_kinds_are_not_handled_and_bad_args_are_errors() {
 /// requests, the tools answer them, and the recording shows the wire replies.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_tools_answer_a_real_turn_on_the_wire() {
-    use cursor_acp_core::embedded::{EmbeddedBackend, Scenario};
     use cursor_acp_core::session::{AgentClient, ClientConfig, SessionOptions};
     use cursor_acp_core::transport::TransportConfig;
+    use cursor_acp_embedded::{EmbeddedBackend, Scenario};
 
     let f = Fixture::new();
     let root = f.root().display().to_string();

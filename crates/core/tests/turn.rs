@@ -9,12 +9,12 @@ use base64::Engine as _;
 #[path = "common/plain_config.rs"]
 mod plain_config;
 use cursor_acp_core::acp;
-use cursor_acp_core::embedded::{EmbeddedBackend, RunRecord, Scenario};
 use cursor_acp_core::host::*;
 use cursor_acp_core::proto::agent::v1 as pb;
 use cursor_acp_core::session::*;
 use cursor_acp_core::transport::*;
 use cursor_acp_core::CoreError;
+use cursor_acp_embedded::{EmbeddedBackend, RunRecord, Scenario};
 use futures::future::BoxFuture;
 use plain_config::plain_config;
 use prost::Message as _;

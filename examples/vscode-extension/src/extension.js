@@ -5,7 +5,8 @@
 // scripted turn from the embedded backend, so it works without an account.
 const os = require('node:os')
 const vscode = require('vscode')
-const { AgentClient, LocalTools, startEmbeddedBackend } = require('cursor-acp-native')
+const { AgentClient, LocalTools } = require('cursor-acp-native')
+const { startEmbeddedBackend } = require('cursor-acp-native/testing')
 
 const TOKEN_KEY = 'cursorAcpNative.accessToken'
 const ASK_FIRST = new Set(['shell', 'shellStream', 'backgroundShellSpawn', 'write', 'delete'])

@@ -2,7 +2,7 @@
 //! into arbitrary reads: the same verdict, and the same request id, seqno and payload.
 #![no_main]
 
-use cursor_acp_core::embedded::{AppendError, AppendReader};
+use cursor_acp_embedded::{AppendError, AppendReader};
 use cursor_acp_core::proto::aiserver::v1::BidiAppendRequest;
 use libfuzzer_sys::fuzz_target;
 use prost::Message;

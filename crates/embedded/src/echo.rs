@@ -8,9 +8,9 @@ use prost_reflect::{DynamicMessage, ReflectMessage as _, Value};
 use serde::Serialize as _;
 use serde_json::json;
 
-use crate::descriptors::whole_schema as pool;
-use crate::proto::agent::v1 as pb;
-use crate::protojson;
+use cursor_acp_core::descriptors::whole_schema as pool;
+use cursor_acp_core::proto::agent::v1 as pb;
+use cursor_acp_core::protojson;
 
 /// `call` with its result set to the one `reply` carries.
 pub(crate) fn with_exec_result(call: pb::ToolCall, reply: &pb::ExecClientMessage) -> Result<pb::ToolCall, String> {
@@ -91,7 +91,7 @@ fn strip_nulls(value: serde_json::Value) -> serde_json::Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protojson::from_json;
+    use cursor_acp_core::protojson::from_json;
 
     fn reply(json: serde_json::Value) -> pb::ExecClientMessage {
         from_json("agent.v1.ExecClientMessage", &json).unwrap()

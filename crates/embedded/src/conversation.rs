@@ -27,8 +27,8 @@ use prost::Message as _;
 use serde_json::{json, Value};
 use sha2::Digest as _;
 
-use crate::proto::agent::v1 as pb;
-use crate::protojson;
+use cursor_acp_core::proto::agent::v1 as pb;
+use cursor_acp_core::protojson;
 
 /// A blob for the client to store: its id is the sha256 of its bytes, as for every blob the
 /// schema notes describe.

@@ -14,11 +14,11 @@ use prost::Message as _;
 use prost_reflect::MessageDescriptor;
 
 use super::inbox::Queued;
-use crate::proto::agent::v1::{agent_client_message, AgentClientMessage, ExecClientMessage};
+use cursor_acp_core::proto::agent::v1::{agent_client_message, AgentClientMessage, ExecClientMessage};
 
-use crate::field::agent::v1::agent_client_message::EXEC_CLIENT_MESSAGE;
+use cursor_acp_core::field::agent::v1::agent_client_message::EXEC_CLIENT_MESSAGE;
 
-use crate::descriptors::{check, RECURSION_LIMIT};
+use cursor_acp_core::descriptors::{check, RECURSION_LIMIT};
 
 /// Decodes `payload` for a script; the error says why it is not an `AgentClientMessage`.
 /// (Decoded from `Bytes`, prost slices `bytes` fields out of the payload instead of copying.)
@@ -74,14 +74,14 @@ fn is_exec_reply(mut buf: &[u8]) -> bool {
 }
 
 fn descriptor(name: &str) -> MessageDescriptor {
-    crate::descriptors::whole_schema().get_message_by_name(name).expect("the embedded schema has the message")
+    cursor_acp_core::descriptors::whole_schema().get_message_by_name(name).expect("the embedded schema has the message")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::proto::agent::v1::{exec_client_message, read_result, ReadResult, ReadSuccess};
-    use crate::protojson;
+    use cursor_acp_core::proto::agent::v1::{exec_client_message, read_result, ReadResult, ReadSuccess};
+    use cursor_acp_core::protojson;
 
     /// A read reply like the client sends, with a multi-byte character in its content.
     fn read_reply(content: &str) -> Vec<u8> {
@@ -157,7 +157,7 @@ mod tests {
 
     #[test]
     fn packed_and_repeated_numbers_are_checked() {
-        use crate::proto::agent::v1::shell_command_parsing_result::Redirect;
+        use cursor_acp_core::proto::agent::v1::shell_command_parsing_result::Redirect;
         let name = "agent.v1.ShellCommandParsingResult.Redirect";
         let fds = Redirect { destination_fds: vec![1, 300, 2], ..Default::default() }.encode_to_vec();
         assert_eq!(fds[0], 0x12, "destination_fds = 2, packed");

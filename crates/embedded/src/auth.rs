@@ -27,7 +27,7 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
 use super::cursor_error::build_error;
-use crate::connect::{Code, ConnectError};
+use cursor_acp_core::connect::{Code, ConnectError};
 
 pub(super) const LOGIN_PAGE_PATH: &str = "/loginDeepControl";
 pub(super) const POLL_PATH: &str = "/auth/poll";

@@ -7,9 +7,9 @@
 
 use super::cursor_error::build_error;
 use super::models::Models;
-use crate::connect::{Code, ConnectError};
-use crate::proto::agent::v1 as pb;
-use crate::tool_schema;
+use cursor_acp_core::connect::{Code, ConnectError};
+use cursor_acp_core::proto::agent::v1 as pb;
+use cursor_acp_core::tool_schema;
 
 pub(crate) struct RunChecks {
     pub(super) models: Models,

@@ -5,11 +5,11 @@
 
 use prost::Message as _;
 
-use crate::connect::{Code, ConnectError};
-use crate::error::CoreError;
-use crate::models::AUTO_MODEL_ID;
-use crate::proto::agent::v1 as pb;
-use crate::protojson;
+use cursor_acp_core::connect::{Code, ConnectError};
+use cursor_acp_core::error::CoreError;
+use cursor_acp_core::models::AUTO_MODEL_ID;
+use cursor_acp_core::proto::agent::v1 as pb;
+use cursor_acp_core::protojson;
 
 pub(super) struct Models {
     list: Vec<pb::ModelDetails>,

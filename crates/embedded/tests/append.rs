@@ -3,10 +3,10 @@
 //! the accepted ones, however the body is split across reads. Each case the differential test
 //! found has a test of its own, and the backend's answer over HTTP is checked for two of them.
 
-use cursor_acp_core::embedded::{Append, AppendError, AppendReader, EmbeddedBackend, Scenario};
 use cursor_acp_core::proto::agent::v1 as pb;
 use cursor_acp_core::proto::aiserver::v1::{BidiAppendRequest, BidiRequestId};
 use cursor_acp_core::transport::BIDI_APPEND_PATH;
+use cursor_acp_embedded::{Append, AppendError, AppendReader, EmbeddedBackend, Scenario};
 use proptest::prelude::*;
 use prost::encoding::{encode_key, encode_varint, WireType};
 use prost::Message as _;

@@ -4,8 +4,8 @@
 
 use prost::Message as _;
 
-use crate::connect::{Code, ConnectError, ErrorDetail, CURSOR_ERROR_DETAILS};
-use crate::proto::aiserver::v1 as ai;
+use cursor_acp_core::connect::{Code, ConnectError, ErrorDetail, CURSOR_ERROR_DETAILS};
+use cursor_acp_core::proto::aiserver::v1 as ai;
 
 /// The error a scenario's `error` step, a failed run check or the auth service answers with.
 pub(crate) fn build_error(

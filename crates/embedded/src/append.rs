@@ -15,8 +15,8 @@ use bytes::{Bytes, BytesMut};
 use prost::encoding::{decode_key, decode_varint, encode_key, encode_varint, WireType};
 use prost::Message as _;
 
-use crate::descriptors::RECURSION_LIMIT;
-use crate::proto::aiserver::v1::BidiAppendRequest;
+use cursor_acp_core::descriptors::RECURSION_LIMIT;
+use cursor_acp_core::proto::aiserver::v1::BidiAppendRequest;
 
 /// The request as this server needs it.
 #[derive(Debug, Default)]
@@ -48,7 +48,7 @@ impl std::fmt::Display for AppendError {
     }
 }
 
-use crate::field::aiserver::v1::bidi_append_request as field;
+use cursor_acp_core::field::aiserver::v1::bidi_append_request as field;
 
 const DATA: u32 = field::DATA;
 const REQUEST_ID: u32 = field::REQUEST_ID;
@@ -397,7 +397,7 @@ impl AppendReader {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::proto::aiserver::v1::BidiRequestId;
+    use cursor_acp_core::proto::aiserver::v1::BidiRequestId;
 
     fn request(data: &str, binary: &[u8]) -> Vec<u8> {
         BidiAppendRequest {

@@ -5,7 +5,7 @@ use std::collections::{HashMap, VecDeque};
 
 use tokio::sync::mpsc;
 
-use crate::proto::agent::v1 as pb;
+use cursor_acp_core::proto::agent::v1 as pb;
 
 /// A client message as queued for a run: boxed, because a channel or map of them allocates room
 /// for dozens at a time. (The message itself is small now that its large branches are boxed,

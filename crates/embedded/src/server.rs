@@ -26,12 +26,12 @@ use super::record::{header_map, AppendRecord, MessageRecord, RunRecord, StreamKi
 use super::run_checks::RunChecks;
 use super::scenario::{Scenario, Step};
 use super::script::{self, BodyItem, TurnContext};
-use crate::connect::{self, Code, ConnectError, Encoding, Frame as EnvFrame, FrameDecoder, Limits};
-use crate::error::CoreError;
-use crate::models::GET_USABLE_MODELS_PATH;
-use crate::proto::aiserver::v1::BidiRequestId;
-use crate::protojson;
-use crate::transport::{BIDI_APPEND_PATH, RUN_PATH, RUN_SSE_PATH};
+use cursor_acp_core::connect::{self, Code, ConnectError, Encoding, Frame as EnvFrame, FrameDecoder, Limits};
+use cursor_acp_core::error::CoreError;
+use cursor_acp_core::models::GET_USABLE_MODELS_PATH;
+use cursor_acp_core::proto::aiserver::v1::BidiRequestId;
+use cursor_acp_core::protojson;
+use cursor_acp_core::transport::{BIDI_APPEND_PATH, RUN_PATH, RUN_SSE_PATH};
 
 type Body = BoxBody<Bytes, std::io::Error>;
 
@@ -160,7 +160,7 @@ impl EmbeddedBackend {
         tokio::spawn(accept_loop(listener, state.clone(), shutdown.clone()));
         // The schema exec replies are checked against (`client_message`), built now rather than
         // in the middle of a turn when the first reply arrives (8 ms once per process, release).
-        tokio::task::spawn_blocking(crate::descriptors::whole_schema);
+        tokio::task::spawn_blocking(cursor_acp_core::descriptors::whole_schema);
         Ok(EmbeddedBackend { addr, state, shutdown })
     }
 
@@ -244,8 +244,8 @@ async fn accept_loop(listener: TcpListener, state: Arc<State>, shutdown: Cancell
             // round trip either.
             builder
                 .http2()
-                .initial_stream_window_size(crate::transport::H2_STREAM_WINDOW)
-                .initial_connection_window_size(crate::transport::H2_CONNECTION_WINDOW);
+                .initial_stream_window_size(cursor_acp_core::transport::H2_STREAM_WINDOW)
+                .initial_connection_window_size(cursor_acp_core::transport::H2_CONNECTION_WINDOW);
             if let Some(max) = state.scenario.h2_max_concurrent_streams {
                 builder.http2().max_concurrent_streams(max);
             }

@@ -21,8 +21,8 @@ use super::cursor_error::build_error;
 use super::echo;
 use super::inbox::{Inbox, Owed, Waited};
 use super::scenario::{agent_message as from_json, Step};
-use crate::connect::{self, Code, ConnectError};
-use crate::proto::agent::v1 as pb;
+use cursor_acp_core::connect::{self, Code, ConnectError};
+use cursor_acp_core::proto::agent::v1 as pb;
 
 pub(crate) type BodyItem = Result<Frame<Bytes>, std::io::Error>;
 

@@ -8,10 +8,10 @@
 use prost::Message as _;
 use serde::Deserialize;
 
-use crate::error::CoreError;
-use crate::proto::agent::v1 as pb;
-use crate::proto::aiserver::v1 as ai;
-use crate::protojson;
+use cursor_acp_core::error::CoreError;
+use cursor_acp_core::proto::agent::v1 as pb;
+use cursor_acp_core::proto::aiserver::v1 as ai;
+use cursor_acp_core::protojson;
 
 #[derive(Debug, Clone, Deserialize, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
