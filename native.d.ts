@@ -318,6 +318,11 @@ export declare class EmbeddedBackend {
    * order; `records()` leaves them out.
    */
   prewarms(): RunRecord[]
+  /**
+   * Moves the backend's sign-in clock `ms` milliseconds ahead: the tokens it issued expire as
+   * if that time had passed, so a test need not wait for them to.
+   */
+  advanceClock(ms: number): void
   /** Stops the server and cuts open connections. */
   close(): void
 }

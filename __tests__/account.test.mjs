@@ -21,14 +21,18 @@ async function post(url, body, headers = {}) {
  * refreshes with the refresh token when told the token was refused, or (with `ahead`) when it
  * is about to expire.
  */
-function tokenFunction(url, { ahead = false } = {}) {
+/**
+ * A host's token function over the backend's sign-in service. `ahead`: it renews a token about to
+ * expire, by the time `now()` gives (the backend's clock, when a test moves it).
+ */
+function tokenFunction(url, { ahead = false, now = Date.now } = {}) {
   const asked = []
   let tokens = null
   const fn = async ({ reason }) => {
     asked.push(reason)
     if (!tokens) {
       tokens = (await post(`${url}/auth/exchange_user_api_key`, {}, { authorization: 'Bearer key_test' })).body
-    } else if (reason === 'unauthenticated' || (ahead && claims(tokens.accessToken).exp * 1000 - Date.now() < 400)) {
+    } else if (reason === 'unauthenticated' || (ahead && claims(tokens.accessToken).exp * 1000 - now() < 400)) {
       const renewed = await post(`${url}/oauth/token`, { grant_type: 'refresh_token', client_id: 'test', refresh_token: tokens.refreshToken })
       tokens = { ...tokens, accessToken: renewed.body.access_token }
     }
@@ -46,11 +50,13 @@ for (const transport of TRANSPORTS) {
   test(`${transport}: tokens that expire during a session are renewed before each stream`, async () => {
     const backend = await startEmbeddedBackend({ scenario: TURN, auth: { accessTokenTtlMs: 1200 } })
     try {
-      const source = tokenFunction(backend.url, { ahead: true })
+      let ahead = 0 // how far the test moved the backend's clock
+      const source = tokenFunction(backend.url, { ahead: true, now: () => Date.now() + ahead })
       const client = new AgentClient({ baseUrl: backend.url, transport, ...FAST, accessToken: source.fn })
       const session = client.newSession({})
       assert.equal(await textOf(session.prompt('one')), 'hello')
-      await new Promise((r) => setTimeout(r, 1300)) // the first token has expired
+      backend.advanceClock(1300) // the first token has expired
+      ahead += 1300
       assert.equal(await textOf(session.prompt('two')), 'hello')
       const records = backend.records()
       assert.equal(records.length, 2, 'no stream was refused')
@@ -68,7 +74,7 @@ for (const transport of TRANSPORTS) {
       const client = new AgentClient({ baseUrl: backend.url, transport, ...FAST, accessToken: source.fn })
       const session = client.newSession({})
       assert.equal(await textOf(session.prompt('one')), 'hello')
-      await new Promise((r) => setTimeout(r, 1100))
+      backend.advanceClock(1100) // the first token has expired
       const turn = session.prompt('two')
       const updates = await drain(turn)
       assert.equal((await turn.result).stopReason, 'end_turn')

@@ -185,7 +185,7 @@ test('the agent refreshes an expiring login and re-exchanges an expiring API key
     await signInAt(loginUrl(backend.url, p))
     const tokens = await pollForLogin({ baseUrl: backend.url, uuid: p.uuid, verifier: p.verifier, polling: FAST_POLLS })
     new CredentialStore(configDir).write({ ...tokens, baseUrl: backend.url })
-    await new Promise((r) => setTimeout(r, 1600)) // the stored access token has expired
+    backend.advanceClock(1600) // the stored access token has expired
     for (const env of [{ CURSOR_ACP_CONFIG_DIR: configDir }, { CURSOR_ACP_CONFIG_DIR: tempDir('acp-config-'), CURSOR_API_KEY: 'key_agent' }]) {
       const before = backend.records().length
       const agent = startAgent({ embedded: false, args: ['--base-url', backend.url], env })

@@ -56,6 +56,17 @@ impl EmbeddedBackend {
         serde_json::to_value(self.inner.prewarms()).map(Json).map_err(|e| Error::from_reason(e.to_string()))
     }
 
+    /// Moves the backend's sign-in clock `ms` milliseconds ahead: the tokens it issued expire as
+    /// if that time had passed, so a test need not wait for them to.
+    #[napi]
+    pub fn advance_clock(&self, ms: f64) -> Result<()> {
+        let by = std::time::Duration::try_from_secs_f64(ms / 1000.0).map_err(|_| {
+            Error::new(Status::InvalidArg, format!("advanceClock: ms must be a number from 0 to 2^64 s, got {ms}"))
+        })?;
+        self.inner.advance_clock(by);
+        Ok(())
+    }
+
     /// Stops the server and cuts open connections.
     #[napi]
     pub fn close(&self) {

@@ -147,10 +147,9 @@ pub(super) struct Auth {
     key: [u8; 32],
     logins: Mutex<HashMap<String, Login>>,
     issued: AtomicU64,
-}
-
-fn now() -> Duration {
-    SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default()
+    /// How far this service's clock is ahead of the system's, in milliseconds: a test moves it
+    /// ([`Auth::advance_clock`]) to make tokens expire without waiting for them to.
+    clock_ahead_ms: AtomicU64,
 }
 
 /// base64url(SHA-256(text)), the challenge of a verifier.
@@ -160,7 +159,26 @@ pub(super) fn challenge_of(verifier: &str) -> String {
 
 impl Auth {
     pub(super) fn new(options: AuthOptions) -> Self {
-        Auth { options, key: rand::random(), logins: Mutex::default(), issued: AtomicU64::new(0) }
+        Auth {
+            options,
+            key: rand::random(),
+            logins: Mutex::default(),
+            issued: AtomicU64::new(0),
+            clock_ahead_ms: AtomicU64::new(0),
+        }
+    }
+
+    /// The service's time: the system's, plus what tests moved it ahead by. Tokens are issued
+    /// and checked by it, so an advance expires them as the time passing would.
+    fn now(&self) -> Duration {
+        let system = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+        system + Duration::from_millis(self.clock_ahead_ms.load(Ordering::Relaxed))
+    }
+
+    /// Moves the service's clock `by` ahead of where it was.
+    pub(super) fn advance_clock(&self, by: Duration) {
+        let ms = u64::try_from(by.as_millis()).unwrap_or(u64::MAX);
+        self.clock_ahead_ms.fetch_add(ms, Ordering::Relaxed);
     }
 
     fn sign(&self, signed_part: &str) -> String {
@@ -176,7 +194,7 @@ impl Auth {
             Kind::Access => self.options.access_token_ttl_ms,
             Kind::Refresh => self.options.refresh_token_ttl_ms,
         };
-        let issued_at = now();
+        let issued_at = self.now();
         let exp = (issued_at + Duration::from_millis(ttl)).as_secs_f64();
         let header = URL_SAFE_NO_PAD.encode(br#"{"alg":"HS256","typ":"JWT"}"#);
         let payload = serde_json::json!({
@@ -211,7 +229,7 @@ impl Auth {
             return Err(Refusal::Unknown);
         }
         let exp = claims["exp"].as_f64().ok_or(Refusal::Unknown)?;
-        if now().as_secs_f64() >= exp {
+        if self.now().as_secs_f64() >= exp {
             return Err(Refusal::Expired);
         }
         Ok(claims["sub"].as_str().unwrap_or_default().to_string())
@@ -366,12 +384,17 @@ mod tests {
     }
 
     #[test]
-    fn tokens_expire() {
-        let auth = Auth::new(AuthOptions { required: true, access_token_ttl_ms: 50, ..Default::default() });
+    fn tokens_expire_when_the_clock_passes_their_lifetime() {
+        let auth = Auth::new(AuthOptions { required: true, access_token_ttl_ms: 60_000, ..Default::default() });
         let access = auth.exchange(Some("Bearer key_1")).body["accessToken"].as_str().unwrap().to_string();
-        assert!(auth.check(Some(&format!("Bearer {access}"))).is_ok());
-        std::thread::sleep(Duration::from_millis(80));
-        assert_eq!(auth.check(Some(&format!("Bearer {access}"))), Err(Refusal::Expired));
+        let bearer = format!("Bearer {access}");
+        auth.advance_clock(Duration::from_millis(59_000));
+        assert!(auth.check(Some(&bearer)).is_ok(), "a second of its minute is left");
+        auth.advance_clock(Duration::from_millis(1_500));
+        assert_eq!(auth.check(Some(&bearer)), Err(Refusal::Expired));
         assert_eq!(Refusal::Expired.error().http_status, Some(401));
+        // A token issued after the advance lives its full lifetime from the service's time.
+        let fresh = auth.exchange(Some("Bearer key_1")).body["accessToken"].as_str().unwrap().to_string();
+        assert!(auth.check(Some(&format!("Bearer {fresh}"))).is_ok());
     }
 }

@@ -200,6 +200,12 @@ impl EmbeddedBackend {
             .collect()
     }
 
+    /// Moves the sign-in service's clock ahead by `by`: tokens it issued expire as if that time
+    /// had passed (and new ones are issued from the later time), without a test waiting for it.
+    pub fn advance_clock(&self, by: Duration) {
+        self.state.auth.advance_clock(by);
+    }
+
     /// TCP connections accepted so far (clients are expected to reuse them).
     pub fn connections_accepted(&self) -> usize {
         self.state.connections_accepted.load(Ordering::Relaxed)
