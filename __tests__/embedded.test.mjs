@@ -61,3 +61,16 @@ test('auth and models options that are not what they must be reject with E_INVAL
     await assert.rejects(startEmbeddedBackend({ scenario, ...options }), (e) => e.code === 'E_INVALID' && message.test(e.message), JSON.stringify(options))
   }
 })
+
+test('advanceClock takes a number of milliseconds from 0 and refuses anything else', async () => {
+  const backend = await startEmbeddedBackend({ scenario: { steps: [{ type: 'turnEnded' }] } })
+  try {
+    backend.advanceClock(0)
+    backend.advanceClock(1500.5)
+    for (const bad of [-1, Number.NaN, Number.POSITIVE_INFINITY, 1e30]) {
+      assert.throws(() => backend.advanceClock(bad), (e) => e.code === 'InvalidArg' && /^advanceClock: ms must be/.test(e.message), String(bad))
+    }
+  } finally {
+    backend.close()
+  }
+})
