@@ -46,12 +46,13 @@ mod settle;
 /// (`malloc_consolidate`, `unlink_chunk`), more per turn the more turns were live; jemalloc's
 /// size classes and per-thread caches do not (bench/README.md, many-10k). Only the addon's own
 /// allocations move: Node and V8 keep the system's allocator.
-#[cfg(all(target_os = "linux", target_env = "gnu", target_arch = "x86_64"))]
+#[cfg(all(feature = "jemalloc", target_os = "linux", target_env = "gnu", target_arch = "x86_64"))]
 #[global_allocator]
 static ALLOCATOR: cursor_acp_hugepages::HugePageAllocator<tikv_jemallocator::Jemalloc> =
     cursor_acp_hugepages::HugePageAllocator(tikv_jemallocator::Jemalloc);
 
-/// Elsewhere the system's allocator, with the same huge-page advice.
-#[cfg(not(all(target_os = "linux", target_env = "gnu", target_arch = "x86_64")))]
+/// Elsewhere, or built without the `jemalloc` feature, the system's allocator, with the same
+/// huge-page advice.
+#[cfg(not(all(feature = "jemalloc", target_os = "linux", target_env = "gnu", target_arch = "x86_64")))]
 #[global_allocator]
 static ALLOCATOR: cursor_acp_hugepages::HugePageAllocator = cursor_acp_hugepages::HugePageAllocator(std::alloc::System);

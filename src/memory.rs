@@ -56,13 +56,13 @@ fn release_free_memory() {
     unsafe {
         libc::malloc_trim(0);
     }
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(all(feature = "jemalloc", target_arch = "x86_64"))]
     purge_jemalloc_arenas();
 }
 
 /// jemalloc keeps freed pages for seconds, for reuse (its decay); once idle, the addon hands
 /// them back at once, as `malloc_trim` does for glibc.
-#[cfg(all(target_os = "linux", target_env = "gnu", target_arch = "x86_64"))]
+#[cfg(all(feature = "jemalloc", target_os = "linux", target_env = "gnu", target_arch = "x86_64"))]
 fn purge_jemalloc_arenas() {
     // jemalloc's `MALLCTL_ARENAS_ALL`: the command applies to every arena.
     const ALL_ARENAS_PURGE: &std::ffi::CStr = c"arena.4096.purge";
