@@ -1,13 +1,16 @@
 // Windows only (skipped elsewhere): the built-in tools where Windows differs from Unix. cmd.exe
-// as the shell (its quoting, its exit codes, the process tree it started ended on cancel),
+// as the shell (its quoting, its exit codes, the process tree it started ended on cancel and
+// when the agent ends),
 // paths (drive letters in any case, `\` and `/`, `..` and other drives refused), CRLF files as
 // they are on disk, and the agent's folders under %APPDATA% / %LOCALAPPDATA%. Run under wine by
 // scripts/build-windows.sh and on the workflow's Windows runners.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
 import fs from 'node:fs'
 import path from 'node:path'
-import { addon, setup, drain, recordsWhen } from './helpers.mjs'
+import { fileURLToPath } from 'node:url'
+import { addon, setup, drain, recordsWhen, within } from './helpers.mjs'
 import { tempDir } from './tmp.mjs'
 import { startAgent } from './acp-harness.mjs'
 
@@ -65,13 +68,9 @@ test('cmd.exe runs commands as written: quotes, operators, exit codes', windowsO
   }
 })
 
-// Under wine this runs as a todo (reported, not failing the run): the tree is ended with
-// `taskkill /T`, which wine's taskkill refuses as an unknown option, so only cmd.exe itself ends
-// and the aborted exec's end was not seen by the backend within 10 s. A job object per shell
-// would end the tree on Windows and wine alike (issue #45). On Windows proper it must pass.
-const underWine = { ...windowsOnly, todo: process.env.WINEPREFIX !== undefined && 'wine: taskkill has no /T (docs/platforms.md)' }
-
-test('a cancelled shell ends with the processes it started', underWine, async () => {
+// Each shell runs in a job object of its own (crates/core/src/tools/job.rs): cancelling ends the
+// job, the grandchild with it. Under wine as on Windows: nothing here depends on taskkill.
+test('a cancelled shell ends with the processes it started', windowsOnly, async () => {
   const dir = workspace()
   // A grandchild: cmd.exe starts node.exe, which records its pid and waits.
   fs.writeFileSync(path.join(dir, 'child.js'), "require('fs').writeFileSync('child.pid', String(process.pid)); setInterval(() => {}, 1000)\n")
@@ -83,7 +82,9 @@ test('a cancelled shell ends with the processes it started', underWine, async ()
     { type: 'awaitExec', id: 1 },
     { type: 'turnEnded' },
   ] }
-  const { backend, client, close } = await setup(scenario, { exec: (req, ctx) => tools.run(req, ctx) })
+  // The backend is silent for the 3 s the grandchild needs to start (under wine too): the stall
+  // timeout of the fast test options (1.5 s) would resume the turn mid-sleep.
+  const { backend, client, close } = await setup(scenario, { exec: (req, ctx) => tools.run(req, ctx), stallTimeoutMs: 30_000 })
   try {
     const turn = client.newSession({ cwd: dir }).prompt('go')
     await drain(turn, 30_000)
@@ -99,6 +100,44 @@ test('a cancelled shell ends with the processes it started', underWine, async ()
     tools.close()
   }
 })
+
+// What the reaper does on Unix: a process killed outright (TerminateProcess: no destructor runs)
+// or exiting without closing its tools leaves none of its shells running. Windows closes the
+// shells' job handles as the process ends, and the jobs end their processes.
+for (const [mode, how] of [['kill', 'killed outright'], ['exit', 'exiting without closing its tools']]) {
+  test(`an agent ${how} leaves none of its shells running`, windowsOnly, async () => {
+    const dir = workspace()
+    fs.writeFileSync(path.join(dir, 'child.js'), "require('fs').writeFileSync(process.argv[2], String(process.pid)); setInterval(() => {}, 1000)\n")
+    const grandchild = (name) => `"${process.execPath}" child.js ${name}`
+    // A background shell and a foreground one mid-command, each with a node.exe under cmd.exe.
+    const script = `
+      const fs = require('fs')
+      const { LocalTools } = require(${JSON.stringify(fileURLToPath(new URL('../index.js', import.meta.url)))})
+      const tools = new LocalTools({ roots: [${JSON.stringify(dir)}] })
+      tools.run({ kind: 'backgroundShellSpawn', id: 1, execId: 'e', args: { command: ${JSON.stringify(grandchild('bg.pid'))} } })
+      tools.run({ kind: 'shell', id: 2, execId: 'e', args: { command: ${JSON.stringify(grandchild('fg.pid'))} } })
+      const ready = setInterval(() => {
+        if (!fs.existsSync('bg.pid') || !fs.existsSync('fg.pid')) return
+        clearInterval(ready)
+        console.log('ready')
+        if (${JSON.stringify(mode)} === 'exit') process.exit(0)
+      }, 50)
+      setInterval(() => {}, 1000)
+    `
+    const agent = spawn(process.execPath, ['-e', script], { cwd: dir, stdio: ['ignore', 'pipe', 'inherit'] })
+    const ended = new Promise((resolve) => agent.on('exit', (code, signal) => resolve({ code, signal })))
+    await within(30_000, new Promise((resolve, reject) => {
+      agent.stdout.on('data', (chunk) => { if (String(chunk).includes('ready')) resolve() })
+      agent.on('exit', () => reject(new Error('the agent ended before its shells started')))
+    }), 'the shells\' start')
+    if (mode === 'kill') agent.kill()
+    await within(10_000, ended, 'the agent\'s end')
+    const pids = ['bg.pid', 'fg.pid'].map((f) => Number(fs.readFileSync(path.join(dir, f), 'utf8')))
+    const deadline = Date.now() + 5000
+    while (pids.some(alive) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100))
+    assert.deepEqual(pids.filter(alive), [], 'node.exe processes of its shells still run')
+  })
+}
 
 test('paths: drive letters in any case, either slash, `..` and other places refused', windowsOnly, async () => {
   const dir = workspace()

@@ -10,7 +10,7 @@ use tokio::io::{AsyncRead, AsyncWriteExt};
 
 use crate::proto::agent::v1 as pb;
 
-use super::process::{read_some, GroupKill};
+use super::process::{read_some, spawn_group};
 use super::shell_command::{shell_command, working_directory, ShellContext};
 use super::shells::{Background, Shells};
 
@@ -69,8 +69,8 @@ pub fn spawn_background(t: &ShellContext<'_>, args: &pb::BackgroundShellSpawnArg
     cmd.stdin(if args.enable_write_shell_stdin_tool { Stdio::piped() } else { Stdio::null() })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let mut child = match cmd.spawn() {
-        Ok(c) => c,
+    let (mut child, kill) = match spawn_group(&mut cmd) {
+        Ok(spawned) => spawned,
         Err(e) => return spawn_error(e.to_string()),
     };
     let pid = child.id();
@@ -95,7 +95,6 @@ pub fn spawn_background(t: &ShellContext<'_>, args: &pb::BackgroundShellSpawnArg
         #[allow(clippy::let_underscore_must_use, reason = "only reaps the shell; its exit status is not reported")]
         let _ = child.wait().await;
     });
-    let kill = GroupKill::new(pid);
     {
         let mut table = shells.background.lock().expect("shell table");
         if shells.kills.load(Ordering::Acquire) != kills_at_start {

@@ -11,6 +11,8 @@ mod background;
 mod environment;
 mod files;
 mod git_diff;
+#[cfg(windows)]
+mod job;
 mod ls;
 mod options;
 mod pi;

@@ -1,15 +1,16 @@
 //! The process groups this process starts (shells, and stdio MCP servers a host starts and
 //! names with [`watch_child_group`]) end with this process, however it ends.
 //!
-//! A shell runs in a process group of its own, and [`super::shell::GroupKill`] kills the group
+//! A shell runs in a process group of its own, and [`super::process::GroupKill`] kills the group
 //! when the tools are done with it. That needs this process to run its destructors: an agent
 //! killed outright (an editor's `SIGKILL`, a crash, the OOM killer) would leave every shell it
 //! started running, a dev server holding its port included. So the first group watched also
 //! starts a watcher: a small `sh` in a process group of its own, told of each group as it
 //! starts and as it is killed or known empty, on a pipe only this process holds open. When this
 //! process ends, the kernel closes that pipe; the watcher then sends the groups still listed
-//! `SIGTERM`, then `SIGKILL` a second later, and exits. Unix only: Windows has no process groups
-//! here (a job object would be its equivalent).
+//! `SIGTERM`, then `SIGKILL` a second later, and exits. Unix only: on Windows each shell is in a
+//! job object that Windows ends with this process (`super::job`); a group a host names is not
+//! watched there.
 
 use crate::error::CoreError;
 

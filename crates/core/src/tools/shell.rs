@@ -1,5 +1,5 @@
-//! shell and shellStream: local processes in their own process group, so abort, timeout and
-//! teardown kill everything the command started.
+//! shell and shellStream: local processes in their own process group (a job object on
+//! Windows), so abort, timeout and teardown kill everything the command started.
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -8,7 +8,7 @@ use crate::host::ExecContext;
 use crate::proto::agent::v1 as pb;
 
 use super::background::spawn_background;
-use super::process::{read_some, signal_group, terminate, GroupKill, Signal};
+use super::process::{read_some, spawn_group, terminate, Signal};
 use super::shell_command::{shell_command, working_directory, ShellContext};
 
 /// How long pipes are still drained after the shell exits: a command that leaves a daemon
@@ -167,8 +167,8 @@ pub async fn run(t: &ShellContext<'_>, args: &pb::ShellArgs, ctx: &ExecContext) 
     cmd.stdin(Stdio::null());
     cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
     let started = Instant::now();
-    let mut child = match cmd.spawn() {
-        Ok(c) => c,
+    let (mut child, mut kill) = match spawn_group(&mut cmd) {
+        Ok(spawned) => spawned,
         Err(e) => {
             return result(R::SpawnError(pb::ShellSpawnError { command, working_directory: wd, error: e.to_string() }))
         }
@@ -176,7 +176,6 @@ pub async fn run(t: &ShellContext<'_>, args: &pb::ShellArgs, ctx: &ExecContext) 
     // Only now has anything started: a streaming shell's `start` goes out.
     ctx.started();
     let pid = child.id();
-    let mut kill = GroupKill::new(pid);
     let mut pipes_held = false;
     let mut stdout = child.stdout.take().expect("piped stdout");
     let mut stderr = child.stderr.take().expect("piped stderr");
@@ -234,17 +233,16 @@ pub async fn run(t: &ShellContext<'_>, args: &pb::ShellArgs, ctx: &ExecContext) 
                 drain_until = Some(tokio::time::Instant::now() + DRAIN_AFTER_EXIT);
             }
             _ = &mut deadline, if ending.is_none() => {
-                terminate(&mut child, pid).await;
+                terminate(&mut child, &kill).await;
                 ending = Some(Ending::TimedOut);
                 drain_until = Some(tokio::time::Instant::now() + DRAIN_AFTER_EXIT);
             }
             _ = ctx.cancel.cancelled(), if ending.is_none() => {
-                if let Some(pid) = pid {
-                    signal_group(pid, Signal::Kill);
-                }
-                // And the shell itself, whatever became of its group: on Windows taskkill can
-                // fail or be missing (under wine it left cmd.exe running), and waiting on a
-                // shell that still runs would hold the cancelled exec, and the turn, forever.
+                kill.signal(Signal::Kill);
+                // And the shell itself, whatever became of its group: on Windows a shell outside
+                // a job is ended with taskkill, which can fail or be missing (under wine it left
+                // cmd.exe running), and waiting on a shell that still runs would hold the
+                // cancelled exec, and the turn, forever.
                 #[allow(
                     clippy::let_underscore_must_use,
                     reason = "a shell already gone is what was wanted; the wait below reaps it either way"

@@ -60,12 +60,11 @@ pub(crate) enum Failure {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum FileKind {
     Directory,
-    // Only Unix has these to find (`unix_special`); elsewhere they are never built.
-    #[cfg_attr(not(unix), allow(dead_code))]
+    #[cfg_attr(not(unix), allow(dead_code, reason = "only Unix has these to find (`unix_special`)"))]
     Fifo,
-    #[cfg_attr(not(unix), allow(dead_code))]
+    #[cfg_attr(not(unix), allow(dead_code, reason = "only Unix has these to find (`unix_special`)"))]
     Socket,
-    #[cfg_attr(not(unix), allow(dead_code))]
+    #[cfg_attr(not(unix), allow(dead_code, reason = "only Unix has these to find (`unix_special`)"))]
     Device,
     Other,
 }
