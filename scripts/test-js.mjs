@@ -4,7 +4,8 @@
 //   node scripts/test-js.mjs offline    every suite that needs no network after `npm ci` (`npm test`)
 //   node scripts/test-js.mjs registry   the suites that install packages from the registry
 //                                       (the package as a user installs it, the VS Code example,
-//                                       the workflows' linters): `npm run test:registry`
+//                                       the workflows' linters) and the release packages' own
+//                                       agreement, run with them: `npm run test:registry`
 //
 // Suites run in parallel, as many at once as the machine has cores (at least two): each
 // spawns its own agents, backends and temporary folders, and the ones that read the process
@@ -18,7 +19,7 @@ import { fileURLToPath } from 'node:url'
 const root = fileURLToPath(new URL('..', import.meta.url))
 
 /** The suites that install from the registry (`npm install` of packed tarballs and tools). */
-export const REGISTRY_SUITES = new Set(['packaging.test.mjs', 'vscode-extension.test.mjs', 'workflows.test.mjs'])
+export const REGISTRY_SUITES = new Set(['packaging.test.mjs', 'release.test.mjs', 'vscode-extension.test.mjs', 'workflows.test.mjs'])
 
 const [tier, ...rest] = process.argv.slice(2)
 if (tier !== 'offline' && tier !== 'registry') {
