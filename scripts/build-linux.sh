@@ -16,9 +16,9 @@
 #   scripts/build-linux.sh [package…]      (default: all four; e.g. `scripts/build-linux.sh linux-arm64-gnu`)
 #
 # Needs Rust (rustup), Node.js >= 20 with npm, python3 and apt-get (root or sudo); installs the
-# rest into $SHIP_DIR: ziglang from PyPI in a venv, cargo-zigbuild from crates.io, the rustup
-# targets, qemu-user-static from Debian, and arm64 Node.js with its libraries unpacked from
-# Debian's packages. Slow (release builds with LTO): not part of `npm test`.
+# rest: zig and cargo-zigbuild as scripts/zig-tools.sh says, the rustup targets,
+# qemu-user-static from Debian, and into $SHIP_DIR arm64 Node.js with its libraries unpacked
+# from Debian's packages. Slow (release builds with LTO): not part of `npm test`.
 # Environment: SHIP_DIR (default target/linux-release), CARGO_TARGET_DIR (default $SHIP_DIR/cargo).
 set -euo pipefail
 shopt -s inherit_errexit
@@ -26,8 +26,8 @@ shopt -s inherit_errexit
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SHIP_DIR=$(mkdir -p "${SHIP_DIR:-$ROOT/target/linux-release}" && cd "${SHIP_DIR:-$ROOT/target/linux-release}" && pwd)
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$SHIP_DIR/cargo}
-ZIG_VERSION=0.15.2            # as rolldown releases with
-CARGO_ZIGBUILD_VERSION=0.24.1
+# shellcheck source=scripts/zig-tools.sh
+. "$ROOT/scripts/zig-tools.sh"
 NODE_SUITE=trixie             # Debian suite of the arm64 Node.js (Node 20; bookworm's is 18)
 OLD_GLIBC_SUITE=bullseye      # Debian 11: glibc 2.31, as on many VS Code remote hosts
 DEBIAN_MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
@@ -57,21 +57,7 @@ install_tools() {
     as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
   fi
 
-  mkdir -p "$SHIP_DIR/bin"
-  if [ ! -x "$SHIP_DIR/venv/bin/python" ] || ! "$SHIP_DIR/venv/bin/python" -m ziglang version 2>/dev/null | grep -qx "$ZIG_VERSION"; then
-    step "ziglang $ZIG_VERSION from PyPI"
-    python3 -m venv "$SHIP_DIR/venv"
-    "$SHIP_DIR/venv/bin/pip" install -q "ziglang==$ZIG_VERSION"
-  fi
-  # cargo-zigbuild and `napi build -x` look for `zig` on PATH.
-  printf '#!/bin/sh\nexec "%s" -m ziglang "$@"\n' "$SHIP_DIR/venv/bin/python" > "$SHIP_DIR/bin/zig"
-  chmod +x "$SHIP_DIR/bin/zig"
-
-  if ! "$SHIP_DIR/tools/bin/cargo-zigbuild" --version 2>/dev/null | grep -q "$CARGO_ZIGBUILD_VERSION"; then
-    step "cargo-zigbuild $CARGO_ZIGBUILD_VERSION from crates.io"
-    nice -n 19 cargo install --quiet --locked --root "$SHIP_DIR/tools" --version "$CARGO_ZIGBUILD_VERSION" cargo-zigbuild
-  fi
-  export PATH="$SHIP_DIR/bin:$SHIP_DIR/tools/bin:$PATH"
+  install_zig_tools
 
   local targets=()
   for p in "${PACKAGES[@]}"; do targets+=("${TRIPLE[$p]%%.*}"); done

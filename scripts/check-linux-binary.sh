@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Checks a Linux build of the addon before it is packaged: the ELF machine, the shared libraries it
 # needs, and the glibc symbol versions it needs (gnu: none newer than GLIBC_2.17, so it loads on
-# RHEL/CentOS 7, Debian 8, Ubuntu 14.04 and every later glibc; musl: none at all, and musl's libc).
+# RHEL/CentOS 7, Debian 8, Ubuntu 14.04 and every later glibc; musl: none at all, and no library
+# but musl's libc).
 # Prints what it found.
 #
 #   scripts/check-linux-binary.sh <file.node> <linux-x64-gnu|linux-arm64-gnu|linux-x64-musl|linux-arm64-musl>
@@ -31,5 +32,10 @@ case $pkg in
       || fail "needs $newest, newer than $MAX_GLIBC" ;;
   *-musl)
     [ -z "$glibc" ] || fail "refers to glibc symbol versions: $glibc"
-    case " $needed" in *" libc.musl-"*|*" libc.so "*) ;; *) fail "does not link musl's libc: $needed" ;; esac ;;
+    case " $needed" in *" libc.musl-"*|*" libc.so "*) ;; *) fail "does not link musl's libc: $needed" ;; esac
+    # musl's libc and nothing else: Alpine has no libgcc_s or libstdc++ unless a package adds
+    # them. (musl's loader answers `libc.so` with the libc it is, whatever the system installed.)
+    for lib in $needed; do
+      case $lib in libc.so|libc.musl-*.so.1) ;; *) fail "needs $lib besides musl's libc" ;; esac
+    done ;;
 esac

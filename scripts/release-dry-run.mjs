@@ -71,12 +71,13 @@ const fail = (message) => { failures.push(message); console.error(`  FAILED: ${m
 const warn = (message) => { warnings.push(message); console.log(`  warning: ${message}`) }
 const note = (abi, column, text) => rows.get(abi)[column] = text
 
-/** Runs a long step with its output shown; false when it failed. */
-function visible(command, args, { cwd = root, env = process.env } = {}) {
+/** Runs a long step with its output shown; its exit status. */
+function shown(command, args, { cwd = root, env = process.env } = {}) {
   console.log(`  $ ${[command, ...args].join(' ')}`)
-  const r = spawnSync(command, args, { cwd, env, stdio: 'inherit' })
-  return r.status === 0
+  return spawnSync(command, args, { cwd, env, stdio: 'inherit' }).status
 }
+/** Runs a long step with its output shown; false when it failed. */
+const visible = (command, args, options) => shown(command, args, options) === 0
 
 const napi = (args, env) => run(process.execPath, [NAPI, ...args], { cwd: STAGE, env, timeout: 600_000 })
 const sha256 = (file) => crypto.createHash('sha256').update(fs.readFileSync(file)).digest('hex')
@@ -106,7 +107,10 @@ if (options.debug) {
     step('build every Linux package (scripts/build-linux.sh)')
     if (!visible('bash', [path.join(root, 'scripts', 'build-linux.sh')])) fail('scripts/build-linux.sh failed')
     step('build the macOS packages (scripts/build-macos.sh)')
-    if (!visible('bash', [path.join(root, 'scripts', 'build-macos.sh')])) fail('scripts/build-macos.sh failed')
+    const macos = shown('bash', [path.join(root, 'scripts', 'build-macos.sh')])
+    // 3: the link needs Apple's SDK (docs/platforms.md): not built here, as on any Linux machine.
+    if (macos === 3) warn('macOS: not linked here, the link needs the macOS SDK (scripts/build-macos.sh exit 3)')
+    else if (macos !== 0) fail('scripts/build-macos.sh failed')
   }
   if (!options['build-all'] || !host.startsWith('linux-')) {
     step(`build ${host} as the release does`)
