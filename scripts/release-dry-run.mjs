@@ -7,8 +7,8 @@
 //
 //   (no option)         builds this machine's package as the release does (on Linux:
 //                       scripts/build-linux.sh <host>, zig and glibc 2.17, release profile)
-//   --debug             builds it as a quick debug build instead; its static checks then only
-//                       warn (a debug build is not what a release ships)
+//   --debug             builds it as a quick debug build instead (`npm run build:debug`); its
+//                       static checks then only warn (a debug build is not what a release ships)
 //   --skip-build        builds nothing: takes the binaries already there
 //   --build-all         also builds every package this machine can cross-build
 //                       (scripts/build-linux.sh, scripts/build-macos.sh): slow
@@ -101,7 +101,9 @@ const builtHere = path.join(OUT, 'build', host)
 if (options.debug) {
   step(`build ${host} (debug)`)
   fs.mkdirSync(builtHere, { recursive: true })
-  if (!visible('npx', ['napi', 'build', '--platform', '--output-dir', builtHere])) fail(`the debug build of ${host} failed`)
+  // `npm run build:debug`: the build that writes the committed loader and typings, so they are
+  // compared below too.
+  if (!visible('npm', ['run', 'build:debug', '--', '--output-dir', builtHere])) fail(`the debug build of ${host} failed`)
 } else if (!options['skip-build']) {
   if (options['build-all']) {
     step('build every Linux package (scripts/build-linux.sh)')
