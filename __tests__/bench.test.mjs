@@ -81,9 +81,24 @@ test('bench smoke run: every scenario measured for all three clients, and they p
     assert.ok(x.agentWallMs > 0 && x.addonWallMs > 0 && x.wallRatio > 0 && x.agentUpdates > 0 && x.agentCpuPer1000Updates >= 0, `relay ${name}: ${JSON.stringify(x)}`)
   }
   assert.match(run.stdout, /\| agent CPU ms per 1,000 updates \|/)
+  // The agent's weight: node idle, the agent after session/new and after its turns, and what
+  // each module costs (the peers only in a full run).
+  const memory = results.results.memory
+  for (const x of [memory.nodeIdleMiB, memory.addonIdleMiB, memory.agent.afterNewMiB, memory.agent.afterTurnsMiB, memory.agent.peakMiB]) assert.ok(x > 0, JSON.stringify(memory.agent))
+  assert.ok(memory.agent.afterNewRatio > 0 && memory.turns > 0, JSON.stringify(memory.agent))
+  for (const name of ['addon', 'zod', '@agentclientprotocol/sdk', '@modelcontextprotocol/client']) assert.ok(memory.modules.alone.some((m) => m.name === name), name)
+  assert.ok(memory.modules.alone.every((m) => Number.isFinite(m.rssMiB) && Number.isFinite(m.heapMiB)), JSON.stringify(memory.modules))
+  assert.match(run.stdout, /\| cursor-acp-native: after initialize \+ session\/new \|/)
+  // The download: the addon this run used, gzipped, and both tarballs npm would publish.
+  const download = results.results.download
+  assert.ok(download.addon.bytes > download.addon.gzipBytes && download.addon.gzipBytes > 0, JSON.stringify(download.addon))
+  assert.ok(download.platformPackage.packedBytes > 0 && download.platformPackage.unpackedBytes >= download.addon.bytes, JSON.stringify(download.platformPackage))
+  assert.ok(download.rootPackage.packedBytes > 0, JSON.stringify(download.rootPackage))
+  assert.match(run.stdout, /\| addon, gzip -9 \|/)
   // The first round's 13, the three ratios against the baseline again against Connect, three
-  // for many-10k, three for the start-up, four for latency and two for the relay.
-  assert.equal(results.targets.length, 28)
+  // for many-10k, three for the start-up, four for latency, two for the relay, two for the
+  // agent's weight and one for the download.
+  assert.equal(results.targets.length, 31)
   assert.match(run.stdout, /\| stream \| wall ms \|/)
   assert.match(run.stdout, /\| stream-frames \| frames\/s \|/)
   assert.equal(results.results['stream-frames'].addon.frames, results.size.streamFrames.count)

@@ -1,7 +1,9 @@
 // `npm run bench`: the addon against two pure-JavaScript baselines (a hand-written client and
 // the Connect client for Node) on the embedded backend (in a process of its own), scenario by
 // scenario, each measurement in a fresh worker process; and the stdio agent's start-up against
-// `node -e 0` and two other ACP agents (bench/startup.mjs).
+// `node -e 0` and two other ACP agents (bench/startup.mjs); its latency through a delaying TLS
+// relay (bench/latency.mjs), its relay cost (bench/relay.mjs), its weight beside the same agents
+// (bench/memory.mjs) and the size of the download (bench/size.mjs).
 // Prints the tables, writes bench/results.json (or --out), and checks the issues' targets.
 // `--smoke` runs tiny sizes (part of `npm test`: it proves the harness works, not the speed).
 import { spawn, spawnSync } from 'node:child_process'
@@ -312,6 +314,16 @@ if (want('relay')) {
   log('  relay…')
   results.relay = script('relay.mjs', opts.smoke ? ['--smoke'] : [])
 }
+// The agent's weight (bench/memory.mjs): RSS after initialize + session/new and after a session
+// of turns, beside node idle and the peers; and what the download is (bench/size.mjs).
+if (want('memory')) {
+  log('  memory…')
+  results.memory = script('memory.mjs', opts.smoke ? ['--smoke'] : ['--peers'])
+}
+if (want('download')) {
+  log('  download…')
+  results.download = script('size.mjs', [])
+}
 
 // The decode ceiling (the core codec alone) is measured by each addon stream worker right after
 // its turn; the share below is the median of the runs' own shares.
@@ -373,6 +385,20 @@ if (r.relay) {
     const x = r.relay[name]
     target(`relay (${name}): agent wall / addon alone`, x.wallRatio, '≤ 1.5', x.wallRatio <= 1.5, '×')
   }
+}
+if (r.memory) {
+  const m = r.memory
+  target('memory: agent RSS after initialize + session/new / node idle', m.agent.afterNewRatio, '≤ 1.5', m.agent.afterNewRatio <= 1.5, '×')
+  // claude-agent-acp's main process, the one an editor starts (its session runs a program of its own too).
+  const claude = m.peers['claude-agent-acp']
+  if (claude) target('memory: agent RSS after initialize + session/new / claude-agent-acp\'s', m.agent.afterNewMiB / claude.mainMiB, '< 1', m.agent.afterNewMiB < claude.mainMiB, '×')
+  else target('memory: agent RSS after initialize + session/new / claude-agent-acp\'s', `not measured (${m.peersMissing})`, '< 1', false)
+}
+/** Issue 43's addon, unpacked: the size the download target is read against. */
+const ISSUE_43_ADDON_BYTES = 25.8e6
+if (r.download) {
+  const ratio = r.download.addon.bytes / ISSUE_43_ADDON_BYTES
+  target('download: release addon unpacked / 25.8 MB (issue 43)', ratio, '≤ 0.6', ratio <= 0.6, '×')
 }
 
 // ---------- report ----------
@@ -480,13 +506,53 @@ if (r.relay) {
     `| every update whole and in order | ${x.stream.intact ? 'yes' : 'no'} | ${x.many.intact ? 'yes' : 'no'} |`,
   ].join('\n')
 }
+let memoryMd = ''
+if (r.memory) {
+  const m = r.memory
+  const mib = (x) => `${fmt(x)} MiB`
+  const line = (what, x) => `| ${what} | ${fmt(x)} | ${fmt(x / m.nodeIdleMiB)}× |`
+  const peerLine = ([name, p]) => `| ${name}: after ${p.stage === 'session/new' ? 'initialize + session/new' : `initialize only (${p.note})`}; main process (whole tree: ${mib(p.treeMiB)}, ${p.processes.join(' + ')}) | ${fmt(p.mainMiB)} | ${fmt(p.mainMiB / m.nodeIdleMiB)}× |`
+  memoryMd = [
+    `| memory: RSS, median of ${m.runs}, each settled ${m.settleMs} ms | MiB | / node idle |`,
+    '|---|---|---|',
+    line('node idle (waiting on its stdin)', m.nodeIdleMiB),
+    line('node with the addon loaded', m.addonIdleMiB),
+    line('cursor-acp-native: after initialize + session/new', m.agent.afterNewMiB),
+    line(`cursor-acp-native: after a session of ${m.turns} turns`, m.agent.afterTurnsMiB),
+    line(`cursor-acp-native: peak over those ${m.turns} turns (VmHWM)`, m.agent.peakMiB),
+    ...Object.entries(m.peers).map(peerLine),
+    ...(Object.keys(m.peers).length ? [] : [`| claude-agent-acp, codex-acp | not measured: ${m.peersMissing} | |`]),
+    '',
+    '| module (RSS and V8 heap after a full GC, before and after loading it) | RSS MiB, alone | heap MiB, alone | ms, alone | RSS MiB, in the agent\'s order |',
+    '|---|---|---|---|---|',
+    ...m.modules.alone.map((a) => {
+      const inOrder = m.modules.inOrder.find((x) => x.name === a.name)
+      return `| ${a.name} | ${fmt(a.rssMiB)} | ${fmt(a.heapMiB)} | ${fmt(a.ms)} | ${inOrder ? fmt(inOrder.rssMiB) : '—'} |`
+    }),
+  ].join('\n')
+}
+let downloadMd = ''
+if (r.download) {
+  const d = r.download
+  const mb = (b) => `${(b / 1e6).toFixed(2)} MB`
+  downloadMd = [
+    `| download: ${d.binary} | size |`,
+    '|---|---|',
+    `| addon, unpacked | ${mb(d.addon.bytes)} (${fmt(d.addon.bytes / ISSUE_43_ADDON_BYTES)}× issue 43's 25.8 MB) |`,
+    `| addon, gzip -9 | ${mb(d.addon.gzipBytes)} |`,
+    `| ${d.platformPackage.name} (npm pack): packed / unpacked | ${mb(d.platformPackage.packedBytes)} / ${mb(d.platformPackage.unpackedBytes)} (${d.platformPackage.files.join(', ')}) |`,
+    `| cursor-acp-native (npm pack, ${d.rootPackage.files} files): packed / unpacked | ${mb(d.rootPackage.packedBytes)} / ${mb(d.rootPackage.unpackedBytes)} |`,
+    ...(d.sections ? [`| the addon's largest sections | ${d.sections.map((x) => `${x.name} ${mb(x.bytes)}`).join(', ')} |`] : []),
+    ...(d.stripHeadroomBytes !== null ? [`| what \`strip --strip-all\` still takes off | ${d.stripHeadroomBytes} bytes |`] : []),
+  ].join('\n')
+}
 const targetsMd = [
   '| target | measured | limit | met |',
   '|---|---|---|---|',
   ...targets.map((t) => `| ${t.name} | ${fmt(t.value)} ${t.unit} | ${t.limit} | ${t.pass ? 'yes' : '**no**'} |`),
 ].join('\n')
 const transportLine = `All three clients on ${[...transports].join(' and ')}: the addon on its default transport ('auto'), the baselines on the same.`
-process.stdout.write(`\n${transportLine}\n\n${markdown}\n\n${startupMd}\n\n${latencyMd}\n\n${relayMd}\n\n${targetsMd}\n\ncheck (same updates from all three clients): ${checkPass ? 'pass' : 'FAIL'}\n`)
+process.stdout.write(`\n${transportLine}\n\n${markdown}\n\n${startupMd}\n\n${latencyMd}\n\n${relayMd}\n\n${memoryMd}\n\n${downloadMd}\n\n${targetsMd}\n\ncheck (same updates from all three clients): ${checkPass ? 'pass' : 'FAIL'}\n`)
 
 const cpus = os.cpus()
 const machine = {
@@ -497,7 +563,7 @@ const machine = {
   node: process.version,
 }
 const outFile = opts.out ?? path.join(here, 'results.json')
-fs.writeFileSync(outFile, `${JSON.stringify({ date: new Date().toISOString(), mode: opts.smoke ? 'smoke' : 'full', machine, size, results, targets, samples, markdown, startupMd, latencyMd, relayMd, targetsMd }, null, 2)}\n`)
+fs.writeFileSync(outFile, `${JSON.stringify({ date: new Date().toISOString(), mode: opts.smoke ? 'smoke' : 'full', machine, size, results, targets, samples, markdown, startupMd, latencyMd, relayMd, memoryMd, downloadMd, targetsMd }, null, 2)}\n`)
 log(`wrote ${outFile}`)
 fs.rmSync(tmp, { recursive: true, force: true })
 if (!opts.smoke && !opts.out) {
@@ -516,6 +582,10 @@ if (!opts.smoke && !opts.out) {
     latencyMd,
     '',
     relayMd,
+    '',
+    memoryMd,
+    '',
+    downloadMd,
     '',
     targetsMd,
     '',
