@@ -43,9 +43,9 @@ const MIB = 1024 * 1024
 
 /**
  * The modules the agent may load, each as it loads it. `Intl` stands for the first use of
- * `Intl` (the ICU data, built into node), which reading the time zone the way the agent once
- * did costs; ajv is not loaded by the agent (the MCP client bundles its own copy), measured
- * because it is the other schema validator in the dependency tree.
+ * `Intl` (the ICU data, built into node), which reading the time zone through it costs (the
+ * agent does for a few zones only); ajv is not loaded by the agent (the MCP client bundles its
+ * own copy), measured because it is the other schema validator in the dependency tree.
  */
 const MODULES = {
   addon: () => createRequire(import.meta.url)('../index.js'),
@@ -56,8 +56,12 @@ const MODULES = {
   'Intl (time zone, ICU data)': () => Intl.DateTimeFormat().resolvedOptions().timeZone,
   ajv: () => import('ajv'),
 }
-/** The order the agent loads them in, for the cumulative figures (ajv left out: never loaded). */
-const AGENT_ORDER = ['addon', 'cli/agent.mjs (the session code)', 'Intl (time zone, ICU data)', 'zod', '@agentclientprotocol/sdk', '@modelcontextprotocol/client']
+/**
+ * The order the agent loads them in, for the cumulative figures: a plain session loads the
+ * first two; a session with MCP servers the MCP client on top (zod with it); params only the
+ * ACP SDK's schemas take, the SDK.
+ */
+const AGENT_ORDER = ['addon', 'cli/agent.mjs (the session code)', '@modelcontextprotocol/client', '@agentclientprotocol/sdk']
 
 if (opts['module-child']) {
   // RSS and V8 heap after a full GC, before and after each module, in the order given.
@@ -84,8 +88,8 @@ if (opts['module-child']) {
 
 const runs = Number(opts.runs ?? (opts.smoke ? 1 : 3))
 const turns = Number(opts.turns ?? (opts.smoke ? 5 : 100))
-/** How long a process is left alone before its RSS is read: the agent's prewarm and its
- * background work after `session/new` (the SDK-free answer, then the rest) settle within it. */
+/** How long a process is left alone before its RSS is read: the agent's prewarm and the
+ * background work after its first answers (the saved sessions' tidy) settle within it. */
 const SETTLE_MS = opts.smoke ? 500 : 1500
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'acp-memory-'))
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))

@@ -1,8 +1,8 @@
 // @ts-check
 // The ACP agent: `initialize`, `authenticate`, the session lifecycle (new, load, resume, list,
 // close, delete), modes and config options, and prompt and cancel handed to the session — on
-// @agentclientprotocol/sdk's agent app, with every session backed by the addon. Importing it
-// loads no SDK: the first `session/new` can be answered before the SDK is loaded (see
+// the agent app of acp.mjs (the ACP SDK's, without its zod schemas), with every session backed
+// by the addon. The first `session/new` can be answered before the connection is made (see
 // `newSessionEarly` and cli/stdio.mjs).
 import { randomUUID } from 'node:crypto'
 import path from 'node:path'
@@ -12,7 +12,7 @@ import { forkParams, forkRecord } from './fork.mjs'
 import { initializeResponse } from './initialize.mjs'
 import { ModelCache } from './model-cache.mjs'
 import { echo, toRequestError } from './request-errors.mjs'
-import { RequestError, loadSdk } from './sdk.mjs'
+import { RequestError, agent } from './acp.mjs'
 import { AgentSession } from './session.mjs'
 
 /** @typedef {import('@agentclientprotocol/sdk').AgentApp} AgentApp */
@@ -25,14 +25,14 @@ import { AgentSession } from './session.mjs'
 /** @typedef {import('./store.mjs').SessionRecord} SessionRecord */
 
 /**
- * The agent, in two parts: the SDK's app, built once the SDK is loaded, and the one request
- * served before that.
+ * The agent, in two parts: the app the connection serves, and the one request served before the
+ * connection is made.
  * @typedef {object} Agent
- * @property {() => Promise<AgentApp>} app  loads the SDK and builds the app (once)
+ * @property {() => Promise<AgentApp>} app  builds the app (once)
  * @property {(initialize: InitializeRequest, params: unknown) => Promise<NewSessionResponse | null>} newSessionEarly
  *   the first `session/new` (right after `initialize`, whose params it takes), answered before
- *   the SDK is loaded: the session is made, and the SDK's own handler answers the same when the
- *   SDK reads that request; null (nothing made) for anything it leaves to the SDK
+ *   connection is made: the session is made, and the app's own handler answers the same when the
+ *   connection reads that request; null (nothing made) for anything it leaves to the connection
  */
 
 /**
@@ -72,9 +72,9 @@ function absolute(cwd, what = 'cwd') {
 }
 
 /**
- * The params of a `session/new` whose early answer is the one the SDK's handler would give: a
+ * The params of a `session/new` whose early answer is the one the app's handler would give: a
  * plain object with an absolute `cwd`, absolute `additionalDirectories` if any, and no MCP
- * servers (connecting them loads the MCP client SDK; their configs are the SDK's to check).
+ * servers (connecting them loads the MCP client SDK; their configs are the connection's to check).
  * @param {unknown} params
  * @returns {{ cwd: string, additionalDirectories: string[] } | null}
  */
@@ -175,7 +175,7 @@ export function createAgent(config) {
   const afterResponse = (session, also) => session.sendCommandsAfterResponse(also)
 
   /**
-   * Made by `newSessionEarly`, answered, and waiting for the SDK's handler to reach the same
+   * Made by `newSessionEarly`, answered, and waiting for the app's handler to reach the same
    * request: the first `session/new` it dispatches (stdio.mjs holds everything after it back).
    * @type {{ session: AgentSession, answer: NewSessionResponse } | null}
    */
@@ -185,7 +185,7 @@ export function createAgent(config) {
   const newSessionEarly = async (initialize, params) => {
     const plain = plainNewSession(params)
     if (!plain || early || !credentials.tokenAtHand()) return null
-    // As the SDK's initialize handler will set them when it reads that request.
+    // As the app's initialize handler will set them when it reads that request.
     capabilities = initialize.clientCapabilities ?? {}
     /** @type {AgentSession | undefined} */
     let session
@@ -195,7 +195,7 @@ export function createAgent(config) {
       early = { session, answer: { sessionId: session.sessionId, ...state(session) } }
       return early.answer
     } catch (e) {
-      log.debug('session/new left to the SDK:', e)
+      log.debug('session/new left to the connection:', e)
       if (session) {
         session.close()
         sessions.delete(session.sessionId)
@@ -206,10 +206,9 @@ export function createAgent(config) {
 
   /** @type {Promise<AgentApp> | undefined} */
   let app
-  return { app: () => (app ??= loadSdk().then(({ agent }) => build(agent))), newSessionEarly }
+  return { app: () => (app ??= Promise.resolve(build())), newSessionEarly }
 
-  /** @param {Awaited<ReturnType<typeof loadSdk>>['agent']} agent */
-  function build(agent) {
+  function build() {
     return agent({ name: 'cursor-acp-native' })
       .onConnect((connection) => {
         client = connection.client

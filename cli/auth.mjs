@@ -13,7 +13,7 @@
 import { loadAddon } from './addon.mjs'
 import { AUTH_METHOD_IDS } from './initialize.mjs'
 import { echo } from './request-errors.mjs'
-import { RequestError } from './sdk.mjs'
+import { RequestError } from './acp.mjs'
 
 /** A token this close to its `exp` is renewed before use. */
 const RENEW_MARGIN_MS = 5 * 60_000

@@ -1,11 +1,11 @@
 // @ts-check
 // `session/fork`, as far as it is not the agent's session lifecycle: its params checked and the
-// fork's saved record. The method is in ACP v1's unstable schema only; the agent stays on the
-// SDK's stable app (the unstable one changes the types every module shares, MCP servers of
-// kinds this agent does not run included) and registers the method with the parser below,
-// which checks what the unstable schema says a fork's params are. No SDK is loaded here.
+// fork's saved record. The method is in ACP v1's unstable schema only; the agent's app (acp.mjs)
+// checks the stable schema's methods (the unstable one changes the types every module shares, MCP
+// servers of kinds this agent does not run included) and takes this one with the parser below,
+// which checks what the unstable schema says a fork's params are.
 import { echo } from './request-errors.mjs'
-import { RequestError } from './sdk.mjs'
+import { RequestError } from './acp.mjs'
 
 /** @typedef {import('@agentclientprotocol/sdk').McpServer} McpServerConfig */
 /** @typedef {import('./store.mjs').SessionRecord} SessionRecord */

@@ -2,7 +2,7 @@
 // The addon's coded errors as JSON-RPC errors: `E_AUTH` becomes auth_required (-32000, which
 // makes editors offer the auth methods), `E_INVALID` invalid params (-32602), anything else an
 // internal error (-32603); the code, message and Cursor's error details ride along in `data`.
-import { RequestError } from './sdk.mjs'
+import { RequestError } from './acp.mjs'
 
 /**
  * @param {unknown} e

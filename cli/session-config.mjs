@@ -3,7 +3,7 @@
 // approval mode (ask / auto-approve edits / full access), as ACP config options, and its slash
 // commands.
 import { echo } from './request-errors.mjs'
-import { RequestError } from './sdk.mjs'
+import { RequestError } from './acp.mjs'
 
 /** @typedef {import('@agentclientprotocol/sdk').SessionModeState} SessionModeState */
 /** @typedef {import('@agentclientprotocol/sdk').SessionConfigOption} SessionConfigOption */

@@ -2,61 +2,62 @@
 // The agent on stdin/stdout, ACP's newline-delimited JSON-RPC.
 //
 // An editor starts an agent per thread and waits for the answer to `initialize` before it
-// sends anything else that matters. Loading the ACP SDK (and zod, which it builds its schemas
-// with) takes longer than Node takes to start, so the first request is answered before the SDK
-// is loaded when it is an `initialize` the SDK would accept: from `initializeResponse`, which
-// the SDK's handler answers with too. The SDK's connection then reads the input from its first
-// byte, that request included, so everything it knows (that the connection is initialized, the
-// client's capabilities) is as it would be without the early answer; its own answer to that
-// request is not written a second time, and what the client sent after the early answer
-// reaches it only once it has answered, as if the client had waited for that answer. Anything
-// else first — another method, bad JSON, a batch, invalid params — is left to the SDK alone.
+// sends anything else that matters. Loading the agent (its modules, then the addon) takes a good
+// share of Node's own start-up, so the first request is answered before the agent and its
+// connection (acp.mjs) are loaded when it is an `initialize` the connection would accept: from
+// `initializeResponse`, which the agent's handler answers with too. The connection then reads
+// the input from its first byte, that request included, so everything it knows (that the
+// connection is initialized, the client's capabilities) is as it would be without the early
+// answer; its own answer to that request is not written a second time, and what the client sent
+// after the early answer reaches it only once it has answered, as if the client had waited for
+// that answer. Anything else first — another method, bad JSON, a batch, invalid params — is left
+// to the connection alone.
 //
 // The same goes for a `session/new` that comes right after that `initialize` (within
-// `SESSION_NEW_WAIT_MS` of its answer, as an editor opening a thread sends it): before the SDK
-// is loaded, the agent makes the session and it is answered (`newSessionEarly`); the SDK then
-// reads that request too, its handler answers with the same session, and that answer is not
-// written a second time either. Anything the agent does not answer early (MCP servers to
-// connect, credentials still to fetch, params it leaves to the SDK to check) goes to the SDK.
+// `SESSION_NEW_WAIT_MS` of its answer, as an editor opening a thread sends it): before the
+// connection is made, the agent makes the session and it is answered (`newSessionEarly`); the
+// connection then reads that request too, its handler answers with the same session, and that
+// answer is not written a second time either. Anything the agent does not answer early (MCP
+// servers to connect, credentials still to fetch, params it leaves to the connection to check)
+// goes to the connection.
 //
 // A line longer than `LINE_LIMIT_BYTES` is refused on its own and the agent goes on serving:
-// the SDK would instead fail its whole input on it (and the connection with it, so the agent
+// the connection would instead fail its whole input on it (and close, so the agent
 // would exit as if the editor had quit). The bytes of such a line are counted and dropped as
 // they come, never kept (but for its start, which names its id): see `limitLines`.
 import { Readable, Writable } from 'node:stream'
 
 import { initializeResponse } from './initialize.mjs'
-import { loadSdk } from './sdk.mjs'
 
 /** @typedef {import('@agentclientprotocol/sdk').AgentApp} AgentApp */
 /** @typedef {import('@agentclientprotocol/sdk').AgentConnection} AgentConnection */
 /** @typedef {import('@agentclientprotocol/sdk').AnyMessage} AnyMessage */
 /** @typedef {import('@agentclientprotocol/sdk').Stream} Stream */
 /**
- * A request answered before the SDK was loaded.
+ * A request answered before the connection was made.
  * @typedef {{ id: string | number, result: string }} EarlyAnswer  the request's id, the JSON of the result sent
  */
 /**
- * An early answer, and the SDK's answer to the same request still to come: the input after
- * that request (from byte `end`) reaches the SDK once `seen` resolves.
+ * An early answer, and the connection's answer to the same request still to come: the input
+ * after that request (from byte `end`) reaches the connection once `seen` resolves.
  * @typedef {EarlyAnswer & { end: number, seen: Promise<void>, see: () => void }} Pending
  */
 /** @typedef {import('@agentclientprotocol/sdk').InitializeRequest} InitializeRequest */
 /**
  * @typedef {(initialize: InitializeRequest, params: unknown) => Promise<object | null>} NewSessionEarly
  *   makes the session of a `session/new` sent right after `initialize` and returns the result to
- *   answer with, or null to leave the request to the SDK
+ *   answer with, or null to leave the request to the connection
  */
 
 /**
  * A first line longer than this is not looked at (an `initialize` is a few hundred bytes); the
- * SDK reads it as it would any other.
+ * connection reads it as it would any other.
  */
 const FIRST_LINE_LIMIT_BYTES = 64 * 1024
 
 /**
  * The longest line (one JSON-RPC message) the agent reads, in bytes: the ACP SDK's own default,
- * so nothing the SDK accepted before is refused now. It leaves room for a prompt with files
+ * so nothing the SDK's connection accepted is refused. It leaves room for a prompt with files
  * attached (embedded resources: text as it is, an image or a blob as base64, 4/3 of its size:
  * a 20 MB screenshot is a 27 MB line), while one line costs at most this much memory, twice
  * (the bytes, then the decoded text). A longer line is answered with an error (see
@@ -74,16 +75,16 @@ const INVALID_REQUEST = -32600
 const PARSE_ERROR = -32700
 
 /**
- * How long after the early `initialize` answer a `session/new` is waited for before the SDK is
- * loaded. An editor opening a thread sends it at once; one that does not gets it answered by
- * the SDK, loaded this much later.
+ * How long after the early `initialize` answer a `session/new` is waited for before the agent
+ * is loaded and connected. An editor opening a thread sends it at once; one that does not gets
+ * it answered by the connection, made this much later.
  */
 const SESSION_NEW_WAIT_MS = 20
 
 /**
  * Serves the agent on `input` and `output`: answers an `initialize` that comes first at once
- * (and a `session/new` right after it, with `newSessionEarly`), then loads the SDK and the
- * agent and connects them.
+ * (and a `session/new` right after it, with `newSessionEarly`), then loads the connection and
+ * the agent and connects them.
  * @param {object} o
  * @param {Readable} o.input
  * @param {Writable} o.output
@@ -113,16 +114,16 @@ export async function serveStdio({ input, output, loadAgent, newSessionEarly, lo
     answer(initialize)
     const second = newSessionEarly ? await lines.next(SESSION_NEW_WAIT_MS) : null
     let request = second === null ? null : acceptableRequest(second, 'session/new')
-    // Its answer is told from the SDK's answer to initialize by its id.
+    // Its answer is told from the connection's answer to initialize by its id.
     if (request?.id === initialize.id) request = null
     const result = request && newSessionEarly ? await newSessionEarly(initialize.params, request.params) : null
     if (request && result) answer({ id: request.id, result: JSON.stringify(result) })
   }
-  const { ndJsonStream } = await loadSdk()
+  const { ndJsonStream } = await import('./acp.mjs')
   const app = await loadAgent()
-  // What the client sent after each early answer reaches the SDK once the SDK has answered that
-  // request too, as if the client had waited for the SDK's answer. Lines over the limit are
-  // refused before the SDK sees them.
+  // What the client sent after each early answer reaches the connection once it has answered
+  // that request too, as if the client had waited for its answer. Lines over the limit are
+  // refused before the connection sees them.
   const limited = inputFrom(lines.consumed(), early, input).pipeThrough(limitLines(output, log))
   const stream = ndJsonStream(Writable.toWeb(output), noticeFailure(limited, log, onInputFailure), { maxMessageBytes: LINE_LIMIT_BYTES })
   return app.connect(early.length === 0 ? stream : withoutSecondAnswers(stream, early, log))
@@ -134,7 +135,7 @@ export async function serveStdio({ input, output, loadAgent, newSessionEarly, lo
  * but for its first `HEAD_BYTES`, which name what it was:
  * - a request (`method` and `id`): answered with an Invalid Request error with its id;
  * - an answer to one of the agent's requests (`id`, no `method`: a file read by the editor,
- *   say): the SDK is handed an error answer with that id instead, so the request fails rather
+ *   say): the connection is handed an error answer with that id instead, so the request fails rather
  *   than waiting forever;
  * - a notification (`method`, no `id`): dropped, as JSON-RPC gives it no answer;
  * - anything else: a parse error with id null, as for a line that is not JSON.
@@ -207,7 +208,7 @@ export function limitLines(output, log) {
       if (start < chunk.length) add(chunk.subarray(start))
     },
     flush(controller) {
-      // The last line, without a newline: the SDK reads it at the end of the input.
+      // The last line, without a newline: the connection reads it at the end of the input.
       if (dropping) refuse(controller)
       for (const part of pending) controller.enqueue(part)
     },
@@ -308,7 +309,7 @@ export function leadingIdAndMethod(text) {
 }
 
 /**
- * The same stream; a failure to read it (not its end) is logged, since the SDK ends the
+ * The same stream; a failure to read it (not its end) is logged, since the connection ends the
  * connection on it as it does at the end of the input.
  * @param {ReadableStream<Uint8Array>} input
  * @param {import('./log.mjs').Logger} log
@@ -317,7 +318,7 @@ export function leadingIdAndMethod(text) {
  */
 function noticeFailure(input, log, onFailure) {
   const reader = input.getReader()
-  // Once the SDK has let go of the input (the connection is closing), what reading it does
+  // Once the connection has let go of the input (it is closing), what reading it does
   // next is no failure.
   let cancelled = false
   return new ReadableStream({
@@ -360,7 +361,7 @@ class LineReader {
   }
 
   /**
-   * The next line that is not blank, read as the SDK reads a line (UTF-8, trimmed); null when
+   * The next line that is not blank, read as the connection reads a line (UTF-8, trimmed); null when
    * the input ended, failed or closed first, when more than `FIRST_LINE_LIMIT_BYTES` have been
    * read, or when `timeoutMs` passed first.
    * @param {number} [timeoutMs]
@@ -411,8 +412,8 @@ class LineReader {
 }
 
 /**
- * The SDK's input: the bytes read already, then the rest of `input`, each part after a request
- * answered early held back until the SDK has answered it too.
+ * The connection's input: the bytes read already, then the rest of `input`, each part after a
+ * request answered early held back until the connection has answered it too.
  * @param {Buffer} consumed
  * @param {Pending[]} early  in the order of their requests
  * @param {Readable} input
@@ -469,7 +470,7 @@ function acceptableRequest(line, method) {
 }
 
 /**
- * The request, when `line` is an `initialize` request the SDK would answer with a result: a
+ * The request, when `line` is an `initialize` request the connection would answer with a result: a
  * JSON-RPC 2.0 request with a string or number id and params holding a protocol version
  * (an integer from 0 to 65535; every other field of the params has a default).
  * @param {string} line
@@ -494,7 +495,7 @@ function isPlainObject(value) {
 }
 
 /**
- * The same stream, less the SDK's answers to the requests answered early; each one's `see` is
+ * The same stream, less the connection's answers to the requests answered early; each one's `see` is
  * called when it comes. Each is built by the same function from the same request; a different
  * one is logged, as a bug.
  * @param {Stream} stream
@@ -511,7 +512,7 @@ function withoutSecondAnswers(stream, early, log) {
       if (index < 0) return controller.enqueue(message)
       const [sent] = pending.splice(index, 1)
       const result = 'result' in message ? JSON.stringify(message.result) : null
-      if (result !== sent.result) log.error(`request ${JSON.stringify(sent.id)} was answered early with ${sent.result}; the SDK answered ${JSON.stringify(message)}`)
+      if (result !== sent.result) log.error(`request ${JSON.stringify(sent.id)} was answered early with ${sent.result}; the connection answered ${JSON.stringify(message)}`)
       sent.see()
     },
   })
