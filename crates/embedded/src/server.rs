@@ -423,7 +423,15 @@ impl State {
         {
             return Ok(());
         }
-        self.auth.check(authorization).map_err(|r| r.error())
+        self.auth.check(authorization).map_err(|refusal| {
+            let err = refusal.error();
+            // The client may give up on this refusal before its stream request arrives: the
+            // record then says why it ended, and counts as the attempt it was.
+            self.with_record(run, |r| {
+                r.outcome.get_or_insert_with(|| format!("refused: {} (append)", err.message));
+            });
+            err
+        })
     }
 
     /// Notes a stream request in its run's record.
