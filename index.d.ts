@@ -6,6 +6,8 @@ export {
   AgentClient,
   ExecContext,
   LocalTools,
+  accessList,
+  makePrivate,
   PromptTurn,
   Session,
   checkClientOptions,

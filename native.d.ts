@@ -525,6 +525,33 @@ export declare class Session {
   close(): void
 }
 
+/** One entry of a Windows access list ([`access_list`]). */
+export interface AccessEntry {
+  /** Allows (rather than denies). */
+  allows: boolean
+  /** Names the user this process runs as. */
+  currentUser: boolean
+  /** The access mask. */
+  mask: number
+  /** Came from the folder above. */
+  inherited: boolean
+  /** A folder passes it on to the files and folders made in it. */
+  passedOn: boolean
+}
+
+/**
+ * The access list of `path` on Windows (what `makePrivate` sets, for diagnostics and tests);
+ * `null` elsewhere. Throws `E_INVALID` when `path` is missing.
+ */
+export declare function accessList(path: string): AccessList | null
+
+/** Who may open a file or folder on Windows, read back from its access list. */
+export interface AccessList {
+  /** The folders' entries above are kept out (inheritance turned off). */
+  protected: boolean
+  entries: Array<AccessEntry>
+}
+
 /** What the account calls are made with: the backend and the client headers a client sends. */
 export interface AccountOptions {
   /** The backend, as a client's `baseUrl` (default `https://api2.cursor.sh`). */
@@ -786,7 +813,10 @@ export interface EnvPolicyOptions {
   include?: Array<string>
 }
 
-/** Stops watching process group `pgid` (it ended, or was killed): its id may be reused. */
+/**
+ * Stops watching process group `pgid` (it ended, or was killed): its id may be reused. On
+ * Windows this ends what is left in the process's job.
+ */
 export declare function forgetProcessGroup(pgid: number): void
 
 /** Blob storage callbacks; they replace the built-in store. Ids are lower-case hex. */
@@ -843,6 +873,14 @@ export interface LocalToolsOptions {
   terminalsDir?: string
 }
 
+/**
+ * Makes the file or folder at `path` readable by this user only: mode 0600 (0700 for a folder)
+ * on Unix; on Windows a protected access list with one entry, full control for this user
+ * (inherited by what is created in a folder). A symbolic link is refused on Unix. Throws
+ * `E_INVALID` when `path` is missing or cannot be changed.
+ */
+export declare function makePrivate(path: string): void
+
 export interface NewSessionOptions {
   /** Workspace folder (sent as the workspace path in the request context). */
   cwd?: string
@@ -882,7 +920,10 @@ export declare function startEmbeddedBackend(options: EmbeddedBackendOptions): P
  * the same watcher that ends the built-in tools' shells sends it `SIGTERM`, then `SIGKILL` a
  * second later. For process groups this process started, e.g. a stdio MCP server spawned as
  * the leader of a group of its own; call `forgetProcessGroup` once the group has ended. Throws
- * `E_INVALID` for 0, 1 and this process's own group. Does nothing on Windows.
+ * `E_INVALID` for 0, 1 and this process's own group. On Windows, where there are no process
+ * groups, `pgid` is the id of a process this process started: it joins a job object of its own
+ * (what it starts from then on joins too), ended when this process ends or at
+ * `forgetProcessGroup`; `E_INVALID` when it cannot join one.
  */
 export declare function watchProcessGroup(pgid: number): void
 

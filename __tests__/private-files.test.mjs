@@ -117,3 +117,24 @@ test('--record: the file is 0600 and holds no credential', async () => {
     await agent.stop()
   }
 })
+
+test('makePrivate: 0700 folders and 0600 files whatever they were, links and missing paths refused', { skip: !posix && 'POSIX modes' }, async () => {
+  const { makePrivate, accessList } = await import('../index.js').then((m) => m.default ?? m)
+  const dir = tempDir('acp-private-')
+  const folder = path.join(dir, 'kept')
+  fs.mkdirSync(folder, { mode: 0o755 })
+  const file = path.join(folder, 'a.txt')
+  fs.writeFileSync(file, 'x', { mode: 0o644 })
+  makePrivate(folder)
+  makePrivate(file)
+  assert.deepEqual([mode(folder), mode(file)], [0o700, 0o600])
+  // Not Windows: there is no access list to read back.
+  assert.equal(accessList(file), null)
+  const link = path.join(dir, 'link')
+  fs.symlinkSync(file, link)
+  fs.chmodSync(file, 0o644)
+  assert.throws(() => makePrivate(link), (e) => e.code === 'E_INVALID' && e.message.includes(link))
+  assert.equal(mode(file), 0o644, 'the link\'s target is left alone')
+  assert.throws(() => makePrivate(path.join(dir, 'missing')), (e) => e.code === 'E_INVALID')
+  assert.throws(() => accessList(path.join(dir, 'missing')), (e) => e.code === 'E_INVALID')
+})

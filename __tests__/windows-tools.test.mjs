@@ -2,11 +2,12 @@
 // as the shell (its quoting, its exit codes, the process tree it started ended on cancel and
 // when the agent ends),
 // paths (drive letters in any case, `\` and `/`, `..` and other drives refused), CRLF files as
-// they are on disk, and the agent's folders under %APPDATA% / %LOCALAPPDATA%. Run under wine by
+// they are on disk, stdio MCP servers ended with the agent, and the agent's folders under
+// %APPDATA% / %LOCALAPPDATA%. Run under wine by
 // scripts/build-windows.sh and on the workflow's Windows runners.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { spawn } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
 import fs from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -139,6 +140,38 @@ for (const [mode, how] of [['kill', 'killed outright'], ['exit', 'exiting withou
   })
 }
 
+// A stdio MCP server started through cmd.exe (as `npx` servers are), which starts a node.exe
+// of its own: the agent puts the server in a job object as it starts, so neither the server
+// nor what it started outlives the agent, killed outright or quitting.
+const MCP_PID = fileURLToPath(new URL('./fixtures/mcp-pid.mjs', import.meta.url))
+for (const how of ['killed outright', 'quitting']) {
+  test(`an agent ${how} leaves none of its MCP servers running, nor what they started`, windowsOnly, async () => {
+    const cwd = workspace()
+    const pidDir = tempDir('acp-win-mcp-')
+    const agent = startAgent({ scenario: { steps: [{ type: 'text', text: 'hi' }, { type: 'turnEnded' }] } })
+    let pids = []
+    try {
+      await agent.agent.request('initialize', { protocolVersion: 1, clientCapabilities: {} })
+      const server = { name: 'tree', command: 'cmd.exe', args: ['/d', '/c', process.execPath, MCP_PID, 'answer', pidDir, 'tree'], env: [] }
+      await agent.agent.request('session/new', { cwd, mcpServers: [server] })
+      const text = await waitForFile(path.join(pidDir, 'tree.pids'))
+      pids = text.split(' ').map(Number)
+      assert.equal(pids.length, 2, text)
+      assert.ok(pids.every(alive), 'the server and its child run')
+    } finally {
+      if (how === 'killed outright') {
+        agent.child.kill()
+        await within(10_000, new Promise((resolve) => agent.child.once('exit', resolve)), 'the agent\'s end')
+      } else {
+        await agent.stop()
+      }
+    }
+    const deadline = Date.now() + 5000
+    while (pids.some(alive) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100))
+    assert.deepEqual(pids.filter(alive), [], 'the MCP server or its child still runs')
+  })
+}
+
 test('paths: drive letters in any case, either slash, `..` and other places refused', windowsOnly, async () => {
   const dir = workspace()
   const tools = new LocalTools({ roots: [dir] })
@@ -172,6 +205,92 @@ test('paths: drive letters in any case, either slash, `..` and other places refu
     assert.equal(here.success?.stdout.trim().toLowerCase(), dir.toLowerCase(), JSON.stringify(here))
     const away = await tools.run({ kind: 'shell', id: 4, execId: 'e', args: { command: 'cd', workingDirectory: path.dirname(dir) } })
     assert.ok(away.rejected, JSON.stringify(away))
+  } finally {
+    tools.close()
+  }
+})
+
+// A junction (what `mklink /J` makes, and any user may) or a symbolic link inside the workspace
+// that leads out of it: reading, writing or listing through it is refused, as `..` is.
+test('junctions and symbolic links leading out of the workspace are refused', windowsOnly, async (t) => {
+  const dir = workspace()
+  const outside = tempDir('acp-win-outside-')
+  fs.writeFileSync(path.join(outside, 'secret.txt'), 'secret')
+  const made = []
+  for (const [name, type] of [['junction', 'junction'], ['link', 'dir']]) {
+    try {
+      fs.symlinkSync(outside, path.join(dir, name), type)
+      // Wine 8 makes a symbolic link that leads nowhere (and no junction at all).
+      if (fs.readFileSync(path.join(dir, name, 'secret.txt'), 'utf8') === 'secret') made.push(name)
+      else t.diagnostic(`the ${type} made here does not lead out`)
+    } catch (e) {
+      t.diagnostic(`no working ${type} here: ${e.code ?? e.message}`)
+    }
+  }
+  if (made.length === 0) return t.skip('this system makes neither working junctions nor symbolic links')
+  const tools = new LocalTools({ roots: [dir] })
+  try {
+    for (const name of made) {
+      const read = await tools.run({ kind: 'read', id: 1, execId: 'e', args: { path: `${name}\\secret.txt` } })
+      assert.match(read.rejected?.reason ?? '', /outside the workspace/, `${name}: ${JSON.stringify(read)}`)
+      const write = await tools.run({ kind: 'write', id: 2, execId: 'e', args: { path: `${name}\\planted.txt`, fileText: 'x' } })
+      assert.ok(!write.success, `${name}: ${JSON.stringify(write)}`)
+      assert.equal(fs.existsSync(path.join(outside, 'planted.txt')), false, `${name}: written through`)
+    }
+  } finally {
+    tools.close()
+  }
+})
+
+// Files private to the user: Windows has no modes, so the folder the agent keeps its sessions
+// in gets an access list of one entry, this user's, that its files inherit.
+test('private folders and files have an access list of this user only', windowsOnly, (t) => {
+  // Wine 8 keeps no access lists on files: SetNamedSecurityInfoW succeeds and changes nothing,
+  // and every file reads back the same made-up list. So this runs on Windows itself only.
+  if (process.env.CURSOR_ACP_TEST_UNDER_WINE) return t.skip('wine keeps no access lists on files')
+  const { makePrivate, accessList } = addon
+  const dir = tempDir('acp-win-private-')
+  const folder = path.join(dir, 'kept')
+  fs.mkdirSync(folder)
+  assert.ok(accessList(folder).entries.some((e) => !e.currentUser), 'a new folder lets others in (from its parent)')
+  makePrivate(folder)
+  const list = accessList(folder)
+  assert.equal(list.protected, true, 'nothing inherited from above')
+  assert.deepEqual(list.entries.map((e) => [e.allows, e.currentUser, e.inherited, e.passedOn]), [[true, true, false, true]])
+  // A file made in it by anyone's code is private from its first byte.
+  fs.writeFileSync(path.join(folder, 'new.txt'), 'x')
+  const file = accessList(path.join(folder, 'new.txt'))
+  assert.deepEqual(file.entries.map((e) => [e.allows, e.currentUser, e.inherited]), [[true, true, true]])
+  // A file elsewhere, made private on its own.
+  const loose = path.join(dir, 'loose.txt')
+  fs.writeFileSync(loose, 'x')
+  makePrivate(loose)
+  assert.deepEqual(accessList(loose).entries.map((e) => [e.currentUser, e.inherited]), [[true, false]])
+  assert.throws(() => makePrivate(path.join(dir, 'missing')), (e) => e.code === 'E_INVALID' && /missing/.test(e.message))
+})
+
+/** A real PowerShell, if this system has one (wine has only a stub that prints nothing). */
+function powershell() {
+  for (const program of ['pwsh.exe', 'powershell.exe']) {
+    const r = spawnSync(program, ['-NoProfile', '-NonInteractive', '-Command', '$PSVersionTable.PSVersion.Major'], { encoding: 'utf8', timeout: 30_000 })
+    if (r.status === 0 && /^\d+\s*$/.test(r.stdout)) return program
+  }
+  return undefined
+}
+
+test('PowerShell as the shell: quoting, exit codes, no profile', windowsOnly, async (t) => {
+  const program = powershell()
+  if (!program) return t.skip('no PowerShell on this system')
+  const dir = workspace()
+  const tools = new LocalTools({ roots: [dir], shell: program })
+  try {
+    const quoted = await shell(tools, `Write-Output 'a b' "c ""d"""; Write-Output $env:OS`)
+    assert.equal(quoted.success?.stdout.replaceAll('\r\n', '\n'), 'a b\nc "d"\nWindows_NT\n', JSON.stringify(quoted))
+    const failed = await shell(tools, 'exit 7')
+    assert.equal(failed.failure?.exitCode, 7, JSON.stringify(failed))
+    // Started without the user's profile scripts, and never waiting on a prompt.
+    const line = await shell(tools, '[Environment]::CommandLine')
+    assert.match(line.success?.stdout ?? '', /-NoProfile -NonInteractive/, JSON.stringify(line))
   } finally {
     tools.close()
   }

@@ -80,9 +80,53 @@ async function transportFor(config, cwd) {
     const addon = loadAddon()
     return new ProcessGroupTransport(server, { ReadBuffer, serializeMessage, watch: (pgid) => addon.watchProcessGroup(pgid), forget: (pgid) => addon.forgetProcessGroup(pgid) })
   }
-  // No process groups on Windows: the SDK's transport, which ends the server when closed.
+  // Windows: the SDK's transport (cross-spawn runs `npx.cmd` and the like through cmd.exe), the
+  // server put in a job object of its own as soon as it runs.
   const { StdioClientTransport } = await import('@modelcontextprotocol/client/stdio')
-  return new StdioClientTransport({ ...server, stderr: 'ignore' })
+  return heldInJob(new StdioClientTransport({ ...server, stderr: 'ignore' }), loadAddon())
+}
+
+/**
+ * Windows has no process groups; a job object holds a process tree together instead. The core
+ * puts the server in a job of its own (`watchProcessGroup`) the moment its spawn is reported,
+ * before it has had time to start anything, so what it starts joins the job too: an `npx`
+ * server's node.exe under cmd.exe, say. Windows ends the job's processes when the agent ends,
+ * however it ends; closing the server ends them at once (the SDK's close ends only the process
+ * it spawned, which for a `.cmd` server is cmd.exe).
+ * @template {{ start(): Promise<void>, close(): Promise<void>, onerror?: (error: Error) => void, readonly pid: number | null }} T
+ * @param {T} transport
+ * @param {{ watchProcessGroup(pid: number): void, forgetProcessGroup(pid: number): void }} addon
+ * @returns {T}
+ */
+function heldInJob(transport, addon) {
+  const start = transport.start.bind(transport)
+  const close = transport.close.bind(transport)
+  /** @type {number | undefined} */
+  let held
+  transport.start = async () => {
+    await start()
+    const pid = transport.pid ?? undefined
+    if (pid === undefined) return
+    try {
+      addon.watchProcessGroup(pid)
+      held = pid
+    } catch (e) {
+      // The server still runs and is still ended by close(), only not what it started.
+      transport.onerror?.(e instanceof Error ? e : new Error(String(e)))
+    }
+  }
+  // MCP's stdio shutdown: stdin closed and a grace, then the whole tree ended at once. (Left to
+  // itself, the SDK would end cmd.exe only, then wait for pipes its children still hold.)
+  transport.close = async () => {
+    const pid = held
+    held = undefined
+    const closing = close()
+    if (pid === undefined) return closing
+    await Promise.race([closing, new Promise((resolve) => setTimeout(resolve, EXIT_GRACE_MS).unref())])
+    addon.forgetProcessGroup(pid)
+    await closing
+  }
+  return transport
 }
 
 /**

@@ -1,9 +1,14 @@
 // @ts-check
 // Files only their owner may read: saved sessions hold conversations, and `--record` what was
 // sent to the server. Folders 0700 and files 0600 whatever the umask, existing ones tightened.
-// (On Windows these modes mean little; files there inherit the folder's ACL, the user's profile.)
+// On Windows, where modes mean nothing, the core gives them an access list of this user only
+// (the addon's `makePrivate`), which a folder's files inherit.
 import fs from 'node:fs'
 import path from 'node:path'
+
+import { loadAddon } from './addon.mjs'
+
+const windows = process.platform === 'win32'
 
 export const PRIVATE_DIR_MODE = 0o700
 export const PRIVATE_FILE_MODE = 0o600
@@ -27,7 +32,8 @@ export function privateDir(dir) {
 export function writePrivateFile(file, text, { exclusive = false } = {}) {
   const fd = fs.openSync(file, exclusive ? 'wx' : 'w', PRIVATE_FILE_MODE)
   try {
-    if (process.platform !== 'win32') fs.fchmodSync(fd, PRIVATE_FILE_MODE)
+    if (windows) loadAddon().makePrivate(file)
+    else fs.fchmodSync(fd, PRIVATE_FILE_MODE)
     fs.writeFileSync(fd, text)
   } finally {
     fs.closeSync(fd)
@@ -54,12 +60,13 @@ export function replacePrivateJson(dir, name, value) {
 }
 
 /**
- * Takes group and other permissions off `target` (a file or folder) when it has any.
+ * Takes group and other permissions off `target` (a file or folder) when it has any (on
+ * Windows, gives it an access list of this user only).
  * @param {string} target
  * @param {number} mode
  */
 export function tighten(target, mode) {
-  if (process.platform === 'win32') return
+  if (windows) return loadAddon().makePrivate(target)
   const current = fs.statSync(target).mode & 0o777
   if (current & 0o077) fs.chmodSync(target, mode)
 }
@@ -70,7 +77,8 @@ export function tighten(target, mode) {
  * @param {number} mode
  */
 export async function tightenInBackground(target, mode) {
-  if (process.platform === 'win32') return
+  // Windows: the folder's access list, set by `privateDir`, reached its files already.
+  if (windows) return
   const current = (await fs.promises.stat(target)).mode & 0o777
   if (current & 0o077) await fs.promises.chmod(target, mode)
 }

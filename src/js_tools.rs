@@ -234,13 +234,17 @@ impl LocalTools {
 /// the same watcher that ends the built-in tools' shells sends it `SIGTERM`, then `SIGKILL` a
 /// second later. For process groups this process started, e.g. a stdio MCP server spawned as
 /// the leader of a group of its own; call `forgetProcessGroup` once the group has ended. Throws
-/// `E_INVALID` for 0, 1 and this process's own group. Does nothing on Windows.
+/// `E_INVALID` for 0, 1 and this process's own group. On Windows, where there are no process
+/// groups, `pgid` is the id of a process this process started: it joins a job object of its own
+/// (what it starts from then on joins too), ended when this process ends or at
+/// `forgetProcessGroup`; `E_INVALID` when it cannot join one.
 #[napi]
 pub fn watch_process_group(env: Env, pgid: u32) -> Result<()> {
     tools::watch_child_group(pgid).map_err(|e| coded(&env, &e))
 }
 
-/// Stops watching process group `pgid` (it ended, or was killed): its id may be reused.
+/// Stops watching process group `pgid` (it ended, or was killed): its id may be reused. On
+/// Windows this ends what is left in the process's job.
 #[napi]
 pub fn forget_process_group(pgid: u32) {
     tools::forget_group(pgid);

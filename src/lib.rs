@@ -25,6 +25,7 @@ mod js_bench;
 mod js_cards;
 mod js_client;
 mod js_error;
+mod js_files;
 mod js_host;
 mod js_log;
 mod js_models;

@@ -425,7 +425,7 @@ impl DirBlobStore {
             clippy::let_underscore_must_use,
             reason = "a folder of another owner cannot be narrowed; the blobs in it are 0600 all the same"
         )]
-        let _ = private(&dir, 0o700);
+        let _ = crate::private_files::restrict_dir(&dir);
         let store = DirBlobStore { dir };
         store.sweep();
         Ok(store)
@@ -453,7 +453,7 @@ impl DirBlobStore {
                     clippy::let_underscore_must_use,
                     reason = "best effort on blobs of older versions; each new blob is written 0600"
                 )]
-                let _ = private(&entry.path(), 0o600);
+                let _ = crate::private_files::restrict_file(&entry.path());
             }
         }
     }
@@ -484,21 +484,6 @@ fn blob_id_of(name: &str) -> Option<Vec<u8>> {
         return None;
     }
     hex::decode(name).ok().filter(|id| check_blob_id(id).is_ok())
-}
-
-/// Sets `mode` outright (a mode given at creation is narrowed by the umask, and one made by an
-/// older version may be wider).
-fn private(path: &std::path::Path, mode: u32) -> std::io::Result<()> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        if std::fs::metadata(path)?.permissions().mode() & 0o777 != mode {
-            std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))?;
-        }
-    }
-    #[cfg(not(unix))]
-    let _ = (path, mode);
-    Ok(())
 }
 
 #[cfg(unix)]
@@ -585,6 +570,9 @@ async fn write_private(path: &std::path::Path, data: &[u8]) -> std::io::Result<(
     let mut file = options.open(path).await?;
     #[cfg(unix)]
     file.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o600)).await?;
+    // Inherited from a private folder already; set all the same, the folder may be another's.
+    #[cfg(windows)]
+    crate::private_files::restrict_file(path)?;
     file.write_all(data).await?;
     file.flush().await
 }

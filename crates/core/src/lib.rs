@@ -12,6 +12,7 @@ pub mod field;
 pub mod host;
 pub mod kinds;
 pub mod models;
+pub mod private_files;
 pub mod prompt;
 pub mod proto;
 pub mod protojson;

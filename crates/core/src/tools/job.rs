@@ -9,7 +9,8 @@
 //! tree. That is what the reaper's watcher does on Unix.
 //!
 //! The shell starts suspended and is resumed only once it is in the job, so nothing it starts
-//! can be created outside it.
+//! can be created outside it. A process a host started itself (a stdio MCP server) joins a job
+//! of its own once running ([`Job::hold`]), through the reaper.
 
 use std::ffi::c_void;
 use std::io;
@@ -23,7 +24,9 @@ use windows_sys::Win32::System::JobObjects::{
     AssignProcessToJobObject, CreateJobObjectW, JobObjectExtendedLimitInformation, SetInformationJobObject,
     TerminateJobObject, JOBOBJECT_EXTENDED_LIMIT_INFORMATION, JOB_OBJECT_LIMIT, JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE,
 };
-use windows_sys::Win32::System::Threading::{OpenThread, ResumeThread, THREAD_SUSPEND_RESUME};
+use windows_sys::Win32::System::Threading::{
+    OpenProcess, OpenThread, ResumeThread, PROCESS_SET_QUOTA, PROCESS_TERMINATE, THREAD_SUSPEND_RESUME,
+};
 
 /// The creation flag a shell is spawned with, so that it runs only once [`Job::adopt`] resumed it.
 pub(super) const START_SUSPENDED: u32 = windows_sys::Win32::System::Threading::CREATE_SUSPENDED;
@@ -83,6 +86,24 @@ impl Job {
             tracing::warn!("shell {pid} runs outside a job object ({e}): ending it falls back to taskkill");
         }
         Ok(joined)
+    }
+
+    /// Puts running process `pid` (one this process started) in the job: what it starts from
+    /// now on joins the job too. What it started before is not in it, so a host calls this as
+    /// soon as its spawn returns.
+    pub(super) fn hold(&self, pid: u32) -> io::Result<()> {
+        // SAFETY: opens a process by id, no pointer involved; null means it failed.
+        let raw = unsafe { OpenProcess(PROCESS_SET_QUOTA | PROCESS_TERMINATE, 0, pid) };
+        if raw.is_null() {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: a process handle just opened, owned by nothing else.
+        let process = unsafe { OwnedHandle::from_raw_handle(raw) };
+        // SAFETY: both handles are open.
+        if unsafe { AssignProcessToJobObject(self.0.as_raw_handle(), process.as_raw_handle()) } == 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
     }
 
     /// Ends every process in the job.

@@ -46,7 +46,17 @@ pub(super) fn spawn_group(cmd: &mut Command) -> io::Result<(Child, GroupKill)> {
                     return Err(e);
                 }
             },
-            _ => None,
+            (Some(_), _, _) => {
+                // A process std just created suspended has a handle and an id; should either be
+                // missing, it could be neither joined nor resumed, and it would wait forever.
+                #[allow(
+                    clippy::let_underscore_must_use,
+                    reason = "the shell never ran; a kill that fails leaves it suspended, and kill_on_drop tries again"
+                )]
+                let _ = child.start_kill();
+                return Err(io::Error::other("the suspended shell has no process handle or id to resume it by"));
+            }
+            (None, _, _) => None,
         };
         Ok((child, GroupKill { pid, job }))
     }

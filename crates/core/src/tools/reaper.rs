@@ -8,9 +8,9 @@
 //! starts a watcher: a small `sh` in a process group of its own, told of each group as it
 //! starts and as it is killed or known empty, on a pipe only this process holds open. When this
 //! process ends, the kernel closes that pipe; the watcher then sends the groups still listed
-//! `SIGTERM`, then `SIGKILL` a second later, and exits. Unix only: on Windows each shell is in a
-//! job object that Windows ends with this process (`super::job`); a group a host names is not
-//! watched there.
+//! `SIGTERM`, then `SIGKILL` a second later, and exits. On Windows each shell is in a job
+//! object that Windows ends with this process (`super::job`), and a process a host names joins
+//! a job of its own, held here: no watcher is needed.
 
 use crate::error::CoreError;
 
@@ -113,7 +113,9 @@ pub(super) use unix::watch_group;
 
 /// [`watch_group`] for a group a host started (a stdio MCP server, say), refusing ids that
 /// cannot be such a group: 0 and 1 (`kill -0` is the watcher's own group, 1 is init's) and
-/// this process's own group, which holds the editor that started it.
+/// this process's own group, which holds the editor that started it. On Windows `pgid` is the
+/// process's id: it joins a job object of its own, which ends it and what it starts when this
+/// process ends or [`forget_group`] is called.
 pub fn watch_child_group(pgid: u32) -> Result<(), CoreError> {
     if pgid < 2 {
         return Err(CoreError::InvalidInput(format!("{pgid} is not the id of a process group this process started")));
@@ -126,8 +128,13 @@ pub fn watch_child_group(pgid: u32) -> Result<(), CoreError> {
             return Err(CoreError::InvalidInput(format!("{pgid} is this process's own process group")));
         }
     }
-    watch_group(pgid);
-    Ok(())
+    #[cfg(windows)]
+    return windows::hold(pgid);
+    #[cfg(unix)]
+    {
+        watch_group(pgid);
+        Ok(())
+    }
 }
 
 /// Stops watching process group `pgid`: it was killed or is known empty, and its id may be
@@ -135,13 +142,42 @@ pub fn watch_child_group(pgid: u32) -> Result<(), CoreError> {
 #[cfg(unix)]
 pub use unix::forget_group;
 
-/// No process groups on Windows: nothing is watched.
-#[cfg(not(unix))]
-pub(super) fn watch_group(_pgid: u32) {}
+/// On Windows: closes the job of process `pid` if a host put it in one ([`watch_child_group`]),
+/// which ends what is left in it (as the agent does to a Unix group before forgetting it).
+#[cfg(windows)]
+pub use windows::forget as forget_group;
 
-/// No process groups on Windows: nothing is watched.
-#[cfg(not(unix))]
-pub fn forget_group(_pgid: u32) {}
+#[cfg(windows)]
+mod windows {
+    use std::collections::HashMap;
+    use std::sync::{Mutex, PoisonError};
+
+    use crate::error::CoreError;
+    use crate::tools::job::Job;
+
+    /// The jobs of the processes hosts named, by process id. Each handle is this process's
+    /// only one: Windows closes it, and ends the job's processes, when this process ends.
+    static HELD: Mutex<Option<HashMap<u32, Job>>> = Mutex::new(None);
+
+    pub(super) fn hold(pid: u32) -> Result<(), CoreError> {
+        let unheld =
+            |e: std::io::Error| CoreError::InvalidInput(format!("process {pid} cannot be put in a job object: {e}"));
+        let job = Job::new().map_err(unheld)?;
+        job.hold(pid).map_err(unheld)?;
+        let mut held = HELD.lock().unwrap_or_else(PoisonError::into_inner);
+        // A job held before for the same id was a process that has ended (ids are reused only
+        // then): dropping it ends nothing that still belongs to anyone.
+        held.get_or_insert_with(HashMap::new).insert(pid, job);
+        Ok(())
+    }
+
+    pub fn forget(pid: u32) {
+        let job = HELD.lock().unwrap_or_else(PoisonError::into_inner).as_mut().and_then(|held| held.remove(&pid));
+        if let Some(job) = job {
+            job.terminate();
+        }
+    }
+}
 
 #[cfg(all(test, unix))]
 mod tests {

@@ -1,6 +1,6 @@
-//! The command a shell tool runs: `<shell> -c <command>` in a checked working directory, in a
-//! process group of its own, with the environment the policy makes; which shell that is; and
-//! [`ShellContext`], what the shell tools work with.
+//! The command a shell tool runs: `<shell> -c <command>` (cmd.exe and PowerShell as each wants
+//! it) in a checked working directory, in a process group of its own, with the environment the
+//! policy makes; which shell that is; and [`ShellContext`], what the shell tools work with.
 
 use std::path::{Path, PathBuf};
 
@@ -27,6 +27,16 @@ pub(super) fn shell_command(t: &ShellContext, command: &str, cwd: &Path) -> Resu
     let environment = t.environment.map_err(|e| e.clone())?;
     let program = t.options.shell.clone().unwrap_or_else(default_shell);
     let mut cmd = Command::new(&program);
+    add_command(cmd.as_std_mut(), &program, command);
+    cmd.current_dir(cwd).env_clear().envs(environment.build(std::env::vars_os())).kill_on_drop(true);
+    #[cfg(unix)]
+    cmd.process_group(0);
+    Ok(cmd)
+}
+
+/// `command` as `program` takes it: `-c <command>` for a POSIX shell, PowerShell's own
+/// switches, cmd.exe's raw command line on Windows.
+fn add_command(cmd: &mut std::process::Command, program: &Path, command: &str) {
     let is_cmd = program.file_stem().is_some_and(|s| s.eq_ignore_ascii_case("cmd"));
     #[cfg(windows)]
     if is_cmd {
@@ -35,15 +45,17 @@ pub(super) fn shell_command(t: &ShellContext, command: &str, cwd: &Path) -> Resu
         // `\"a b\"`). So the line goes as cmd wants it, as Node's `shell: true` passes it:
         // `/d` (no AutoRun commands from the registry), `/s /c "<command>"` (exactly the outer
         // quotes are stripped, the command is kept as written).
-        cmd.raw_arg(format!("/d /s /c \"{command}\""));
+        std::os::windows::process::CommandExt::raw_arg(cmd, format!("/d /s /c \"{command}\""));
     }
-    if !(cfg!(windows) && is_cmd) {
+    let is_powershell =
+        program.file_stem().is_some_and(|s| s.eq_ignore_ascii_case("powershell") || s.eq_ignore_ascii_case("pwsh"));
+    if is_powershell {
+        // The user's profile scripts stay out of the model's commands (they can be slow, print,
+        // or change what a command does), and nothing may wait on a prompt nobody answers.
+        cmd.args(["-NoLogo", "-NoProfile", "-NonInteractive", "-Command"]).arg(command);
+    } else if !(cfg!(windows) && is_cmd) {
         cmd.arg("-c").arg(command);
     }
-    cmd.current_dir(cwd).env_clear().envs(environment.build(std::env::vars_os())).kill_on_drop(true);
-    #[cfg(unix)]
-    cmd.process_group(0);
-    Ok(cmd)
 }
 
 /// The shell the tools run commands with when none is configured: bash, else sh (cmd on
@@ -111,5 +123,25 @@ pub(super) fn working_directory(ws: &Workspace, requested: &str) -> Result<PathB
         Ok(m) if m.is_dir() => Ok(located.absolute),
         Err(Failure::Refused(e)) => Err((true, e.to_string())),
         _ => Err((false, format!("working directory {} does not exist", located.absolute.display()))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(program: &str, command: &str) -> Vec<String> {
+        let mut cmd = std::process::Command::new(program);
+        add_command(&mut cmd, Path::new(program), command);
+        cmd.get_args().map(|a| a.to_string_lossy().into_owned()).collect()
+    }
+
+    #[test]
+    fn each_shell_gets_the_command_as_it_takes_it() {
+        assert_eq!(args("/bin/bash", "echo 'a b'"), ["-c", "echo 'a b'"]);
+        let powershell = ["-NoLogo", "-NoProfile", "-NonInteractive", "-Command", "Write-Output 'a b'"];
+        for program in ["pwsh", "/usr/bin/pwsh", "powershell.exe", "PowerShell"] {
+            assert_eq!(args(program, "Write-Output 'a b'"), powershell, "{program}");
+        }
     }
 }

@@ -101,6 +101,9 @@ impl TerminalsFolder {
                     Err(io::Error::new(io::ErrorKind::AlreadyExists, "something else is already there"))
                 }
             }
+            // Windows has no mode to create it with: its access list is set once it exists.
+            #[cfg(windows)]
+            Ok(()) => crate::private_files::restrict_dir(&self.path).map(|()| opened),
             made => made.map(|()| opened),
         }
     }
@@ -132,6 +135,8 @@ impl TerminalsFolder {
         // there already: set it outright.
         #[cfg(unix)]
         file.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
+        #[cfg(windows)]
+        crate::private_files::restrict_file(&path)?;
         if !self.own {
             self.written.lock().expect("terminals lock").push(path);
         }
