@@ -6,6 +6,7 @@
 // requests' handlers may finish in either order); the rest in the order written.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
+import { PassThrough, Writable } from 'node:stream'
 
 import * as sdk from '@agentclientprotocol/sdk'
 import * as light from '../cli/acp.mjs'
@@ -20,25 +21,43 @@ import * as light from '../cli/acp.mjs'
 async function serve(impl, chunks, { answers = {} } = {}) {
   const written = []
   const notified = []
-  /** @type {ReadableStreamDefaultController<Uint8Array>} */
-  let input
-  const readable = new ReadableStream({ start: (c) => { input = c } })
-  const encoder = new TextEncoder()
-  const send = (text) => input.enqueue(typeof text === 'string' ? encoder.encode(text) : text)
   let buffered = ''
-  const writable = new WritableStream({
-    write(chunk) {
-      buffered += new TextDecoder().decode(chunk)
-      let newline
-      while ((newline = buffered.indexOf('\n')) >= 0) {
-        const message = JSON.parse(buffered.slice(0, newline))
-        buffered = buffered.slice(newline + 1)
-        written.push(message)
-        // The agent asked the client something: answered as the test says.
-        if (message.method && message.id !== undefined && answers[message.method]) send(`${JSON.stringify({ jsonrpc: '2.0', id: message.id, ...answers[message.method] })}\n`)
-      }
-    },
-  })
+  /** @param {string} text  what the agent wrote */
+  const take = (text) => {
+    buffered += text
+    let newline
+    while ((newline = buffered.indexOf('\n')) >= 0) {
+      const message = JSON.parse(buffered.slice(0, newline))
+      buffered = buffered.slice(newline + 1)
+      written.push(message)
+      // The agent asked the client something: answered as the test says.
+      if (message.method && message.id !== undefined && answers[message.method]) send(`${JSON.stringify({ jsonrpc: '2.0', id: message.id, ...answers[message.method] })}\n`)
+    }
+  }
+  // The SDK's stream is on web streams, the agent's (`JsonLines`) on Node's: each gets the same
+  // bytes in the same chunks.
+  /** @type {(text: string | Uint8Array) => void} */
+  let send
+  /** @type {() => void} */
+  let end
+  /** @type {any} */
+  let stream
+  if (impl === light) {
+    const input = new PassThrough()
+    send = (text) => input.write(text)
+    end = () => input.end()
+    const output = new Writable({ write(chunk, _encoding, done) { take(chunk.toString()); done() } })
+    stream = new light.JsonLines(output, input)
+  } else {
+    /** @type {ReadableStreamDefaultController<Uint8Array>} */
+    let input
+    const readable = new ReadableStream({ start: (c) => { input = c } })
+    const encoder = new TextEncoder()
+    send = (text) => input.enqueue(typeof text === 'string' ? encoder.encode(text) : text)
+    end = () => input.close()
+    const writable = new WritableStream({ write(chunk) { take(new TextDecoder().decode(chunk)) } })
+    stream = sdk.ndJsonStream(writable, readable)
+  }
   const app = impl.agent({ name: 'test' })
   const echo = async ({ method, params }) => ({ method, params: params ?? null })
   for (const method of ['initialize', 'authenticate', 'logout', 'session/new', 'session/load', 'session/list', 'session/delete', 'session/resume', 'session/set_mode', 'session/set_config_option', 'session/prompt']) app.onRequest(method, echo)
@@ -66,14 +85,14 @@ async function serve(impl, chunks, { answers = {} } = {}) {
     }
   })
   app.onNotification('session/cancel', ({ params }) => { notified.push(params) })
-  const connection = app.connect(impl.ndJsonStream(writable, readable))
+  const connection = app.connect(stream)
   for (const chunk of chunks) {
     send(chunk)
     // Each chunk arrives on its own, as lines do from a pipe.
     await new Promise((resolve) => setTimeout(resolve, 5))
   }
   await new Promise((resolve) => setTimeout(resolve, 100))
-  input.close()
+  end()
   await connection.closed
   return { written, notified }
 }

@@ -19,7 +19,7 @@ const MCP_PID = fileURLToPath(new URL('./fixtures/mcp-pid.mjs', import.meta.url)
 const linux = process.platform === 'linux'
 const skip = !linux && 'reads /proc'
 const MiB = 1024 * 1024
-/** The agent's line limit (cli/stdio.mjs `LINE_LIMIT_BYTES`, docs/security.md). */
+/** The agent's line limit (cli/acp.mjs `LINE_LIMIT_BYTES`, docs/security.md). */
 const LINE_LIMIT = 32 * MiB
 
 /** Waits for `predicate` to hold, polling, failing after `ms`. */

@@ -1,7 +1,8 @@
 // @ts-check
 // The agent's side of ACP on newline-delimited JSON-RPC, without the ACP SDK: the SDK's `agent()`
-// app and `ndJsonStream`, as far as the agent uses them, with the same answers and errors and the
-// same order. The SDK builds a zod schema for every type of the protocol as it loads: 17 MiB of
+// app and `ndJsonStream` (here `JsonLines`, on Node streams), as far as the agent uses them, with
+// the same answers and errors and the same order, but for one thing: a line over
+// `LINE_LIMIT_BYTES` is refused on its own, where the SDK's stream fails the whole input. The SDK builds a zod schema for every type of the protocol as it loads: 17 MiB of
 // the agent's RSS (zod 12 of it), more than the rest of the agent together, for checks that the
 // messages of a session pass. Here the params of each request are checked by hand as those
 // schemas check them (acp-params.mjs); those the hand checks leave go to the SDK's own schemas,
@@ -20,7 +21,6 @@
 import { NOT_HERE, NOTIFICATION_METHODS, REQUEST_METHODS, notificationParams, requestParams } from './acp-params.mjs'
 
 /** @typedef {import('@agentclientprotocol/sdk').AnyMessage} AnyMessage */
-/** @typedef {import('@agentclientprotocol/sdk').Stream} Stream */
 /** @typedef {{ code: number, message: string, data?: unknown }} ErrorObject */
 /** @typedef {{ result: unknown } | { error: ErrorObject }} Outcome */
 
@@ -101,162 +101,352 @@ export class RequestError extends Error {
 
 // ---------- JSON lines ----------
 
-/** The SDK's default limit of a line, in bytes (stdio.mjs refuses longer lines before this). */
-const DEFAULT_MAX_MESSAGE_BYTES = 32 * 1024 * 1024
+/**
+ * The longest line (one JSON-RPC message) the agent reads, in bytes: the ACP SDK's own default,
+ * so nothing the SDK's connection accepted is refused. It leaves room for a prompt with files
+ * attached (embedded resources: text as it is, an image or a blob as base64, 4/3 of its size:
+ * a 20 MB screenshot is a 27 MB line), while one line costs at most this much memory, twice
+ * (the bytes, then the decoded text). A longer line is refused on its own, and the agent keeps
+ * serving (`JsonLines`).
+ */
+export const LINE_LIMIT_BYTES = 32 * 1024 * 1024
 
-class MessageTooLargeError extends Error {
-  /** @param {number} limit */
-  constructor(limit) {
-    super(`Incoming ACP data exceeds the configured ${limit} byte limit`)
-    this.name = 'MessageTooLargeError'
+/** How much of an over-long line is kept to find its `id` and `method` (they come first). */
+const HEAD_BYTES = 4096
+
+/** A write that need not be waited for. */
+const WRITTEN = Promise.resolve()
+
+/**
+ * @typedef {object} LineLog
+ * @property {(...args: unknown[]) => void} error
+ */
+
+/**
+ * The connection's messages as JSON lines on Node streams, the one place the input is split:
+ * - each line is handed on parsed, as soon as it is whole (a line of spaces is skipped; one
+ *   that is not JSON is answered with a parse error, a batch or anything but an object with an
+ *   invalid request, id null, as the SDK's `ndJsonStream` answers them);
+ * - a line longer than `limitBytes` (the bytes before its LF) is dropped as it comes, never
+ *   kept but for its first `HEAD_BYTES`, which name what it was, and the agent goes on serving
+ *   (the SDK's stream would fail the whole input on it, and the agent would exit as if the
+ *   editor had quit):
+ *   - a request (`method` and `id`): answered with an Invalid Request error with its id;
+ *   - an answer to one of the agent's requests (`id`, no `method`: a file read by the editor,
+ *     say): the connection is handed an error answer with that id instead, so the request fails
+ *     rather than waiting forever;
+ *   - a notification (`method`, no `id`): dropped, as JSON-RPC gives it no answer;
+ *   - anything else: a parse error with id null, as for a line that is not JSON.
+ *   Each is logged (its size, never its content);
+ * - messages are written as lines at once, in the order sent: on Linux a pipe to stdout is
+ *   written synchronously, and a line costs one `write` (no web-stream writer per message; the
+ *   relay writes thousands a second). A write is waited for only when `output` asks to be
+ *   drained.
+ */
+export class JsonLines {
+  /**
+   * @param {import('node:stream').Writable} output
+   * @param {import('node:stream').Readable} input  destroyed when the connection lets go of it
+   * @param {object} [o]
+   * @param {AsyncIterable<Uint8Array>} [o.chunks]  the input's bytes, when not read from `input`
+   *   as it is (stdio.mjs hands over the bytes it read first, then the rest of `input`)
+   * @param {number} [o.limitBytes]
+   * @param {LineLog} [o.log]
+   * @param {(error: unknown) => void} [o.onInputFailure]  called when reading the input fails
+   *   (not at its end); the connection then closes as it does at the end of the input
+   */
+  constructor(output, input, { chunks = input, limitBytes = LINE_LIMIT_BYTES, log = console, onInputFailure } = {}) {
+    this.output = output
+    this.input = input
+    this.chunks = chunks
+    this.limit = limitBytes
+    this.log = log
+    this.onInputFailure = onInputFailure
+    /**
+     * A message it returns true for is not written (stdio.mjs: the connection's answer to a
+     * request answered before the connection was made).
+     * @type {((message: Record<string, any>) => boolean) | null}
+     */
+    this.skip = null
+    /** @type {unknown} the output's failure; every write after it fails */
+    this.failure = undefined
+    /** @type {Promise<void>} settles once the output has drained */
+    this.ready = WRITTEN
+    this.cancelled = false
+    /** @type {(message: Record<string, any>) => void} */
+    this.receive = () => {}
+    /** The current line's bytes, while it is within the limit. @type {Buffer[]} */
+    this.parts = []
+    this.size = 0
+    /** The current line once over the limit: its start and how long it is so far. @type {{ head: Buffer, bytes: number } | null} */
+    this.dropping = null
+    output.on('error', (e) => {
+      this.failure ??= e
+    })
+  }
+
+  /**
+   * Writes `message` as a line after those before it; resolves at once unless the output must
+   * drain first, rejects once the output failed (or when `message` is not JSON).
+   * @param {Record<string, any>} message
+   * @returns {Promise<void>}
+   */
+  write(message) {
+    if (this.failure !== undefined) return rejected(this.failure)
+    if (this.output.destroyed || this.output.writableEnded) return rejected((this.failure = new Error('the output is closed')))
+    if (this.skip?.(message)) return WRITTEN
+    let line
+    try {
+      line = `${JSON.stringify(message)}\n`
+    } catch (e) {
+      return rejected(e)
+    }
+    if (this.output.write(line)) return this.ready
+    if (this.ready === WRITTEN) {
+      const { output } = this
+      this.ready = new Promise((resolve, reject) => {
+        const drained = () => done(undefined)
+        /** @param {unknown} [e] */
+        const failed = (e) => done(e ?? this.failure ?? new Error('the output is closed'))
+        /** @param {unknown} e */
+        const done = (e) => {
+          output.off('drain', drained).off('error', failed).off('close', failed)
+          this.ready = WRITTEN
+          if (e === undefined) resolve()
+          else reject(e)
+        }
+        output.on('drain', drained).on('error', failed).on('close', failed)
+      })
+      this.ready.catch(() => {})
+    }
+    return this.ready
+  }
+
+  /**
+   * Reads the input to its end, handing each message to `receive` as its line completes, then
+   * calls `end` (with the error when reading failed), at once after the last message: a
+   * request on the last line is not answered, as with the SDK's stream and connection. Nothing
+   * is called once cancelled.
+   * @param {(message: Record<string, any>) => void} receive
+   * @param {(error?: unknown) => void} end
+   */
+  async read(receive, end) {
+    this.receive = receive
+    try {
+      for await (const chunk of this.chunks) {
+        if (this.cancelled) return
+        this.#push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength))
+        if (this.cancelled) return
+      }
+      if (this.cancelled) return
+      // The last line, without a newline.
+      this.#lineEnd()
+    } catch (e) {
+      // Once the connection has let go of the input (it is closing), what reading it does
+      // next is no failure.
+      if (this.cancelled) return
+      this.log.error(`cannot read the editor's messages, the agent stops: ${e instanceof Error ? e.message : String(e)}`)
+      this.onInputFailure?.(e)
+      end(e)
+      return
+    }
+    end()
+  }
+
+  /** Stops reading: nothing more is handed on, and the input is destroyed. */
+  cancel() {
+    this.cancelled = true
+    this.input.destroy()
+  }
+
+  /** @param {Buffer} chunk */
+  #push(chunk) {
+    let start = 0
+    for (let newline = chunk.indexOf(0x0a); newline >= 0; newline = chunk.indexOf(0x0a, start)) {
+      if (this.size === 0 && !this.dropping && newline - start <= this.limit) {
+        // A line within this chunk, as most are: decoded from it, no copy.
+        this.#line(chunk.toString('utf8', start, newline))
+      } else {
+        this.#add(chunk.subarray(start, newline))
+        this.#lineEnd()
+      }
+      start = newline + 1
+      if (this.cancelled) return
+    }
+    if (start < chunk.length) this.#add(chunk.subarray(start))
+  }
+
+  /**
+   * Adds `part` to the current line, dropping the line once it is over the limit.
+   * @param {Buffer} part
+   */
+  #add(part) {
+    const { dropping } = this
+    if (dropping) {
+      if (dropping.head.length < HEAD_BYTES) dropping.head = Buffer.concat([dropping.head, part.subarray(0, HEAD_BYTES - dropping.head.length)])
+      dropping.bytes += part.length
+    } else if (this.size + part.length > this.limit) {
+      this.dropping = { head: firstBytes([...this.parts, part], HEAD_BYTES), bytes: this.size + part.length }
+      this.parts = []
+      this.size = 0
+    } else if (part.length > 0) {
+      this.parts.push(part)
+      this.size += part.length
+    }
+  }
+
+  /** The current line is whole: handed on, or refused when it went over the limit. */
+  #lineEnd() {
+    if (this.dropping) return this.#refuse(this.dropping)
+    const { parts } = this
+    if (parts.length === 0) return
+    this.parts = []
+    this.size = 0
+    this.#line((parts.length === 1 ? parts[0] : Buffer.concat(parts)).toString('utf8'))
+  }
+
+  /** @param {string} line */
+  #line(line) {
+    const text = line.trim()
+    if (!text) return
+    let message
+    try {
+      message = JSON.parse(text)
+    } catch {
+      this.#answer(protocolError(RequestError.parseError()))
+      return
+    }
+    // ACP has no batches: an array is answered once, and none of it is read.
+    if (Array.isArray(message)) this.#answer(protocolError(RequestError.invalidRequest(undefined, 'JSON-RPC batches are not supported')))
+    else if (isRecord(message)) this.receive(message)
+    else this.#answer(protocolError(RequestError.invalidRequest(message)))
+  }
+
+  /**
+   * Refuses the line `dropping` held the start of (see the class).
+   * @param {{ head: Buffer, bytes: number }} dropping
+   */
+  #refuse({ head, bytes }) {
+    this.dropping = null
+    const { id, method } = leadingIdAndMethod(head.toString('utf8'))
+    const size = `${bytes} bytes, over the agent's limit of ${this.limit} bytes a line`
+    const data = { lineBytes: bytes, limitBytes: this.limit }
+    if (id !== undefined && method !== undefined) {
+      this.log.error(`refused the ${method} request ${JSON.stringify(id)}: ${size}`)
+      this.#answer({ jsonrpc: '2.0', id, error: { code: -32600, message: `The ${method} request is ${size}`, data } })
+    } else if (id !== undefined && id !== null) {
+      this.log.error(`refused the editor's answer ${JSON.stringify(id)}: ${size}`)
+      this.receive({ jsonrpc: '2.0', id, error: { code: -32600, message: `The client's answer is ${size}`, data } })
+    } else if (method !== undefined) {
+      this.log.error(`dropped a ${method} notification: ${size}`)
+    } else {
+      this.log.error(`refused a line of ${size}`)
+      this.#answer({ jsonrpc: '2.0', id: null, error: { code: -32700, message: `A line of ${size}`, data } })
+    }
+  }
+
+  /**
+   * An answer of the stream's own, to a line the connection never sees. A failed write is the
+   * connection's to notice: its next write fails too.
+   * @param {Record<string, any>} message
+   */
+  #answer(message) {
+    this.write(message).catch(() => {})
   }
 }
 
 /**
- * The messages of `input`, a line of JSON each, and a writable that writes messages to `output`
- * as lines. A line that is not JSON, or not an object, is answered on `output` and dropped.
- * @param {WritableStream<Uint8Array>} output
- * @param {ReadableStream<Uint8Array>} input
- * @param {{ maxMessageBytes?: number }} [options]
- * @returns {Stream}
+ * A copy of the first `count` bytes of `parts` (the rest of them can then go).
+ * @param {Uint8Array[]} parts
+ * @param {number} count
+ * @returns {Buffer}
  */
-export function ndJsonStream(output, input, { maxMessageBytes = DEFAULT_MAX_MESSAGE_BYTES } = {}) {
-  const encoder = new TextEncoder()
-  const decoder = new TextDecoder()
-  let cancelled = false
-  /** @type {ReadableStreamDefaultReader<Uint8Array> | undefined} */
-  let inputReader
-  let writes = Promise.resolve()
-  /** @param {unknown} message */
-  const writeJson = (message) => {
-    const line = `${JSON.stringify(message)}\n`
-    const write = writes.then(async () => {
-      const writer = output.getWriter()
-      try {
-        await writer.write(encoder.encode(line))
-      } finally {
-        writer.releaseLock()
-      }
-    })
-    writes = write.catch(() => {})
-    return write
+function firstBytes(parts, count) {
+  /** @type {Uint8Array[]} */
+  const taken = []
+  let size = 0
+  for (const part of parts) {
+    if (size >= count) break
+    const piece = part.subarray(0, count - size)
+    taken.push(piece)
+    size += piece.length
   }
-  /** @type {ReadableStream<AnyMessage>} */
-  const readable = new ReadableStream({
-    async start(controller) {
-      /** @param {Uint8Array} bytes */
-      const enqueueLine = async (bytes) => {
-        const text = decoder.decode(bytes).trim()
-        if (!text) return
-        let message
-        try {
-          message = JSON.parse(text)
-        } catch {
-          await writeJson(protocolError(RequestError.parseError()))
-          return
-        }
-        // ACP has no batches: an array is answered once, and none of it is read.
-        if (Array.isArray(message)) await writeJson(protocolError(RequestError.invalidRequest(undefined, 'JSON-RPC batches are not supported')))
-        else if (isRecord(message)) controller.enqueue(/** @type {AnyMessage} */ (message))
-        else await writeJson(protocolError(RequestError.invalidRequest(message)))
-      }
-      const lines = new Lines(maxMessageBytes)
-      const reader = input.getReader()
-      inputReader = reader
-      try {
-        for (;;) {
-          const { value, done } = await reader.read()
-          if (cancelled) return
-          if (done) break
-          if (!value) continue
-          for (const line of lines.push(value)) {
-            await enqueueLine(line)
-            if (cancelled) return
-          }
-        }
-        if (cancelled) return
-        const last = lines.flush()
-        if (last) await enqueueLine(last)
-      } catch (e) {
-        if (cancelled) return
-        controller.error(e)
-        void reader.cancel(e).catch(() => {})
-        return
-      } finally {
-        if (inputReader === reader) inputReader = undefined
-        reader.releaseLock()
-      }
-      if (!cancelled) controller.close()
-    },
-    cancel(reason) {
-      cancelled = true
-      return inputReader?.cancel(reason)
-    },
-  })
-  /** @type {WritableStream<AnyMessage>} */
-  const writable = new WritableStream({ write: (message) => writeJson(message) })
-  return { readable, writable }
+  return Buffer.concat(taken)
 }
 
-/** Bytes split into lines at LF (a CR before it dropped), each at most `limit` bytes. */
-class Lines {
-  /** @param {number} limit */
-  constructor(limit) {
-    this.limit = limit
-    /** The current line's bytes so far. @type {Uint8Array[]} */
-    this.parts = []
-    this.size = 0
-  }
-
-  /**
-   * The lines `chunk` completes.
-   * @param {Uint8Array} chunk
-   * @returns {Uint8Array[]}
-   */
-  push(chunk) {
-    const out = []
-    let start = 0
-    for (let newline = chunk.indexOf(0x0a); newline >= 0; newline = chunk.indexOf(0x0a, start)) {
-      out.push(this.#take(chunk.subarray(start, newline)))
-      start = newline + 1
+/**
+ * The `id` and `method` of the JSON object `text` starts with, as far as `text` goes (it is the
+ * start of a line too long to parse): top-level members are read in order, and nested values
+ * skipped. Each is undefined when not found, or not of a type JSON-RPC allows.
+ * @param {string} text
+ * @returns {{ id?: string | number | null, method?: string }}
+ */
+export function leadingIdAndMethod(text) {
+  /** @type {{ id?: string | number | null, method?: string }} */
+  const found = {}
+  let i = 0
+  const space = () => { while (i < text.length && ' \t\r\n'.includes(text[i])) i++ }
+  /** A JSON string at `i`, parsed, or undefined when it does not end within `text`. */
+  const string = () => {
+    let end = i + 1
+    while (end < text.length && text[end] !== '"') end += text[end] === '\\' ? 2 : 1
+    if (end >= text.length) return undefined
+    const raw = text.slice(i, end + 1)
+    i = end + 1
+    try {
+      return /** @type {string} */ (JSON.parse(raw))
+    } catch {
+      return undefined
     }
-    if (start < chunk.length) {
-      const tail = chunk.subarray(start)
-      this.#check(tail)
-      this.parts.push(tail)
-      this.size += tail.length
+  }
+  /** Skips the value at `i`; false when it does not end within `text`. */
+  const skip = () => {
+    let depth = 0
+    while (i < text.length) {
+      const c = text[i]
+      if (c === '"') {
+        if (string() === undefined) return false
+      } else if (c === '{' || c === '[') {
+        depth++
+        i++
+      } else if (c === '}' || c === ']') {
+        if (depth === 0) return true
+        depth--
+        i++
+      } else if (c === ',' && depth === 0) {
+        return true
+      } else i++
+      if (depth === 0 && (text[i] === ',' || text[i] === '}')) return true
     }
-    return out
+    return false
   }
-
-  /** The last line, without a newline, if any. */
-  flush() {
-    if (this.size === 0) return undefined
-    return withoutCr(this.#take(new Uint8Array(0)))
-  }
-
-  /** @param {Uint8Array} tail */
-  #take(tail) {
-    this.#check(tail)
-    const line = this.parts.length === 0 ? tail : Buffer.concat([...this.parts, tail])
-    this.parts = []
-    this.size = 0
-    return withoutCr(line)
-  }
-
-  /** A line longer than the limit (a CR at its end not counted) fails the input, as the SDK's. @param {Uint8Array} tail */
-  #check(tail) {
-    const last = tail.length > 0 ? tail[tail.length - 1] : this.parts.at(-1)?.at(-1)
-    if (this.size + tail.length - (last === 0x0d ? 1 : 0) > this.limit) {
-      this.parts = []
-      this.size = 0
-      throw new MessageTooLargeError(this.limit)
-    }
+  space()
+  if (text[i] !== '{') return found
+  i++
+  for (;;) {
+    space()
+    if (text[i] !== '"') return found
+    const key = string()
+    if (key === undefined) return found
+    space()
+    if (text[i] !== ':') return found
+    i++
+    space()
+    if ((key === 'id' || key === 'method') && text[i] === '"') {
+      const value = string()
+      if (value === undefined) return found
+      found[key] = value
+    } else if (key === 'id') {
+      const number = /^(-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?|null)(?=[\s,}])/.exec(text.slice(i, i + 64))
+      if (!number) return found
+      found.id = number[1] === 'null' ? null : Number(number[1])
+      i += number[1].length
+    } else if (!skip()) return found
+    space()
+    if (text[i] !== ',') return found
+    i++
   }
 }
-
-/** @param {Uint8Array} line */
-const withoutCr = (line) => (line[line.length - 1] === 0x0d ? line.subarray(0, -1) : line)
 
 // ---------- JSON-RPC ----------
 
@@ -418,7 +608,7 @@ class AgentContext {
 
 class Connection {
   /**
-   * @param {Stream} stream
+   * @param {JsonLines} stream
    * @param {App} app
    */
   constructor(stream, app) {
@@ -432,8 +622,6 @@ class Connection {
     /** The client's requests being handled, by id. @type {Map<unknown, AbortController>} */
     this.incoming = new Map()
     this.nextId = 0
-    /** @type {Promise<void>} */
-    this.writes = Promise.resolve()
     this.initialized = false
     /**
      * The calls received after one whose params wait for the SDK's schemas, in order: each is
@@ -441,8 +629,6 @@ class Connection {
      * @type {Call[] | null}
      */
     this.held = null
-    /** @type {ReadableStreamDefaultReader<AnyMessage> | undefined} */
-    this.reader = undefined
     void this.receive()
   }
 
@@ -454,27 +640,8 @@ class Connection {
     return this.abort.signal.reason ?? new Error('ACP connection closed')
   }
 
-  async receive() {
-    /** @type {unknown} */
-    let error
-    try {
-      const reader = this.stream.readable.getReader()
-      this.reader = reader
-      try {
-        while (!this.signal.aborted) {
-          const { value, done } = await reader.read()
-          if (this.signal.aborted || done) break
-          this.receiveMessage(value)
-        }
-      } finally {
-        if (this.reader === reader) this.reader = undefined
-        reader.releaseLock()
-      }
-    } catch (e) {
-      error = e
-    } finally {
-      this.close(error)
-    }
+  receive() {
+    void this.stream.read((message) => this.receiveMessage(message), (error) => this.close(error))
   }
 
   /** @param {unknown} message */
@@ -691,27 +858,18 @@ class Connection {
   }
 
   /**
-   * Writes a message after those before it; a failed write closes the connection.
-   * @param {unknown} message
+   * Writes a message after those before it (at once: see `JsonLines`); a failed write closes
+   * the connection.
+   * @param {Record<string, any>} message
    * @returns {Promise<void>}
    */
   send(message) {
     if (this.signal.aborted) return rejected(this.closedReason())
-    this.writes = this.writes
-      .then(async () => {
-        if (this.signal.aborted) throw this.closedReason()
-        const writer = this.stream.writable.getWriter()
-        try {
-          await writer.write(/** @type {AnyMessage} */ (message))
-        } finally {
-          writer.releaseLock()
-        }
-      })
-      .catch((error) => {
-        this.close(error)
-        throw error
-      })
-    return this.writes
+    const written = this.stream.write(message)
+    return written === WRITTEN ? written : written.catch((error) => {
+      this.close(error)
+      throw error
+    })
   }
 
   /** @param {unknown} [error] */
@@ -726,7 +884,7 @@ class Connection {
     this.pending.clear()
     for (const controller of this.incoming.values()) controller.abort(reason)
     this.incoming.clear()
-    void this.reader?.cancel(reason).catch(() => {})
+    this.stream.cancel()
   }
 }
 
@@ -799,7 +957,7 @@ class App {
 
   /**
    * Serves the handlers on `stream`; the connection handlers run before its first message.
-   * @param {Stream} stream
+   * @param {JsonLines} stream
    */
   connect(stream) {
     const connection = new Connection(stream, this)

@@ -21,18 +21,17 @@
 // servers to connect, credentials still to fetch, params it leaves to the connection to check)
 // goes to the connection.
 //
-// A line longer than `LINE_LIMIT_BYTES` is refused on its own and the agent goes on serving:
-// the connection would instead fail its whole input on it (and close, so the agent
-// would exit as if the editor had quit). The bytes of such a line are counted and dropped as
-// they come, never kept (but for its start, which names its id): see `limitLines`.
-import { Readable, Writable } from 'node:stream'
+// The connection's input is split into lines once, by `JsonLines` (acp.mjs), which also refuses
+// a line over its limit on its own: the bytes read here first are handed to it again, then the
+// rest of the input.
 
 import { initializeResponse } from './initialize.mjs'
 
-/** @typedef {import('@agentclientprotocol/sdk').AgentApp} AgentApp */
+/** @typedef {import('node:stream').Readable} Readable */
+/** @typedef {import('node:stream').Writable} Writable */
+/** @typedef {import('./acp.mjs').JsonLines} JsonLines */
+/** acp.mjs's `agent()`, typed as the SDK's app it stands in for. @typedef {import('@agentclientprotocol/sdk').AgentApp} AgentApp */
 /** @typedef {import('@agentclientprotocol/sdk').AgentConnection} AgentConnection */
-/** @typedef {import('@agentclientprotocol/sdk').AnyMessage} AnyMessage */
-/** @typedef {import('@agentclientprotocol/sdk').Stream} Stream */
 /**
  * A request answered before the connection was made.
  * @typedef {{ id: string | number, result: string }} EarlyAnswer  the request's id, the JSON of the result sent
@@ -54,25 +53,6 @@ import { initializeResponse } from './initialize.mjs'
  * connection reads it as it would any other.
  */
 const FIRST_LINE_LIMIT_BYTES = 64 * 1024
-
-/**
- * The longest line (one JSON-RPC message) the agent reads, in bytes: the ACP SDK's own default,
- * so nothing the SDK's connection accepted is refused. It leaves room for a prompt with files
- * attached (embedded resources: text as it is, an image or a blob as base64, 4/3 of its size:
- * a 20 MB screenshot is a 27 MB line), while one line costs at most this much memory, twice
- * (the bytes, then the decoded text). A longer line is answered with an error (see
- * `limitLines`), and the agent keeps serving.
- */
-export const LINE_LIMIT_BYTES = 32 * 1024 * 1024
-
-/** How much of an over-long line is kept to find its `id` and `method` (they come first). */
-const HEAD_BYTES = 4096
-
-/** JSON-RPC's code for a message that is not a valid request. */
-const INVALID_REQUEST = -32600
-
-/** JSON-RPC's code for a line that is not JSON. */
-const PARSE_ERROR = -32700
 
 /**
  * How long after the early `initialize` answer a `session/new` is waited for before the agent
@@ -119,226 +99,14 @@ export async function serveStdio({ input, output, loadAgent, newSessionEarly, lo
     const result = request && newSessionEarly ? await newSessionEarly(initialize.params, request.params) : null
     if (request && result) answer({ id: request.id, result: JSON.stringify(result) })
   }
-  const { ndJsonStream } = await import('./acp.mjs')
+  const { JsonLines } = await import('./acp.mjs')
   const app = await loadAgent()
   // What the client sent after each early answer reaches the connection once it has answered
-  // that request too, as if the client had waited for its answer. Lines over the limit are
-  // refused before the connection sees them.
-  const limited = inputFrom(lines.consumed(), early, input).pipeThrough(limitLines(output, log))
-  const stream = ndJsonStream(Writable.toWeb(output), noticeFailure(limited, log, onInputFailure), { maxMessageBytes: LINE_LIMIT_BYTES })
-  return app.connect(early.length === 0 ? stream : withoutSecondAnswers(stream, early, log))
-}
-
-/**
- * The input, less lines over `LINE_LIMIT_BYTES`: a line is passed on once it is whole (so at
- * most that much of it is held), and one that grows past the limit is dropped as it comes,
- * but for its first `HEAD_BYTES`, which name what it was:
- * - a request (`method` and `id`): answered with an Invalid Request error with its id;
- * - an answer to one of the agent's requests (`id`, no `method`: a file read by the editor,
- *   say): the connection is handed an error answer with that id instead, so the request fails rather
- *   than waiting forever;
- * - a notification (`method`, no `id`): dropped, as JSON-RPC gives it no answer;
- * - anything else: a parse error with id null, as for a line that is not JSON.
- * Each is logged (its size, never its content).
- * @param {Writable} output
- * @param {import('./log.mjs').Logger} log
- * @returns {TransformStream<Uint8Array, Uint8Array>}
- */
-export function limitLines(output, log) {
-  /** The current line's bytes, while it is within the limit. */
-  /** @type {Uint8Array[]} */
-  let pending = []
-  let pendingBytes = 0
-  /** The current line once over the limit: its start and how long it is so far. */
-  /** @type {{ head: Buffer, bytes: number } | null} */
-  let dropping = null
-  /** @type {(controller: TransformStreamDefaultController<Uint8Array>) => void} */
-  const refuse = (controller) => {
-    if (!dropping) return
-    const { head, bytes } = dropping
-    dropping = null
-    const { id, method } = leadingIdAndMethod(head.toString('utf8'))
-    const size = `${bytes} bytes, over the agent's limit of ${LINE_LIMIT_BYTES} bytes a line`
-    const data = { lineBytes: bytes, limitBytes: LINE_LIMIT_BYTES }
-    if (id !== undefined && method !== undefined) {
-      log.error(`refused the ${method} request ${JSON.stringify(id)}: ${size}`)
-      output.write(`${JSON.stringify({ jsonrpc: '2.0', id, error: { code: INVALID_REQUEST, message: `The ${method} request is ${size}`, data } })}\n`)
-    } else if (id !== undefined && id !== null) {
-      log.error(`refused the editor's answer ${JSON.stringify(id)}: ${size}`)
-      const answer = { jsonrpc: '2.0', id, error: { code: INVALID_REQUEST, message: `The client's answer is ${size}`, data } }
-      controller.enqueue(new TextEncoder().encode(`${JSON.stringify(answer)}\n`))
-    } else if (method !== undefined) {
-      log.error(`dropped a ${method} notification: ${size}`)
-    } else {
-      log.error(`refused a line of ${size}`)
-      output.write(`${JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: PARSE_ERROR, message: `A line of ${size}`, data } })}\n`)
-    }
-  }
-  /**
-   * Adds `part` to the current line, dropping the line once it is over the limit.
-   * @param {Uint8Array} part
-   */
-  const add = (part) => {
-    if (dropping) {
-      if (dropping.head.length < HEAD_BYTES) dropping.head = Buffer.concat([dropping.head, part.subarray(0, HEAD_BYTES - dropping.head.length)])
-      dropping.bytes += part.length
-    } else if (pendingBytes + part.length > LINE_LIMIT_BYTES) {
-      dropping = { head: firstBytes([...pending, part], HEAD_BYTES), bytes: pendingBytes + part.length }
-      pending = []
-      pendingBytes = 0
-    } else if (part.length > 0) {
-      pending.push(part)
-      pendingBytes += part.length
-    }
-  }
-  return new TransformStream({
-    transform(chunk, controller) {
-      let start = 0
-      for (let newline = chunk.indexOf(0x0a); newline >= 0; newline = chunk.indexOf(0x0a, start)) {
-        add(chunk.subarray(start, newline))
-        if (dropping) refuse(controller)
-        else {
-          for (const part of pending) controller.enqueue(part)
-          controller.enqueue(chunk.subarray(newline, newline + 1))
-          pending = []
-          pendingBytes = 0
-        }
-        start = newline + 1
-      }
-      if (start < chunk.length) add(chunk.subarray(start))
-    },
-    flush(controller) {
-      // The last line, without a newline: the connection reads it at the end of the input.
-      if (dropping) refuse(controller)
-      for (const part of pending) controller.enqueue(part)
-    },
-  })
-}
-
-/**
- * A copy of the first `count` bytes of `parts` (the rest of them can then go).
- * @param {Uint8Array[]} parts
- * @param {number} count
- * @returns {Buffer}
- */
-function firstBytes(parts, count) {
-  /** @type {Uint8Array[]} */
-  const taken = []
-  let size = 0
-  for (const part of parts) {
-    if (size >= count) break
-    const piece = part.subarray(0, count - size)
-    taken.push(piece)
-    size += piece.length
-  }
-  return Buffer.concat(taken)
-}
-
-/**
- * The `id` and `method` of the JSON object `text` starts with, as far as `text` goes (it is the
- * start of a line too long to parse): top-level members are read in order, and nested values
- * skipped. Each is undefined when not found, or not of a type JSON-RPC allows.
- * @param {string} text
- * @returns {{ id?: string | number | null, method?: string }}
- */
-export function leadingIdAndMethod(text) {
-  /** @type {{ id?: string | number | null, method?: string }} */
-  const found = {}
-  let i = 0
-  const space = () => { while (i < text.length && ' \t\r\n'.includes(text[i])) i++ }
-  /** A JSON string at `i`, parsed, or undefined when it does not end within `text`. */
-  const string = () => {
-    let end = i + 1
-    while (end < text.length && text[end] !== '"') end += text[end] === '\\' ? 2 : 1
-    if (end >= text.length) return undefined
-    const raw = text.slice(i, end + 1)
-    i = end + 1
-    try {
-      return /** @type {string} */ (JSON.parse(raw))
-    } catch {
-      return undefined
-    }
-  }
-  /** Skips the value at `i`; false when it does not end within `text`. */
-  const skip = () => {
-    let depth = 0
-    while (i < text.length) {
-      const c = text[i]
-      if (c === '"') {
-        if (string() === undefined) return false
-      } else if (c === '{' || c === '[') {
-        depth++
-        i++
-      } else if (c === '}' || c === ']') {
-        if (depth === 0) return true
-        depth--
-        i++
-      } else if (c === ',' && depth === 0) {
-        return true
-      } else i++
-      if (depth === 0 && (text[i] === ',' || text[i] === '}')) return true
-    }
-    return false
-  }
-  space()
-  if (text[i] !== '{') return found
-  i++
-  for (;;) {
-    space()
-    if (text[i] !== '"') return found
-    const key = string()
-    if (key === undefined) return found
-    space()
-    if (text[i] !== ':') return found
-    i++
-    space()
-    if ((key === 'id' || key === 'method') && text[i] === '"') {
-      const value = string()
-      if (value === undefined) return found
-      found[key] = value
-    } else if (key === 'id') {
-      const number = /^(-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?|null)(?=[\s,}])/.exec(text.slice(i, i + 64))
-      if (!number) return found
-      found.id = number[1] === 'null' ? null : Number(number[1])
-      i += number[1].length
-    } else if (!skip()) return found
-    space()
-    if (text[i] !== ',') return found
-    i++
-  }
-}
-
-/**
- * The same stream; a failure to read it (not its end) is logged, since the connection ends the
- * connection on it as it does at the end of the input.
- * @param {ReadableStream<Uint8Array>} input
- * @param {import('./log.mjs').Logger} log
- * @param {(error: unknown) => void} [onFailure]
- * @returns {ReadableStream<Uint8Array>}
- */
-function noticeFailure(input, log, onFailure) {
-  const reader = input.getReader()
-  // Once the connection has let go of the input (it is closing), what reading it does
-  // next is no failure.
-  let cancelled = false
-  return new ReadableStream({
-    async pull(controller) {
-      try {
-        const { value, done } = await reader.read()
-        if (done) controller.close()
-        else controller.enqueue(value)
-      } catch (e) {
-        if (cancelled) return
-        log.error(`cannot read the editor's messages, the agent stops: ${e instanceof Error ? e.message : String(e)}`)
-        onFailure?.(e)
-        controller.error(e)
-      }
-    },
-    cancel(reason) {
-      cancelled = true
-      return reader.cancel(reason)
-    },
-  })
+  // that request too, as if the client had waited for its answer.
+  const stream = new JsonLines(output, input, { chunks: inputFrom(lines.consumed(), early, input), log, onInputFailure })
+  if (early.length > 0) stream.skip = secondAnswers(stream, early, log)
+  // acp.mjs's app connects to a JsonLines (the SDK's typings name its web streams).
+  return app.connect(/** @type {any} */ (stream))
 }
 
 /**
@@ -417,34 +185,18 @@ class LineReader {
  * @param {Buffer} consumed
  * @param {Pending[]} early  in the order of their requests
  * @param {Readable} input
- * @returns {ReadableStream<Uint8Array>}
+ * @returns {AsyncGenerator<Buffer>}
  */
-function inputFrom(consumed, early, input) {
+async function* inputFrom(consumed, early, input) {
   /** The parts of `consumed`, each with what it waits for. */
   const parts = [{ from: 0, to: early[0]?.end ?? consumed.length, after: Promise.resolve() }]
   early.forEach((e, i) => parts.push({ from: e.end, to: early[i + 1]?.end ?? consumed.length, after: e.seen }))
-  const ready = early.at(-1)?.seen ?? Promise.resolve()
-  /** @type {ReadableStreamDefaultReader<Uint8Array> | null} */
-  let rest = null
-  return new ReadableStream({
-    async pull(controller) {
-      // Each pull enqueues something or closes: a pull that does neither is not repeated.
-      for (let part = parts.shift(); part; part = parts.shift()) {
-        await part.after
-        if (part.to > part.from) return controller.enqueue(new Uint8Array(consumed.subarray(part.from, part.to)))
-      }
-      await ready
-      if (input.readableEnded || input.destroyed) return controller.close()
-      rest ??= /** @type {ReadableStream<Uint8Array>} */ (Readable.toWeb(input)).getReader()
-      const { value, done } = await rest.read()
-      if (done) controller.close()
-      else controller.enqueue(value)
-    },
-    async cancel(reason) {
-      if (rest) await rest.cancel(reason)
-      else input.destroy()
-    },
-  })
+  for (const part of parts) {
+    await part.after
+    if (part.to > part.from) yield consumed.subarray(part.from, part.to)
+  }
+  if (input.readableEnded || input.destroyed) return
+  yield* input
 }
 
 /**
@@ -495,29 +247,26 @@ function isPlainObject(value) {
 }
 
 /**
- * The same stream, less the connection's answers to the requests answered early; each one's `see` is
- * called when it comes. Each is built by the same function from the same request; a different
- * one is logged, as a bug.
- * @param {Stream} stream
+ * What `stream` must not write: the connection's answers to the requests answered early; each
+ * one's `see` is called when it comes, and once all have come nothing is held back any more.
+ * Each is built by the same function from the same request; a different one is logged, as a bug.
+ * @param {JsonLines} stream
  * @param {Pending[]} early
  * @param {import('./log.mjs').Logger} log
- * @returns {Stream}
+ * @returns {(message: Record<string, any>) => boolean}
  */
-function withoutSecondAnswers(stream, early, log) {
+function secondAnswers(stream, early, log) {
   const pending = [...early]
-  /** @type {TransformStream<AnyMessage, AnyMessage>} */
-  const filter = new TransformStream({
-    transform(message, controller) {
-      const index = !('method' in message) && 'id' in message ? pending.findIndex((a) => a.id === message.id) : -1
-      if (index < 0) return controller.enqueue(message)
-      const [sent] = pending.splice(index, 1)
-      const result = 'result' in message ? JSON.stringify(message.result) : null
-      if (result !== sent.result) log.error(`request ${JSON.stringify(sent.id)} was answered early with ${sent.result}; the connection answered ${JSON.stringify(message)}`)
-      sent.see()
-    },
-  })
-  filter.readable.pipeTo(stream.writable).catch(() => {})
-  return { readable: stream.readable, writable: filter.writable }
+  return (message) => {
+    const index = !('method' in message) && 'id' in message ? pending.findIndex((a) => a.id === message.id) : -1
+    if (index < 0) return false
+    const [sent] = pending.splice(index, 1)
+    if (pending.length === 0) stream.skip = null
+    const result = 'result' in message ? JSON.stringify(message.result) : null
+    if (result !== sent.result) log.error(`request ${JSON.stringify(sent.id)} was answered early with ${sent.result}; the connection answered ${JSON.stringify(message)}`)
+    sent.see()
+    return true
+  }
 }
 
 /**
