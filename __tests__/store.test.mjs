@@ -119,6 +119,33 @@ test('an open session saves through its files until it is deleted; after that no
   assert.equal(store.get('a').title, 'new')
 })
 
+test('saves written in the background: the latest state wins, and a delete meanwhile leaves nothing', async () => {
+  const store = new SessionStore(tempDir('acp-cache-'))
+  const a = store.open('a')
+  assert.equal(await a.saveInBackground({ sessionId: 'a', cwd: '/w', title: 'one' }), true)
+  assert.equal(store.get('a').title, 'one')
+  if (process.platform !== 'win32') assert.equal(fs.statSync(/** @type {string} */ (store.file('a'))).mode & 0o777, 0o600)
+
+  // Two at once (either may be written first), then a save in place while one is written: the
+  // one started last is on disk, whatever order they end in.
+  const both = await Promise.all([a.saveInBackground({ sessionId: 'a', cwd: '/w', title: 'two' }), a.saveInBackground({ sessionId: 'a', cwd: '/w', title: 'three' })])
+  assert.equal(both[1], true)
+  assert.equal(store.get('a').title, 'three')
+  const late = a.saveInBackground({ sessionId: 'a', cwd: '/w', title: 'four' })
+  assert.equal(a.save({ sessionId: 'a', cwd: '/w', title: 'five' }), true)
+  assert.equal(await late, false)
+  assert.equal(store.get('a').title, 'five')
+
+  // Deleted while a save is being written: it is dropped, with its temporary.
+  const running = a.saveInBackground({ sessionId: 'a', cwd: '/w', title: 'after the delete' })
+  store.delete('a')
+  assert.equal(await running, false)
+  assert.equal(store.get('a'), null)
+  assert.deepEqual(fs.readdirSync(store.sessionsDir), [], 'no file, no temporary')
+  assert.equal(await a.saveInBackground({ sessionId: 'a', cwd: '/w' }), false)
+  await assert.rejects(a.saveInBackground({ sessionId: 'b', cwd: '/w' }), /not the record of session a/)
+})
+
 test('session files refuse another session\'s record and ids that name no folder of their own', () => {
   const store = new SessionStore(tempDir('acp-cache-'))
   const a = store.open('a')

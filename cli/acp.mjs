@@ -138,9 +138,9 @@ const WRITTEN = Promise.resolve()
  *   - a notification (`method`, no `id`): dropped, as JSON-RPC gives it no answer;
  *   - anything else: a parse error with id null, as for a line that is not JSON.
  *   Each is logged (its size, never its content);
- * - messages are written as lines at once, in the order sent: on Linux a pipe to stdout is
- *   written synchronously, and a line costs one `write` (no web-stream writer per message; the
- *   relay writes thousands a second). A write is waited for only when `output` asks to be
+ * - messages are written as lines in the order sent, those of one go of the event loop in
+ *   one `write` (at the next tick: no web-stream writer per message, no system call per line;
+ *   the relay writes thousands a second). A write is waited for only when `output` asks to be
  *   drained.
  */
 export class JsonLines {
@@ -172,6 +172,8 @@ export class JsonLines {
     this.failure = undefined
     /** @type {Promise<void>} settles once the output has drained */
     this.ready = WRITTEN
+    /** @type {string | null} the lines written since the last flush */
+    this.batch = null
     this.cancelled = false
     /** @type {(message: Record<string, any>) => void} */
     this.receive = () => {}
@@ -201,25 +203,38 @@ export class JsonLines {
     } catch (e) {
       return rejected(e)
     }
-    if (this.output.write(line)) return this.ready
-    if (this.ready === WRITTEN) {
-      const { output } = this
-      this.ready = new Promise((resolve, reject) => {
-        const drained = () => done(undefined)
-        /** @param {unknown} [e] */
-        const failed = (e) => done(e ?? this.failure ?? new Error('the output is closed'))
-        /** @param {unknown} e */
-        const done = (e) => {
-          output.off('drain', drained).off('error', failed).off('close', failed)
-          this.ready = WRITTEN
-          if (e === undefined) resolve()
-          else reject(e)
-        }
-        output.on('drain', drained).on('error', failed).on('close', failed)
-      })
-      this.ready.catch(() => {})
+    // The lines written in one go of the event loop (a batch of updates, several sessions'
+    // turns at once) leave in one `write`: one system call, not one a line.
+    if (this.batch === null) {
+      this.batch = line
+      process.nextTick(this.flush)
+    } else {
+      this.batch += line
     }
     return this.ready
+  }
+
+  /** Writes the lines queued since the last flush. */
+  flush = () => {
+    const { batch, output } = this
+    this.batch = null
+    if (batch === null || this.failure !== undefined || output.destroyed) return
+    if (output.write(batch) || this.ready !== WRITTEN) return
+    // Backed up: writes are waited for until it drains (or fails).
+    this.ready = new Promise((resolve, reject) => {
+      const drained = () => done(undefined)
+      /** @param {unknown} [e] */
+      const failed = (e) => done(e ?? this.failure ?? new Error('the output is closed'))
+      /** @param {unknown} e */
+      const done = (e) => {
+        output.off('drain', drained).off('error', failed).off('close', failed)
+        this.ready = WRITTEN
+        if (e === undefined) resolve()
+        else reject(e)
+      }
+      output.on('drain', drained).on('error', failed).on('close', failed)
+    })
+    this.ready.catch(() => {})
   }
 
   /**

@@ -41,6 +41,18 @@ export function writePrivateFile(file, text, { exclusive = false } = {}) {
 }
 
 /**
+ * `writePrivateFile` of a new file (`file` must not exist), off the JS thread: the open, write
+ * and close run on libuv's threads. A file made new with mode 0600 needs no `fchmod` (the
+ * umask can only take bits away).
+ * @param {string} file
+ * @param {string} text
+ * @returns {Promise<void>}
+ */
+export function writeNewPrivateFileInBackground(file, text) {
+  return fs.promises.writeFile(file, text, { flag: 'wx', mode: PRIVATE_FILE_MODE })
+}
+
+/**
  * Replaces `dir/name` with `value` as JSON, private, all at once: written to a temporary file
  * and renamed over it, so a reader never sees half of it and a crash leaves the old one.
  * @param {string} dir

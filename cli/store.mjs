@@ -11,7 +11,7 @@
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, privateDir, tightenInBackground, writePrivateFile } from './private-files.mjs'
+import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, privateDir, tightenInBackground, writeNewPrivateFileInBackground, writePrivateFile } from './private-files.mjs'
 
 /**
  * One saved session.
@@ -39,6 +39,9 @@ import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, privateDir, tightenInBackground, w
  * @property {boolean} deleted  whether the session was deleted since it was opened
  * @property {(record: SessionRecord) => boolean} save  saves the record, unless the session
  *   was deleted since it was opened (false, nothing written); throws for another session's record
+ * @property {(record: SessionRecord) => Promise<boolean>} saveInBackground  `save`, the file
+ *   written off the JS thread (a turn's end: the agent serves other sessions meanwhile); false
+ *   when nothing was saved: the session was deleted, or a later save of it was renamed first
  */
 
 /**
@@ -62,8 +65,8 @@ export function defaultCacheDir(env = process.env) {
 
 /** A session id that can name a file and a folder: `.` and `..` name folders that are not its own. */
 const SAFE_ID = /^(?!\.{1,2}$)[A-Za-z0-9._-]{1,128}$/
-/** `<id>.json.<pid>.tmp`: a session being written by process `pid`. */
-const TEMPORARY = /^[A-Za-z0-9._-]{1,128}\.json\.(\d+)\.tmp$/
+/** `<id>.json.<pid>.tmp` or `<id>.json.<pid>.<n>.tmp`: a session being written by process `pid`. */
+const TEMPORARY = /^[A-Za-z0-9._-]{1,128}\.json\.(\d+)(?:\.\d+)?\.tmp$/
 
 export class SessionStore {
   /**
@@ -168,6 +171,15 @@ export class SessionStore {
     const id = checkedId(sessionId)
     const opened = this.#deletions.get(id) ?? 0
     const deleted = () => (this.#deletions.get(id) ?? 0) !== opened
+    const file = /** @type {string} */ (this.file(id))
+    /** @param {SessionRecord} record */
+    const check = (record) => {
+      if (record.sessionId !== id) throw new Error(`not the record of session ${id}: ${JSON.stringify(record.sessionId)}`)
+    }
+    // The saves are numbered as they start: one that ends after a later one was renamed into
+    // place is dropped, so the file always holds the latest state.
+    let started = 0
+    let renamed = 0
     return {
       sessionId: id,
       blobDir: this.blobsOf(id),
@@ -176,9 +188,40 @@ export class SessionStore {
         return deleted()
       },
       save: (record) => {
-        if (record.sessionId !== id) throw new Error(`not the record of session ${id}: ${JSON.stringify(record.sessionId)}`)
+        check(record)
         if (deleted()) return false
+        const save = ++started
         this.put(record)
+        renamed = save
+        return true
+      },
+      saveInBackground: async (record) => {
+        check(record)
+        if (deleted()) return false
+        const save = ++started
+        // Its own temporary (a save still being written may have one), under this process's id
+        // for `tidy()`.
+        const tmp = `${file}.${process.pid}.${save}.tmp`
+        try {
+          const text = JSON.stringify(record)
+          await writeNewPrivateFileInBackground(tmp, text).catch(async (/** @type {any} */ e) => {
+            if (e?.code !== 'EEXIST') throw e
+            // Left by a failed write of this process: it is ours to replace.
+            await fs.promises.rm(tmp, { force: true })
+            await writeNewPrivateFileInBackground(tmp, text)
+          })
+          // The check and the rename on the JS thread, with nothing between them: a delete or a
+          // later save cannot come in between.
+          if (deleted() || save < renamed) {
+            await fs.promises.rm(tmp, { force: true })
+            return false
+          }
+          fs.renameSync(tmp, file)
+        } catch (e) {
+          await fs.promises.rm(tmp, { force: true }).catch(() => {})
+          throw e
+        }
+        renamed = save
         return true
       },
     }
