@@ -141,12 +141,19 @@ export function createAgent(config) {
     } catch (e) {
       throw toRequestError(e)
     }
+    // The connection and the server warmed while the account's models are asked for and the user
+    // types the first prompt. Started once the answer waits for the models (not after the
+    // answer): a prompt sent the moment session/new is answered then finds the turns' connection
+    // ready, where it would still be in its handshake and the prompt would open one of its own
+    // (a new TCP and TLS connection: 3 round trips before the first chunk, not 1).
+    session.prewarm()
     // The account's models for the picker (bounded: without them the picker has Auto and --models).
-    await session.loadModels(() => models.get(() => session.client.listModels()))
+    const detailed = await session.loadModels(() => models.get(() => session.client.listModels()))
     unlessDeleted(session)
     sessions.set(sessionId, session)
-    // The connection and the server warmed while the user types the first prompt.
-    session.prewarm()
+    // The catalogue gave the session's model its details: warmed with them (folded into the
+    // first when that has not gone yet).
+    if (detailed) session.prewarm()
     return session
   }
 

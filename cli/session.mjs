@@ -241,6 +241,7 @@ export class AgentSession {
    * from now on.
    * @param {() => Promise<import('../index.js').UsableModel[]>} [list]  where they come from
    *   (the agent's per-process cache); by default this session's client asks the server
+   * @returns {Promise<boolean>} whether the catalogue gave the session's model its details
    */
   async loadModels(list = () => this.client.listModels()) {
     /** @type {ReturnType<typeof setTimeout> | undefined} */
@@ -250,17 +251,18 @@ export class AgentSession {
       this.models = await Promise.race([list(), late])
     } catch (e) {
       this.log.warn('could not get the account\'s models; the picker offers Auto and --models:', e)
-      return
+      return false
     } finally {
       clearTimeout(timer)
     }
     const details = this.models.find((m) => m.modelId === this.model)?.details
-    if (!details) return
+    if (!details) return false
     // The catalogue's details for the session's model; the Max Mode the session has (chosen,
     // or kept with the saved session) stays as it is.
     const chosen = this.native.maxMode
     this.native.setModel(this.model, details)
     this.native.setMaxMode(chosen && this.offersMaxMode())
+    return true
   }
 
   /** Whether the session's model offers Max Mode (the account's catalogue says so). */
