@@ -15,10 +15,14 @@ import { loadAddon, loadTesting, setCoreLogLevel } from '../cli/addon.mjs'
 import { CredentialStore, defaultConfigDir } from '../cli/credentials.mjs'
 import { setInvocation } from '../cli/initialize.mjs'
 import { createLogger, parseLevel } from '../cli/log.mjs'
+import { deferOptimizing } from '../cli/optimizer.mjs'
 import { serveStdio } from '../cli/stdio.mjs'
 import { SessionStore, defaultCacheDir } from '../cli/store.mjs'
 import { writePrivateFile } from '../cli/private-files.mjs'
 import { VERSION } from '../cli/version.mjs'
+
+// No optimizing compiler until the first turn (cli/optimizer.mjs says why).
+deferOptimizing()
 
 // Anything printed by accident must not corrupt the protocol stream.
 for (const name of /** @type {const} */ (['log', 'info', 'debug'])) console[name] = (...args) => console.error(...args)

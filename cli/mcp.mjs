@@ -10,7 +10,6 @@
 // A stdio server ends with the agent however the agent ends (stdin closed, a signal, SIGKILL):
 // on Unix it runs as the leader of a process group of its own, which the core's reaper (the
 // watcher that also ends the built-in shells) is told of as it starts and as it ends.
-import { spawn } from 'node:child_process'
 
 import { loadAddon } from './addon.mjs'
 import { VERSION } from './version.mjs'
@@ -77,8 +76,10 @@ async function transportFor(config, cwd) {
   const server = { command: stdio.command, args: stdio.args ?? [], env: { ...serverEnvironment(), ...pairs(stdio.env) }, cwd }
   if (process.platform !== 'win32') {
     const { ReadBuffer, serializeMessage } = await loadMcpClientSdk()
+    // Loaded with the first stdio server, as the MCP client is (1 MiB for a session without).
+    const { spawn } = await import('node:child_process')
     const addon = loadAddon()
-    return new ProcessGroupTransport(server, { ReadBuffer, serializeMessage, watch: (pgid) => addon.watchProcessGroup(pgid), forget: (pgid) => addon.forgetProcessGroup(pgid) })
+    return new ProcessGroupTransport(server, { ReadBuffer, serializeMessage, spawn, watch: (pgid) => addon.watchProcessGroup(pgid), forget: (pgid) => addon.forgetProcessGroup(pgid) })
   }
   // Windows: the SDK's transport (cross-spawn runs `npx.cmd` and the like through cmd.exe), the
   // server put in a job object of its own as soon as it runs.
@@ -140,10 +141,11 @@ function heldInJob(transport, addon) {
 class ProcessGroupTransport {
   /**
    * @param {{ command: string, args: string[], env: Record<string, string>, cwd: string }} server
-   * @param {{ ReadBuffer: typeof import('@modelcontextprotocol/client').ReadBuffer, serializeMessage: typeof import('@modelcontextprotocol/client').serializeMessage, watch: (pgid: number) => void, forget: (pgid: number) => void }} o
+   * @param {{ ReadBuffer: typeof import('@modelcontextprotocol/client').ReadBuffer, serializeMessage: typeof import('@modelcontextprotocol/client').serializeMessage, spawn: typeof import('node:child_process').spawn, watch: (pgid: number) => void, forget: (pgid: number) => void }} o
    */
-  constructor(server, { ReadBuffer, serializeMessage, watch, forget }) {
+  constructor(server, { ReadBuffer, serializeMessage, spawn, watch, forget }) {
     this.server = server
+    this.spawn = spawn
     this.readBuffer = new ReadBuffer()
     this.serializeMessage = serializeMessage
     this.watch = watch
@@ -166,7 +168,7 @@ class ProcessGroupTransport {
     const { command, args, env, cwd } = this.server
     // detached: the child calls setsid, so it leads a new process group (and session) whose id
     // is its pid, and what it starts stays in that group.
-    const child = spawn(command, args, { env, cwd, stdio: ['pipe', 'pipe', 'ignore'], detached: true, shell: false })
+    const child = this.spawn(command, args, { env, cwd, stdio: ['pipe', 'pipe', 'ignore'], detached: true, shell: false })
     this.child = child
     this.exited = new Promise((resolve) => child.once('exit', () => resolve(undefined)))
     return new Promise((resolve, reject) => {

@@ -15,6 +15,7 @@ import { editorFiles } from './editor-files.mjs'
 import { questionAsker } from './questions.mjs'
 import { McpApprovals, ProjectMcpGate, askOnCard, sessionMcpServers } from './cursor-mcp.mjs'
 import { McpServers } from './mcp.mjs'
+import { optimizeFromNow } from './optimizer.mjs'
 import { PermissionFlow } from './permissions.mjs'
 import { requestContext, timeZone } from './request-context.mjs'
 import { echo, toRequestError } from './request-errors.mjs'
@@ -475,6 +476,7 @@ export class AgentSession {
    * @returns {Promise<PromptResponse>}
    */
   prompt(blocks, requestSignal) {
+    optimizeFromNow()
     const waiting = { cancelled: false }
     this.waiting.add(waiting)
     const withdraw = () => { waiting.cancelled = true }
