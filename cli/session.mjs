@@ -282,10 +282,12 @@ export class AgentSession {
 
   /**
    * Warms the connection to the configured server and sends it Cursor's `PrewarmRequest` (the
-   * session's model and conversation), so that the next prompt finds both ready: after a
-   * session is opened (new, load, resume, fork) and when its mode or model changes, while the
-   * user types. Never awaited and never ahead of an answer (it starts once the current I/O is
-   * done); several asked for at once are one; none while a turn runs. A failure costs the
+   * session's model and conversation), so that the next prompt finds both ready: as a session
+   * is opened (new, load, resume, fork: while its answer waits for the account's models) and
+   * when its mode or model changes, while the user types. Never awaited, and never ahead of an
+   * answer already written (it starts once the current I/O is done: what it does on this
+   * thread is a native call that queues the request, and the time zone read once per
+   * process); several asked for at once are one; none while a turn runs. A failure costs the
    * next prompt nothing (it connects as usual) and is a log line.
    */
   prewarm() {
