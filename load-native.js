@@ -7,6 +7,26 @@
 try {
   module.exports = require('./native.js')
 } catch (error) {
+  module.exports = loadForThisLibc(error)
+}
+
+/**
+ * napi's loader tells musl from glibc by the system's `/usr/bin/ldd` first, so a musl Node.js on
+ * a glibc system (a portable build, a test rig) is offered the glibc binary, which is not
+ * installed. The process itself knows which libc it runs on: the build for that one, from the
+ * package folder or its platform package, else the loader's own error explained.
+ */
+function loadForThisLibc(error) {
+  if (process.platform === 'linux') {
+    const platform = platformName()
+    for (const candidate of [`./cursor-acp-native.${platform}.node`, `@cursor-acp-native/binding-${platform}`]) {
+      try {
+        return require(candidate)
+      } catch (e) {
+        if (e?.code !== 'MODULE_NOT_FOUND') throw explainLoadFailure(error, e)
+      }
+    }
+  }
   throw explainLoadFailure(error)
 }
 
@@ -31,10 +51,11 @@ function isMusl() {
   }
 }
 
-function explainLoadFailure(error) {
+/** `refusedBy`: the error of the one binary found and refused, when it is known. */
+function explainLoadFailure(error, refusedBy) {
   // napi's loader re-makes each error from its message alone (no `code`), so they are told
   // apart by message: a module not found is an absent candidate, anything else a refusal.
-  const tried = causeChain(error).slice(1)
+  const tried = refusedBy ? [refusedBy] : causeChain(error).slice(1)
   const absent = (e) => /^Cannot find module\b/.test(e.message)
   // A binary that was found and refused (another architecture, a newer glibc, a missing symbol,
   // a damaged file), else the loader's own complaint (a platform package of another version).

