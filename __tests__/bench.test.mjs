@@ -95,6 +95,10 @@ test('bench smoke run: every scenario measured for all three clients, and they p
   assert.ok(download.platformPackage.packedBytes > 0 && download.platformPackage.unpackedBytes >= download.addon.bytes, JSON.stringify(download.platformPackage))
   assert.ok(download.rootPackage.packedBytes > 0, JSON.stringify(download.rootPackage))
   assert.match(run.stdout, /\| addon, gzip -9 \|/)
+  // The test build carries both optional parts, and the figures say so (bench/size.mjs reads
+  // them from the exports napi-rs registers; a client-only build has neither name).
+  assert.deepEqual(download.addon.features, { embedded: true, bench: true })
+  assert.match(run.stdout, /\| download: \S+ \(with the embedded backend and `bench`\) \| size \|/)
   // The first round's 13, the three ratios against the baseline again against Connect, three
   // for many-10k, three for the start-up, four for latency, two for the relay, two for the
   // agent's weight and one for the download.

@@ -3,7 +3,10 @@
 // the two tarballs `npm pack` makes for npm (scripts/pack.mjs): this host's platform package,
 // which holds the addon, and the root package (loader, typings, CLI), both packed and unpacked.
 // On Linux with binutils, the addon's largest ELF sections too, and what `strip --strip-all`
-// would still take off: where the bytes are, for what a build setting could change.
+// would still take off: where the bytes are, for what a build setting could change. And which of
+// the optional parts (docs/building.md's features) the addon carries, read from the export names
+// napi-rs registers: the run's addon is built with `bench` (and the embedded backend) for the
+// scenarios, which a release leaves out, so a figure says what it is of.
 // Prints one JSON line. `node bench/size.mjs [path/to/cursor-acp-native.<platform>.node]`.
 import { spawnSync } from 'node:child_process'
 import fs from 'node:fs'
@@ -39,6 +42,12 @@ function sections() {
   return out.sort((a, b) => b.bytes - a.bytes)
 }
 
+/** The optional parts the addon carries, by the names of the exports each registers. */
+function features() {
+  const has = (name) => bytes.includes(Buffer.from(`${name}\0`))
+  return { embedded: has('startEmbeddedBackend'), bench: has('decodeTextFrames') }
+}
+
 /** Bytes `strip --strip-all` takes off a copy (0: the build stripped everything already). */
 function stripHeadroom() {
   const copy = path.join(tmp, 'stripped.node')
@@ -51,7 +60,7 @@ try {
   const platform = Object.values(packs.platforms)[0]
   process.stdout.write(`${JSON.stringify({
     binary: path.relative(root, binary),
-    addon: { bytes: bytes.length, gzipBytes: zlib.gzipSync(bytes, { level: 9 }).length },
+    addon: { bytes: bytes.length, gzipBytes: zlib.gzipSync(bytes, { level: 9 }).length, features: features() },
     platformPackage: { name: platform.manifest.name, files: platform.files, ...tarball(platform.tarball) },
     rootPackage: { files: packs.rootFiles.length, ...tarball(packs.root) },
     sections: process.platform === 'linux' ? sections() : null,
