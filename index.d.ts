@@ -8,6 +8,7 @@ export {
   LocalTools,
   accessList,
   makePrivate,
+  newConversationId,
   PromptTurn,
   Session,
   checkClientOptions,

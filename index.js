@@ -12,6 +12,7 @@ exports.ExecContext = native.ExecContext
 exports.LocalTools = native.LocalTools
 exports.accessList = native.accessList
 exports.makePrivate = native.makePrivate
+exports.newConversationId = native.newConversationId
 exports.PromptTurn = native.PromptTurn
 exports.Session = native.Session
 exports.checkClientOptions = native.checkClientOptions

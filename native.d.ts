@@ -881,6 +881,13 @@ export interface LocalToolsOptions {
  */
 export declare function makePrivate(path: string): void
 
+/**
+ * A new conversation id (a random v4 UUID), the kind `newSession` makes when given none: for a
+ * host that names a session before opening it (the stdio agent's ACP session ids), without
+ * loading `node:crypto` for it (about 1 MiB of an idle agent's memory).
+ */
+export declare function newConversationId(): string
+
 export interface NewSessionOptions {
   /** Workspace folder (sent as the workspace path in the request context). */
   cwd?: string

@@ -850,6 +850,7 @@ module.exports.describeExecResult = nativeBinding.describeExecResult
 module.exports.describeInteraction = nativeBinding.describeInteraction
 module.exports.forgetProcessGroup = nativeBinding.forgetProcessGroup
 module.exports.makePrivate = nativeBinding.makePrivate
+module.exports.newConversationId = nativeBinding.newConversationId
 module.exports.ownCredentialVariables = nativeBinding.ownCredentialVariables
 module.exports.setLogLevel = nativeBinding.setLogLevel
 module.exports.startEmbeddedBackend = nativeBinding.startEmbeddedBackend

@@ -1,6 +1,6 @@
 // What a session does not use is not loaded: a plain session (initialize, session/new, a turn,
-// a cancel) loads neither the ACP SDK and zod (cli/acp.mjs serves the protocol without them) nor
-// the MCP client. The agent runs with a loader hook that logs every ES module it loads
+// a cancel) loads neither the ACP SDK and zod (cli/acp.mjs serves the protocol without them), the
+// MCP client nor node's crypto module (the addon names sessions). The agent runs with a loader hook that logs every ES module it loads
 // (fixtures/module-log.mjs); the same hook sees the SDK come in for params only its schemas take,
 // and the MCP client for a session with an MCP server.
 import { test } from 'node:test'
@@ -38,6 +38,9 @@ async function modulesOf(session) {
 /** @param {string[]} modules */
 const loaded = (modules) => Object.fromEntries(Object.entries(HEAVY).map(([name, part]) => [name, modules.some((url) => url.includes(part))]))
 
+/** node's own modules among `modules`, as `node:<name>`, whether imported or required. */
+const builtins = (modules) => new Set(modules.filter((m) => m.startsWith('node:')))
+
 test('a plain session loads neither the ACP SDK, zod nor the MCP client', async () => {
   const modules = await modulesOf(async ({ agent }) => {
     const { sessionId } = await agent.request('session/new', { cwd: tempDir(), mcpServers: [] })
@@ -48,6 +51,10 @@ test('a plain session loads neither the ACP SDK, zod nor the MCP client', async 
   })
   assert.ok(modules.some((url) => url.endsWith('/cli/session.mjs')), `the hook saw the agent's modules: ${modules.length}`)
   assert.deepEqual(loaded(modules), { sdk: false, zod: false, mcp: false })
+  // node:crypto with its 15 internal modules, about 1 MiB of an idle agent, for a session id.
+  const own = builtins(modules)
+  assert.ok(own.has('node:fs') && own.has('node:path'), `the hook saw node's own modules: ${own.size}`)
+  assert.equal(own.has('node:crypto'), false, 'node:crypto was loaded')
 })
 
 test('params only the SDK checks load it (and zod), not the MCP client', async () => {

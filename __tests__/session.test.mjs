@@ -548,3 +548,10 @@ test('terminalOutput shows shells as display-only terminals (schema-valid)', asy
     close()
   }
 })
+
+test('newConversationId: a fresh v4 UUID each call (the stdio agent names its sessions with it)', async () => {
+  const { newConversationId } = await import('../index.js')
+  const ids = Array.from({ length: 1000 }, () => newConversationId())
+  for (const id of ids) assert.match(id, /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/)
+  assert.equal(new Set(ids).size, ids.length)
+})

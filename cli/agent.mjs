@@ -4,9 +4,9 @@
 // the agent app of acp.mjs (the ACP SDK's, without its zod schemas), with every session backed
 // by the addon. The first `session/new` can be answered before the connection is made (see
 // `newSessionEarly` and cli/stdio.mjs).
-import { randomUUID } from 'node:crypto'
 import path from 'node:path'
 
+import { loadAddon } from './addon.mjs'
 import { Credentials, isCursorHost } from './auth.mjs'
 import { forkParams, forkRecord } from './fork.mjs'
 import { initializeResponse } from './initialize.mjs'
@@ -14,6 +14,9 @@ import { ModelCache } from './model-cache.mjs'
 import { echo, toRequestError } from './request-errors.mjs'
 import { RequestError, agent } from './acp.mjs'
 import { AgentSession } from './session.mjs'
+
+/** A new session's id: the addon's, as it names conversations (node:crypto stays unloaded). */
+const newSessionId = () => loadAddon().newConversationId()
 
 /** @typedef {import('@agentclientprotocol/sdk').AgentApp} AgentApp */
 /** @typedef {import('@agentclientprotocol/sdk').AgentContext} AgentContext */
@@ -197,7 +200,7 @@ export function createAgent(config) {
     /** @type {AgentSession | undefined} */
     let session
     try {
-      session = await open({ sessionId: randomUUID(), ...plain, mcpServers: [] })
+      session = await open({ sessionId: newSessionId(), ...plain, mcpServers: [] })
       session.persist()
       early = { session, answer: { sessionId: session.sessionId, ...state(session) } }
       return early.answer
@@ -249,7 +252,7 @@ export function createAgent(config) {
         }
         const cwd = absolute(params.cwd)
         for (const dir of params.additionalDirectories ?? []) absolute(dir, 'additionalDirectories')
-        const session = await open({ sessionId: randomUUID(), cwd, additionalDirectories: params.additionalDirectories, mcpServers: params.mcpServers })
+        const session = await open({ sessionId: newSessionId(), cwd, additionalDirectories: params.additionalDirectories, mcpServers: params.mcpServers })
         session.persist()
         afterResponse(session)
         return { sessionId: session.sessionId, ...state(session) }
@@ -300,7 +303,7 @@ export function createAgent(config) {
         const cwd = absolute(params.cwd)
         for (const dir of params.additionalDirectories ?? []) absolute(dir, 'additionalDirectories')
         const additionalDirectories = params.additionalDirectories ?? source.additionalDirectories ?? []
-        const sessionId = randomUUID()
+        const sessionId = newSessionId()
         const record = forkRecord(source, { sessionId, cwd, additionalDirectories })
         store.fork(source.sessionId, record)
         let session

@@ -16,8 +16,8 @@
 // | { "url", "headers"?, "type"? } } }`, with `${env:NAME}`, `${userHome}`,
 // `${workspaceFolder}`, `${workspaceFolderBasename}`, `${pathSeparator}` and `${/}` replaced
 // in `command`, `args`, `env`, `url` and `headers`.
-import { createHash } from 'node:crypto'
 import fs from 'node:fs'
+import { createRequire } from 'node:module'
 import os from 'node:os'
 import path from 'node:path'
 
@@ -222,7 +222,7 @@ export function sessionMcpServers(editor, { cwd, log, home = os.homedir(), env =
     project: {
       workspace: folders.at(-1) ?? cwd,
       files: [...new Set(project.map(([, s]) => s.file))],
-      fingerprint: createHash('sha256').update(JSON.stringify(written)).digest('hex'),
+      fingerprint: sha256Hex(JSON.stringify(written)),
       servers: project.map(([, s]) => s.config),
       shown: project.map(([name, { written }]) => shownServer(name, written)),
       declined: user.filter(([name]) => projectNames.has(name)).map(([, s]) => s.config),
@@ -402,4 +402,15 @@ export class ProjectMcpGate {
     }
     this.#decide(allowed)
   }
+}
+
+/**
+ * The SHA-256 of `text`, in hex. node:crypto is loaded here, for the projects that have an
+ * mcp.json, not with the module: every session imports this one, and the crypto module is
+ * about 1 MiB of an idle agent's memory.
+ * @param {string} text
+ */
+function sha256Hex(text) {
+  const { createHash } = createRequire(import.meta.url)('node:crypto')
+  return createHash('sha256').update(text).digest('hex')
 }

@@ -40,6 +40,14 @@ fn wire_signal(env: &Env, options: Option<Object>, token: &CancellationToken) ->
     Ok(())
 }
 
+/// A new conversation id (a random v4 UUID), the kind `newSession` makes when given none: for a
+/// host that names a session before opening it (the stdio agent's ACP session ids), without
+/// loading `node:crypto` for it (about 1 MiB of an idle agent's memory).
+#[napi]
+pub fn new_conversation_id() -> String {
+    cursor_acp_core::new_id()
+}
+
 #[napi]
 impl Session {
     /// The Cursor conversation id (stable across turns).
