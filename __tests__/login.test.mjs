@@ -71,6 +71,28 @@ test('the credentials file is private even when it was not, and a broken one cou
   assert.equal(store.remove(), false)
 })
 
+test('the stored login is read again whenever the file changes, and only then', () => {
+  const store = new CredentialStore(path.join(tempDir('acp-config-'), 'cursor-acp-native'))
+  assert.equal(store.read(), null, 'none yet')
+  store.write({ accessToken: 'a.b.c', refreshToken: 'r1', baseUrl: 'http://x' })
+  const first = store.read()
+  assert.equal(first.refreshToken, 'r1')
+  assert.equal(store.read(), first, 'the same file: what was read before')
+  // Another process signs in again: a new file renamed over this one.
+  new CredentialStore(store.dir).write({ accessToken: 'd.e.f', refreshToken: 'r2', baseUrl: 'http://x' })
+  assert.equal(store.read().refreshToken, 'r2')
+  // Edited in place, the same size: still seen.
+  fs.writeFileSync(store.file, fs.readFileSync(store.file, 'utf8').replace('r2', 'r3'))
+  assert.equal(store.read().refreshToken, 'r3')
+  if (process.platform !== 'win32') {
+    fs.chmodSync(store.file, 0o644)
+    store.read()
+    assert.equal(fs.statSync(store.file).mode & 0o777, 0o600, 'a mode change is a change: tightened again')
+  }
+  fs.rmSync(store.file)
+  assert.equal(store.read(), null, 'signed out elsewhere')
+})
+
 test('polling: pending until signed in, errors tolerated unless three in a row, bounded attempts', async () => {
   const backend = await startEmbeddedBackend({ scenario: TURN, auth: { pollStatuses: [404, 503, 404, 500, 404] } })
   try {

@@ -43,6 +43,8 @@ export class CredentialStore {
   constructor(dir) {
     this.dir = dir
     this.file = path.join(dir, FILE)
+    /** What `read` last found, and which version of the file it was. @type {{ version: string, login: StoredLogin | null } | null} */
+    this.lastRead = null
   }
 
   /**
@@ -50,6 +52,28 @@ export class CredentialStore {
    * @returns {StoredLogin | null}
    */
   read() {
+    // Asked before every stream: the file is read again only when it is another file (a login
+    // is written to a new file and renamed over the old) or was changed in place (its content,
+    // or its mode: a file made readable to others is tightened again).
+    let stat
+    try {
+      stat = fs.statSync(this.file, { throwIfNoEntry: false })
+    } catch {
+      stat = undefined
+    }
+    if (!stat) {
+      this.lastRead = null
+      return null
+    }
+    const version = `${stat.dev}:${stat.ino}:${stat.size}:${stat.mtimeMs}:${stat.ctimeMs}`
+    if (this.lastRead?.version === version) return this.lastRead.login
+    const login = this.parse()
+    this.lastRead = { version, login }
+    return login
+  }
+
+  /** @returns {StoredLogin | null} */
+  parse() {
     let text
     try {
       text = fs.readFileSync(this.file, 'utf8')

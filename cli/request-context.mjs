@@ -145,6 +145,7 @@ function workspaceRules(roots) {
     addRule(path.join(root, 'AGENTS.md'))
     addRule(path.join(root, '.cursorrules'))
     const dir = path.join(root, '.cursor', 'rules')
+    if (!fs.statSync(dir, { throwIfNoEntry: false })) continue // the usual case, without an exception
     try {
       for (const name of fs.readdirSync(dir).sort()) if (name.endsWith('.mdc') || name.endsWith('.md')) addRule(path.join(dir, name))
     } catch {}

@@ -12,8 +12,9 @@ import fs from 'node:fs'
  */
 export function readTextOrNull(file, limit = 4 * 1024 * 1024) {
   try {
-    const stat = fs.statSync(file)
-    if (!stat.isFile() || stat.size > limit) return null
+    // A missing file is the usual case (rules and set-up read at every turn): no exception for it.
+    const stat = fs.statSync(file, { throwIfNoEntry: false })
+    if (!stat?.isFile() || stat.size > limit) return null
     const data = fs.readFileSync(file)
     if (data.includes(0)) return null
     return data.toString('utf8')
@@ -32,6 +33,9 @@ export function readTextOrNull(file, limit = 4 * 1024 * 1024) {
  * @returns {fs.Dirent[]}
  */
 export function folderEntries(folder, what, log) {
+  // Most of these folders do not exist, and each is looked at every turn: a stat that does not
+  // throw is about a tenth of the cost of the exception `readdirSync` would build.
+  if (!fs.statSync(folder, { throwIfNoEntry: false })) return []
   try {
     return fs.readdirSync(folder, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))
   } catch (e) {

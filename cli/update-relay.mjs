@@ -18,21 +18,28 @@
 /** One turn of the session, as the agent's requests to the client need it. */
 export class TurnScope {
   constructor() {
-    this.controller = new AbortController()
+    /** Made when a request of the turn first needs the signal: most turns never ask. @type {AbortController | undefined} */
+    this.controller = undefined
+    this.cancelledByUser = false
     this.over = false
   }
 
   /** Aborted once the user cancels this turn (withdraws its permission requests and forms). */
   get signal() {
+    if (!this.controller) {
+      this.controller = new AbortController()
+      if (this.cancelledByUser) this.controller.abort()
+    }
     return this.controller.signal
   }
 
   get cancelled() {
-    return this.controller.signal.aborted
+    return this.cancelledByUser
   }
 
   cancel() {
-    this.controller.abort()
+    this.cancelledByUser = true
+    this.controller?.abort()
   }
 
   /** The turn is over: nothing of it asks the client anything any more. */
