@@ -1,9 +1,12 @@
-// The stdio agent as an editor runs it, for the bench's agent scenarios (latency.mjs, relay.mjs):
-// a child process spoken to in JSON lines over a pipe, its notifications read as they arrive.
+// The stdio agent as an editor runs it, for the bench's agent scenarios (latency.mjs, relay.mjs,
+// memory.mjs): a child process spoken to in JSON lines over a pipe, its notifications read as
+// they arrive.
 import { spawn } from 'node:child_process'
 import fs from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
+
+import { readJsonLines } from './json-lines.mjs'
 
 const agentPath = fileURLToPath(new URL('../bin/cursor-acp-native.mjs', import.meta.url))
 
@@ -55,30 +58,22 @@ export function startAgent({ baseUrl, env = {}, cacheDir, onUpdate = () => {} })
   })
   const pending = new Map()
   let nextId = 1
-  let buffered = ''
   const write = (message) => child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', ...message })}\n`)
-  child.stdout.setEncoding('utf8')
-  child.stdout.on('data', (chunk) => {
-    const at = performance.now()
-    buffered += chunk
-    let newline
-    while ((newline = buffered.indexOf('\n')) >= 0) {
-      const line = buffered.slice(0, newline)
-      buffered = buffered.slice(newline + 1)
-      if (!line.trim()) continue
-      const message = JSON.parse(line)
-      if (message.method === 'session/update') {
-        onUpdate(message.params.update, message.params.sessionId, at)
-      } else if (message.method && message.id !== undefined) {
-        const allow = message.params?.options?.find((o) => o.kind?.startsWith('allow'))
-        write({ id: message.id, ...(allow ? { result: { outcome: { outcome: 'selected', optionId: allow.optionId } } } : { error: { code: -32601, message: 'not supported by the bench' } }) })
-      } else if (message.id !== undefined && pending.has(message.id)) {
-        const { resolve, reject } = pending.get(message.id)
-        pending.delete(message.id)
-        if (message.error) reject(new Error(`${JSON.stringify(message.error)}`))
-        else resolve({ result: message.result, at })
-      }
+  const onMessage = (/** @type {any} */ message, /** @type {number} */ at) => {
+    if (message.method === 'session/update') {
+      onUpdate(message.params.update, message.params.sessionId, at)
+    } else if (message.method && message.id !== undefined) {
+      const allow = message.params?.options?.find((o) => o.kind?.startsWith('allow'))
+      write({ id: message.id, ...(allow ? { result: { outcome: { outcome: 'selected', optionId: allow.optionId } } } : { error: { code: -32601, message: 'not supported by the bench' } }) })
+    } else if (message.id !== undefined && pending.has(message.id)) {
+      const { resolve, reject } = pending.get(message.id)
+      pending.delete(message.id)
+      if (message.error) reject(new Error(`${JSON.stringify(message.error)}`))
+      else resolve({ result: message.result, at })
     }
+  }
+  readJsonLines(child.stdout, onMessage, (line) => {
+    throw new Error(`the agent wrote a line that is not JSON: ${line.slice(0, 200)}`)
   })
   const exited = new Promise((resolve) => child.once('exit', resolve))
   exited.then(() => {

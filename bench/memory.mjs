@@ -26,6 +26,7 @@ import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 
 import { agentDirs, startAgent, startBackend } from './acp-pipe.mjs'
+import { readJsonLines } from './json-lines.mjs'
 
 const { values: opts } = parseArgs({
   options: {
@@ -216,23 +217,9 @@ async function peerRound(name, entry, flags) {
   // `unshare` execs node, so the child's pid is the peer's own; a group of its own ends it whole.
   const child = spawn('unshare', [...flags, process.execPath, entry.main], { stdio: ['pipe', 'pipe', 'ignore'], env, detached: true })
   const answers = new Map()
-  let buffered = ''
-  child.stdout.setEncoding('utf8')
-  child.stdout.on('data', (chunk) => {
-    buffered += chunk
-    let newline
-    while ((newline = buffered.indexOf('\n')) >= 0) {
-      const line = buffered.slice(0, newline)
-      buffered = buffered.slice(newline + 1)
-      let message
-      try {
-        message = JSON.parse(line)
-      } catch {
-        continue
-      }
-      if (message.id !== undefined && !message.method) answers.get(message.id)?.(message)
-      else if (message.id !== undefined && message.method) child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id: message.id, error: { code: -32601, message: 'not supported by the bench' } })}\n`)
-    }
+  readJsonLines(child.stdout, (message) => {
+    if (message.id !== undefined && !message.method) answers.get(message.id)?.(message)
+    else if (message.id !== undefined && message.method) child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id: message.id, error: { code: -32601, message: 'not supported by the bench' } })}\n`)
   })
   const exited = new Promise((resolve) => child.once('exit', resolve))
   let nextId = 1

@@ -28,6 +28,7 @@ import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 
 import { SessionStore } from '../cli/store.mjs'
+import { readJsonLines } from './json-lines.mjs'
 
 const { values: options } = parseArgs({
   options: {
@@ -132,18 +133,9 @@ function spawnAgent(args, childEnv) {
   let onMessage = () => {}
   /** @type {(error: Error) => void} */
   let onError = () => {}
-  let buffered = ''
   child.on('error', (e) => onError(e))
   child.on('exit', (code) => onError(new Error(`${args[0]} exited with ${code} before answering`)))
-  child.stdout.on('data', (chunk) => {
-    buffered += chunk
-    let newline
-    while ((newline = buffered.indexOf('\n')) >= 0) {
-      const line = buffered.slice(0, newline)
-      buffered = buffered.slice(newline + 1)
-      if (line.trim()) onMessage(JSON.parse(line))
-    }
-  })
+  readJsonLines(child.stdout, (message) => onMessage(message))
   return {
     child,
     /** @param {object} message */
