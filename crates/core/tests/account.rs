@@ -14,6 +14,10 @@ use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
+#[path = "common/closed_port.rs"]
+mod closed_port;
+use closed_port::ClosedPort;
+
 async fn backend(options: AuthOptions) -> EmbeddedBackend {
     let scenario = json!({ "steps": [{ "type": "turnEnded" }] });
     let options = BackendOptions { auth: Some(options), ..Default::default() };
@@ -112,7 +116,8 @@ async fn a_poll_is_pending_until_signed_in_and_a_failing_service_is_e_server() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unreachable_service_is_e_network_naming_the_cause_without_a_secret() {
-    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let closed_port = ClosedPort::new();
+    let closed = closed_port.port();
     let account = account(&format!("http://127.0.0.1:{closed}"));
     let verifier = Secret::new("verifier-xyz-secret");
     let errors = [

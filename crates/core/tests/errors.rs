@@ -15,6 +15,10 @@ use cursor_acp_embedded::{EmbeddedBackend, Scenario};
 use serde_json::json;
 use tokio::time::Instant;
 
+#[path = "common/closed_port.rs"]
+mod closed_port;
+use closed_port::ClosedPort;
+
 /// Well under the ~7 s three resumes took.
 const AT_ONCE: Duration = Duration::from_secs(3);
 
@@ -32,7 +36,8 @@ async fn turn_error(base_url: String, kind: TransportKind) -> (CoreError, Durati
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_connection_is_reported_at_once_with_the_fix() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let closed = ClosedPort::new();
+    let port = closed.port();
     for kind in [TransportKind::Sse, TransportKind::H2, TransportKind::Auto] {
         let (err, took) = turn_error(format!("http://127.0.0.1:{port}"), kind).await;
         assert_eq!(err.code(), "E_NETWORK", "{kind:?}");

@@ -13,6 +13,10 @@ use cursor_acp_core::session::{AgentClient, ClientConfig, SessionOptions};
 use cursor_acp_core::transport::TransportKind;
 use cursor_acp_core::CoreError;
 
+#[path = "common/closed_port.rs"]
+mod closed_port;
+use closed_port::ClosedPort;
+
 /// A "proxy" answering every connection with `reply` after reading its first request.
 fn answering_proxy(reply: &'static [u8]) -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -59,7 +63,8 @@ fn set_proxy(name: &str, value: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_proxy_in_the_way_is_named_with_the_fix() {
     // Nothing listens on the proxy's port.
-    let closed = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let closed_port = ClosedPort::new();
+    let closed = closed_port.port();
     set_proxy("HTTPS_PROXY", &format!("http://user:hunter2@127.0.0.1:{closed}"));
     let err = turn_error("https://agent.example.invalid", TransportKind::Sse).await;
     let text = err.to_string();

@@ -12,6 +12,10 @@ use cursor_acp_embedded::{EmbeddedBackend, Scenario};
 use prost::Message;
 use serde_json::json;
 
+#[path = "common/closed_port.rs"]
+mod closed_port;
+use closed_port::ClosedPort;
+
 const KINDS: [TransportKind; 2] = [TransportKind::Sse, TransportKind::H2];
 /// Every test's stream must settle well within this.
 const BOUND: Duration = Duration::from_secs(10);
@@ -57,10 +61,11 @@ fn transport_at(base_url: &str, kind: TransportKind) -> Transport {
     Transport::new(TransportConfig { base_url: base_url.to_string(), kind, ..Default::default() }).expect("transport")
 }
 
-/// The URL of a local port nobody listens on.
-fn unreachable_url() -> String {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    format!("http://{}", listener.local_addr().unwrap())
+/// The URL of a local port that refuses connections, and the port, held for as long as the URL
+/// is used.
+fn unreachable_url() -> (String, ClosedPort) {
+    let closed = ClosedPort::new();
+    (format!("http://127.0.0.1:{}", closed.port()), closed)
 }
 
 fn client(m: pb::agent_client_message::Message) -> pb::AgentClientMessage {
@@ -675,7 +680,7 @@ async fn append_deadline_is_enforced() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unreachable_server_is_a_network_error() {
-    let url = unreachable_url();
+    let (url, _closed) = unreachable_url();
     for kind in KINDS {
         let err = stream_error(&transport_at(&url, kind)).await;
         assert_eq!(err.code(), "E_NETWORK", "{kind:?}: {err:?}");
@@ -1062,7 +1067,8 @@ async fn auto_transport_reads_an_http1_answer_or_a_hang_up_to_the_h2_preface_as_
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn auto_transport_stays_on_h2_when_the_server_is_down() {
     // A port nobody listens on: the connection is refused, which says nothing about HTTP/2.
-    let t = transport_at(&unreachable_url(), TransportKind::Auto);
+    let (url, _closed) = unreachable_url();
+    let t = transport_at(&url, TransportKind::Auto);
     let err = stream_error(&t).await;
     // Reported as what it is, with the fix, and not resumed: it cannot succeed by itself.
     assert!(matches!(err, CoreError::Unreachable(_)), "{err:?}");
