@@ -86,6 +86,9 @@ test('bench smoke run: every scenario measured for all three clients, and they p
   const memory = results.results.memory
   for (const x of [memory.nodeIdleMiB, memory.addonIdleMiB, memory.agent.afterNewMiB, memory.agent.afterTurnsMiB, memory.agent.peakMiB]) assert.ok(x > 0, JSON.stringify(memory.agent))
   assert.ok(memory.agent.afterNewRatio > 0 && memory.turns > 0, JSON.stringify(memory.agent))
+  // A smoke run does not wait out the agent's idle delay (a full run does).
+  assert.equal(memory.agent.afterIdleMiB, null, JSON.stringify(memory.agent))
+  assert.ok(memory.idleMs > 0, 'the idle delay is reported')
   for (const name of ['addon', 'zod', '@agentclientprotocol/sdk', '@modelcontextprotocol/client']) assert.ok(memory.modules.alone.some((m) => m.name === name), name)
   assert.ok(memory.modules.alone.every((m) => Number.isFinite(m.rssMiB) && Number.isFinite(m.heapMiB)), JSON.stringify(memory.modules))
   assert.match(run.stdout, /\| cursor-acp-native: after initialize \+ session\/new \|/)

@@ -4,7 +4,8 @@
 //   - the agent (release addon), a new process, against the embedded backend in a process of
 //     its own: after `initialize` + `session/new` (nothing prompted yet), then after a session
 //     of `turns` turns (text, thinking, a tool call with a read, a checkpoint: the shape of a
-//     real turn), and its peak over the whole session (VmHWM);
+//     real turn), its peak over the whole session (VmHWM), and (but in a smoke run) once it has
+//     then been idle for the agent's idle delay, after which it collects its garbage;
 //   - with `--peers`, the agents an editor would start instead (bench/peers), in a network
 //     namespace with no interface up, no credentials, a home of their own, after `initialize` +
 //     `session/new`: `@zed-industries/claude-agent-acp` makes its session offline;
@@ -25,6 +26,7 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 
+import { IDLE_MS } from '../cli/idle-memory.mjs'
 import { agentDirs, startAgent, startBackend } from './acp-pipe.mjs'
 import { readJsonLines } from './json-lines.mjs'
 
@@ -178,7 +180,13 @@ async function agentRound(url, name) {
       if (result.stopReason !== 'end_turn') throw new Error(`turn ${i} ended with ${result.stopReason}`)
     }
     await sleep(SETTLE_MS)
-    return { afterNewMiB, afterTurnsMiB: status(pid, 'VmRSS'), peakMiB: status(pid, 'VmHWM') }
+    const afterTurnsMiB = status(pid, 'VmRSS')
+    const peakMiB = status(pid, 'VmHWM')
+    // Then idle, as an editor's thread between prompts: the agent collects its garbage once
+    // (cli/idle-memory.mjs). Not in a smoke run (it would wait IDLE_MS).
+    if (opts.smoke) return { afterNewMiB, afterTurnsMiB, peakMiB, afterIdleMiB: null }
+    await sleep(IDLE_MS + SETTLE_MS)
+    return { afterNewMiB, afterTurnsMiB, peakMiB, afterIdleMiB: status(pid, 'VmRSS') }
   } finally {
     await agent.stop()
   }
@@ -297,6 +305,7 @@ const agent = {
   afterNewMiB: median(raw.agent.map((a) => a.afterNewMiB)),
   afterTurnsMiB: median(raw.agent.map((a) => a.afterTurnsMiB)),
   peakMiB: median(raw.agent.map((a) => a.peakMiB)),
+  afterIdleMiB: opts.smoke ? null : median(raw.agent.map((a) => a.afterIdleMiB)),
 }
 const peerFigures = Object.fromEntries(Object.entries(raw.peers).map(([name, rounds]) => {
   const last = rounds.at(-1)
@@ -321,6 +330,7 @@ process.stdout.write(`${JSON.stringify({
   runs,
   turns,
   settleMs: SETTLE_MS,
+  idleMs: IDLE_MS,
   nodeIdleMiB,
   addonIdleMiB: median(raw.addonIdle),
   agent: {

@@ -527,6 +527,7 @@ if (r.memory) {
     line('cursor-acp-native: after initialize + session/new', m.agent.afterNewMiB),
     line(`cursor-acp-native: after a session of ${m.turns} turns`, m.agent.afterTurnsMiB),
     line(`cursor-acp-native: peak over those ${m.turns} turns (VmHWM)`, m.agent.peakMiB),
+    ...(m.agent.afterIdleMiB == null ? [] : [line(`cursor-acp-native: then idle for ${fmt((m.idleMs + m.settleMs) / 1000)} s (it collects its garbage once idle)`, m.agent.afterIdleMiB)]),
     ...Object.entries(m.peers).map(peerLine),
     ...(Object.keys(m.peers).length ? [] : [`| claude-agent-acp, codex-acp | not measured: ${m.peersMissing} | |`]),
     '',

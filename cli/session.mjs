@@ -16,6 +16,7 @@ import { questionAsker } from './questions.mjs'
 import { McpApprovals, ProjectMcpGate, askOnCard, sessionMcpServers } from './cursor-mcp.mjs'
 import { McpServers } from './mcp.mjs'
 import { optimizeFromNow } from './optimizer.mjs'
+import { agentIdleMemory } from './idle-memory.mjs'
 import { PermissionFlow } from './permissions.mjs'
 import { requestContext, timeZone } from './request-context.mjs'
 import { echo, toRequestError } from './request-errors.mjs'
@@ -487,7 +488,8 @@ export class AgentSession {
       this.waiting.delete(waiting)
       requestSignal?.removeEventListener('abort', withdraw)
       if (waiting.cancelled) return /** @type {PromptResponse} */ ({ stopReason: 'cancelled' })
-      return this.runTurn(blocks, requestSignal)
+      // Counted, so that the process collects its garbage once it is idle (idle-memory.mjs).
+      return agentIdleMemory.during(() => this.runTurn(blocks, requestSignal), this.log)
     })
     this.queue = run.then(() => {}, () => {})
     return run
