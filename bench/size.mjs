@@ -55,11 +55,18 @@ function stripHeadroom() {
   return r.status === 0 ? bytes.length - fs.statSync(copy).size : null
 }
 
+/** @param {string} file */
+function inRepository(file) {
+  const relative = path.relative(root, file)
+  return !relative.startsWith('..') && !path.isAbsolute(relative)
+}
+
 try {
   const packs = packPackages(path.join(tmp, 'pack'), [binary])
   const platform = Object.values(packs.platforms)[0]
   process.stdout.write(`${JSON.stringify({
-    binary: path.relative(root, binary),
+    // A build elsewhere (`--download`) by its name: a path out of the repository says nothing.
+    binary: inRepository(binary) ? path.relative(root, binary) : path.basename(binary),
     addon: { bytes: bytes.length, gzipBytes: zlib.gzipSync(bytes, { level: 9 }).length, features: features() },
     platformPackage: { name: platform.manifest.name, files: platform.files, ...tarball(platform.tarball) },
     rootPackage: { files: packs.rootFiles.length, ...tarball(packs.root) },
