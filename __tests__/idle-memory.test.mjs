@@ -103,21 +103,38 @@ test('the real collector frees what nothing holds, and leaves no gc behind', () 
   assert.deepEqual(JSON.parse(r.stdout), { freed: true, globalGc: 'undefined', newContextGc: 'undefined' })
 })
 
-test('the agent collects once it has been idle after a turn, not before the turn is answered', async () => {
-  const agent = startAgent({
-    args: ['--log-level', 'debug'],
-    env: { NODE_OPTIONS: `--require ${JSON.stringify(SHORT_IDLE)}`, SHORT_IDLE_FROM: String(IDLE_MS) },
-  })
+/** The stdio agent with its idle delay shortened, logging at debug level. */
+const shortIdleAgent = (cacheDir) => startAgent({
+  args: ['--log-level', 'debug'],
+  env: { NODE_OPTIONS: `--require ${JSON.stringify(SHORT_IDLE)}`, SHORT_IDLE_FROM: String(IDLE_MS) },
+  ...(cacheDir && { cacheDir }),
+})
+const COLLECTED = /garbage collected, RSS [\d.]+ → [\d.]+ MiB/
+
+test('the agent collects once it has been idle after a turn or a replay, not before', async () => {
+  const cwd = tempDir()
+  const agent = shortIdleAgent()
+  let sessionId
   try {
     await agent.agent.request('initialize', INIT)
-    const { sessionId } = await agent.agent.request('session/new', { cwd: tempDir(), mcpServers: [] })
+    ;({ sessionId } = await agent.agent.request('session/new', { cwd, mcpServers: [] }))
     await sleep(300)
     assert.doesNotMatch(agent.stderr(), /garbage collected/, 'nothing before a turn')
     const answer = await within(20_000, agent.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'hi' }] }), 'the turn')
     assert.equal(answer.stopReason, 'end_turn')
     assert.doesNotMatch(agent.stderr(), /garbage collected/, 'not before the answer')
-    await until(() => /garbage collected, RSS [\d.]+ → [\d.]+ MiB/.test(agent.stderr()), `collected (stderr: ${agent.stderr().slice(-500)})`, 10_000)
+    await until(() => COLLECTED.test(agent.stderr()), `collected (stderr: ${agent.stderr().slice(-500)})`, 10_000)
   } finally {
     await agent.stop()
+  }
+  // Another agent process loads the session: its replay counts as a turn does.
+  const loader = shortIdleAgent(agent.cacheDir)
+  try {
+    await loader.agent.request('initialize', INIT)
+    await within(20_000, loader.agent.request('session/load', { sessionId, cwd, mcpServers: [] }), 'the load')
+    assert.ok(loader.updatesFor(sessionId).some((u) => u.sessionUpdate === 'agent_message_chunk'), 'the turn was replayed')
+    await until(() => COLLECTED.test(loader.stderr()), `collected after the replay (stderr: ${loader.stderr().slice(-500)})`, 10_000)
+  } finally {
+    await loader.stop()
   }
 })

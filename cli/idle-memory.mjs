@@ -9,10 +9,11 @@
 // slowed, and an idle agent collects nothing: it kept the memory for as long as the editor kept
 // the thread open.
 //
-// So when no turn has run for `IDLE_MS`, the agent collects once (a full GC, 5-11 ms of the JS
-// thread). Measured after 400 turns: a GC 1.5 s after the last turn left new space as it was,
-// one 10 s after shrank it to 1 MiB (RSS 88.7 → 74.4 MiB). `IDLE_MS` is twice that. It runs
-// once per idle period; the next turn grows new space again as it needs.
+// So when no turn (nor a `session/load`'s replay) has run for `IDLE_MS`, the agent collects
+// once (a full GC, 5-11 ms of the JS thread). Measured after 400 turns: a GC 1.5 s after the
+// last turn left new space as it was, one 10 s after shrank it to 1 MiB (RSS 88.7 → 74.4 MiB).
+// `IDLE_MS` is twice that. It runs once per idle period; the next turn grows new space again
+// as it needs.
 //
 // The collector is the one `--expose-gc` gives, taken for this process at the first idle
 // period and never left in a global: the flag is set, a context is made to fetch `gc`, and the
@@ -52,8 +53,8 @@ export async function collectGarbage() {
 }
 
 /**
- * Counts running turns; `idleMs` after the last one ends (and none started since), `collect`
- * runs once.
+ * Counts running turns (and replays); `idleMs` after the last one ends (and none started
+ * since), `collect` runs once.
  * @param {object} o
  * @param {number} [o.idleMs]
  * @param {() => Promise<void>} [o.collect]
@@ -84,18 +85,18 @@ export function idleCollector({ idleMs = IDLE_MS, collect = collectGarbage, rss 
 
   return {
     /**
-     * Runs `turn`, counted as running until it settles.
+     * Runs `work` (a turn, a history's replay), counted as running until it settles.
      * @template T
-     * @param {() => Promise<T>} turn
+     * @param {() => Promise<T>} work
      * @param {DebugLog} log
      * @returns {Promise<T>}
      */
-    async during(turn, log) {
+    async during(work, log) {
       running++
       clearTimeout(timer)
       timer = undefined
       try {
-        return await turn()
+        return await work()
       } finally {
         running--
         if (running === 0 && !unavailable) {

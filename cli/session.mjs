@@ -404,9 +404,14 @@ export class AgentSession {
     }
   }
 
-  /** `session/load`: the saved conversation as updates, before the response. */
+  /**
+   * `session/load`: the saved conversation as updates, before the response. Counted as a turn
+   * is (idle-memory.mjs): a long history's updates grow V8's young generation as turns do.
+   */
   async replay() {
-    for (const update of await this.native.replay()) await this.update(update)
+    await agentIdleMemory.during(async () => {
+      for (const update of await this.native.replay()) await this.update(update)
+    }, this.log)
   }
 
   // ---------- updates ----------
