@@ -659,7 +659,17 @@ async fn failed_append_fails_the_stream_and_is_not_retried() {
     assert!(matches!(&err, CoreError::Server(ce) if ce.http_status == Some(503)), "{err:?}");
     // Later sends report the same failure instead of appending.
     assert!(sender.send(&heartbeat()).await.is_err());
-    let appends = &b.records()[0].appends;
+    // Appends go out side by side: the run request's (seqno 0), which makes the stream a turn
+    // in the server's records, may land after the failed one was answered.
+    let deadline = Instant::now() + BOUND;
+    let appends = loop {
+        let appends = b.records().first().map(|r| r.appends.clone()).unwrap_or_default();
+        if appends.iter().any(|a| a.seqno == 0) {
+            break appends;
+        }
+        assert!(Instant::now() < deadline, "the run request's append reached the server");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    };
     assert_eq!(appends.iter().filter(|a| a.seqno == 1).count(), 1, "never retried");
 }
 
