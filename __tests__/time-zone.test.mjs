@@ -43,7 +43,9 @@ test('every zone file of the system: TZ read without Intl names the zone as Intl
         if (ours === undefined) continue
         read++
         const intl = Intl.DateTimeFormat().resolvedOptions().timeZone
-        if (ours !== intl) differing.push({ tz, ours, intl })
+        // Newer ICU (Node 22) calls GMT an offset, '+00:00', which names no zone: UTC is sent.
+        const utcAsOffset = ours === 'UTC' && intl === '+00:00'
+        if (ours !== intl && !utcAsOffset) differing.push({ tz, ours, intl })
       }
     }
     process.stdout.write(JSON.stringify({ zones: zones.length, plain, read, differing }))

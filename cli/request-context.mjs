@@ -45,7 +45,10 @@ const ZONEINFO = '/usr/share/zoneinfo'
  */
 const ZONE_NAME = /^[A-Za-z][A-Za-z_+-]*(?:\/[A-Za-z][A-Za-z0-9_+-]*)*$/
 
-/** The names of UTC, which `Intl` calls `UTC` whichever the system uses. */
+/**
+ * The names of UTC, which Node 20's `Intl` calls `UTC` whichever the system uses. Node 22's
+ * calls `GMT` `+00:00`, an offset rather than a zone's name: `UTC` is sent for it too.
+ */
 const UTC_NAMES = new Set(['UTC', 'UCT', 'Universal', 'Zulu', 'GMT', 'GMT0', 'GMT+0', 'GMT-0', 'Greenwich'].flatMap((n) => [n, `Etc/${n}`]))
 
 /**
