@@ -9,9 +9,10 @@
 // never makes one again once the store removed it; a session deleted while it is open saves
 // nothing again (see `SessionFiles`).
 import fs from 'node:fs'
-import os from 'node:os'
 import path from 'node:path'
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, privateDir, tightenInBackground, writeNewPrivateFileInBackground, writePrivateFile } from './private-files.mjs'
+
+export { defaultCacheDir } from './cache-dir.mjs'
 
 /**
  * One saved session.
@@ -48,20 +49,6 @@ import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, privateDir, tightenInBackground, w
  * What `session/list` and conversation search read of a saved session.
  * @typedef {Pick<SessionRecord, 'sessionId' | 'cwd' | 'additionalDirectories' | 'title' | 'updatedAt'> & { conversationId?: string }} SessionSummary
  */
-
-/**
- * `$XDG_CACHE_HOME` / `~/.cache` on Linux, `~/Library/Caches` on macOS, `%LOCALAPPDATA%` on Windows.
- * @param {NodeJS.ProcessEnv} [env]
- */
-export function defaultCacheDir(env = process.env) {
-  if (env.CURSOR_ACP_CACHE_DIR) return env.CURSOR_ACP_CACHE_DIR
-  const home = os.homedir()
-  let base
-  if (process.platform === 'darwin') base = path.join(home, 'Library', 'Caches')
-  else if (process.platform === 'win32') base = env.LOCALAPPDATA || path.join(home, 'AppData', 'Local')
-  else base = env.XDG_CACHE_HOME || path.join(home, '.cache')
-  return path.join(base, 'cursor-acp-native')
-}
 
 /** A session id that can name a file and a folder: `.` and `..` name folders that are not its own. */
 const SAFE_ID = /^(?!\.{1,2}$)[A-Za-z0-9._-]{1,128}$/
