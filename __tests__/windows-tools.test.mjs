@@ -313,8 +313,7 @@ test('CRLF files are read, searched and listed as they are on disk', windowsOnly
 })
 
 test('the agent keeps its cache under %LOCALAPPDATA% and its config under %APPDATA%', windowsOnly, async () => {
-  const { defaultCacheDir } = await import('../cli/store.mjs')
-  const { defaultConfigDir } = await import('../cli/credentials.mjs')
+  const { defaultCacheDir, defaultConfigDir } = await import('../cli/user-folders.mjs')
   const profile = tempDir('acp-win-profile-')
   const env = { APPDATA: path.join(profile, 'Roaming'), LOCALAPPDATA: path.join(profile, 'Local') }
   assert.equal(defaultCacheDir(env), path.join(profile, 'Local', 'cursor-acp-native'))

@@ -15,7 +15,7 @@ import module from 'node:module'
 import path from 'node:path'
 import { parseArgs } from 'node:util'
 
-import { defaultCacheDir } from './cache-dir.mjs'
+import { defaultCacheDir } from './user-folders.mjs'
 
 /** `node:module` as Node 22.1 and later have it (the types are Node 20's). */
 const nodeModule = /** @type {typeof module & {

@@ -7,7 +7,6 @@
 // reach a log or an error message.
 import fs from 'node:fs'
 import { createRequire } from 'node:module'
-import os from 'node:os'
 import path from 'node:path'
 
 import { PRIVATE_FILE_MODE, privateDir, tighten, writePrivateFile } from './private-files.mjs'
@@ -22,21 +21,6 @@ import { PRIVATE_FILE_MODE, privateDir, tighten, writePrivateFile } from './priv
  */
 
 const FILE = 'credentials.json'
-
-/**
- * `$XDG_CONFIG_HOME` / `~/.config` on Linux and other Unixes, `~/Library/Application Support`
- * on macOS, `%APPDATA%` on Windows; `CURSOR_ACP_CONFIG_DIR` overrides it.
- * @param {NodeJS.ProcessEnv} [env]
- */
-export function defaultConfigDir(env = process.env) {
-  if (env.CURSOR_ACP_CONFIG_DIR) return env.CURSOR_ACP_CONFIG_DIR
-  const home = os.homedir()
-  let base
-  if (process.platform === 'darwin') base = path.join(home, 'Library', 'Application Support')
-  else if (process.platform === 'win32') base = env.APPDATA || path.join(home, 'AppData', 'Roaming')
-  else base = env.XDG_CONFIG_HOME || path.join(home, '.config')
-  return path.join(base, 'cursor-acp-native')
-}
 
 export class CredentialStore {
   /** @param {string} dir */

@@ -12,8 +12,6 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, privateDir, tightenInBackground, writeNewPrivateFileInBackground, writePrivateFile } from './private-files.mjs'
 
-export { defaultCacheDir } from './cache-dir.mjs'
-
 /**
  * One saved session.
  * @typedef {object} SessionRecord
