@@ -25,31 +25,32 @@ export const IDLE_MS = 20_000
 
 /** @typedef {{ debug: (...args: unknown[]) => void }} DebugLog */
 
-/** @type {(() => void) | null | undefined} undefined: not fetched yet; null: not available */
-let gcFunction
+/** The collector, fetched at the first call (null: this node offers none). @type {Promise<(() => void) | null> | undefined} */
+let collector
+
+/** `gc`: node's own when started under `--expose-gc`, else one fetched with the flag set for a moment. */
+async function fetchCollector() {
+  if (typeof globalThis.gc === 'function') return globalThis.gc
+  const vm = await import('node:vm')
+  v8.setFlagsFromString('--expose-gc')
+  try {
+    const gc = vm.runInNewContext('gc')
+    return typeof gc === 'function' ? gc : null
+  } finally {
+    v8.setFlagsFromString('--no-expose-gc')
+  }
+}
 
 /**
  * A full garbage collection now. Throws if this node offers no collector.
  * @returns {Promise<void>}
  */
 export async function collectGarbage() {
-  if (gcFunction === undefined) {
-    gcFunction = null
-    if (typeof globalThis.gc === 'function') {
-      gcFunction = globalThis.gc
-    } else {
-      const vm = await import('node:vm')
-      v8.setFlagsFromString('--expose-gc')
-      try {
-        const gc = vm.runInNewContext('gc')
-        if (typeof gc === 'function') gcFunction = gc
-      } finally {
-        v8.setFlagsFromString('--no-expose-gc')
-      }
-    }
-  }
-  if (!gcFunction) throw new Error('this node offers no garbage collector to call')
-  gcFunction()
+  // One fetch, however many calls come while it is under way.
+  collector ??= fetchCollector().catch(() => null)
+  const gc = await collector
+  if (!gc) throw new Error('this node offers no garbage collector to call')
+  gc()
 }
 
 /**
