@@ -1,9 +1,9 @@
 // @ts-check
 // Node's on-disk compile cache (Node ≥ 22.1) for the agent's own modules: a new agent process
 // reads the code V8 made for them last time instead of compiling them again. An editor starts an
-// agent per thread and waits for `initialize`; on Node 24 here that answer came after 62-66 ms
-// without the cache and 50-58 ms with it (`node -e 0`: 31-39 ms). Older nodes have no such
-// cache, and this does nothing there.
+// agent per thread and waits for `initialize`; on Node 24 here that answer came after 59.4 ms
+// without the cache and 54.6 ms with it (medians of 15, alternated; `node -e 0`: 34.9 ms).
+// Older nodes have no such cache, and this does nothing there.
 //
 // The cache is kept in the agent's cache folder (`--cache-dir`, else `CURSOR_ACP_CACHE_DIR` or
 // the platform's), in `compile-cache/`, a folder of this user's alone: Node's default is a
