@@ -7,7 +7,8 @@
 // Prints the tables, writes bench/results.json (or --out), and checks the issues' targets.
 // `--smoke` runs tiny sizes (part of `npm test`: it proves the harness works, not the speed).
 // `--download <file>`: the addon the download figures and their target are of (default: the one
-// the run used, which carries `bench` and the embedded backend; the figures name what it carries).
+// the run used, which carries `bench` and the embedded backend; the figures name what it carries;
+// a smoke run sizes that build stripped).
 import { spawn, spawnSync } from 'node:child_process'
 import fs from 'node:fs'
 import os from 'node:os'
@@ -15,6 +16,8 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { createRequire } from 'node:module'
 import { parseArgs } from 'node:util'
+
+import { hostPlatform } from '../scripts/pack.mjs'
 
 const require = createRequire(import.meta.url)
 const here = path.dirname(fileURLToPath(import.meta.url))
@@ -98,6 +101,21 @@ const sizeFor = {
 }
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'acp-bench-'))
+
+/**
+ * The addon bench/size.mjs sizes: `--download`'s, else the one this run used. A smoke run sizes
+ * a copy of the test build stripped of its symbols and debug info (binutils' strip, where there
+ * is one): a debug build is mostly debug info, about 300 MB, and gzipping that at level 9 took
+ * most of the smoke run's minute and a half while proving nothing more about the harness.
+ */
+function downloadArgs() {
+  if (opts.download) return [opts.download]
+  if (!opts.smoke || process.platform !== 'linux') return []
+  const name = `cursor-acp-native.${hostPlatform()}.node`
+  const stripped = path.join(fs.mkdtempSync(path.join(tmp, 'download-')), name)
+  const r = spawnSync('strip', ['--strip-all', '-o', stripped, path.join(here, '..', name)], { stdio: 'ignore' })
+  return r.status === 0 ? [stripped] : []
+}
 
 async function startServer(name) {
   const file = path.join(tmp, `${name}.json`)
@@ -324,7 +342,7 @@ if (want('memory')) {
 }
 if (want('download')) {
   log('  download…')
-  results.download = script('size.mjs', opts.download ? [opts.download] : [])
+  results.download = script('size.mjs', downloadArgs())
 }
 
 // The decode ceiling (the core codec alone) is measured by each addon stream worker right after
