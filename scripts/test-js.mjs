@@ -7,6 +7,7 @@
 //                                       the workflows' linters) and the release packages' own
 //                                       agreement, run with them: `npm run test:registry`
 //
+// `--except=<suite>` leaves a suite of the tier out (scripts/test-on-node.mjs does for the bench).
 // Suites run in parallel, as many at once as the machine has cores (at least two): each
 // spawns its own agents, backends and temporary folders, and the ones that read the process
 // table look only for processes they marked themselves. Extra arguments go to `node --test`.
@@ -21,13 +22,15 @@ const root = fileURLToPath(new URL('..', import.meta.url))
 /** The suites that install from the registry (`npm install` of packed tarballs and tools). */
 export const REGISTRY_SUITES = new Set(['packaging.test.mjs', 'release.test.mjs', 'vscode-extension.test.mjs', 'workflows.test.mjs'])
 
-const [tier, ...rest] = process.argv.slice(2)
+const [tier, ...args] = process.argv.slice(2)
 if (tier !== 'offline' && tier !== 'registry') {
-  console.error('usage: node scripts/test-js.mjs offline|registry [node --test options…]')
+  console.error('usage: node scripts/test-js.mjs offline|registry [--except=<suite>…] [node --test options…]')
   process.exit(2)
 }
+const except = new Set(args.filter((a) => a.startsWith('--except=')).map((a) => a.slice('--except='.length)))
+const rest = args.filter((a) => !a.startsWith('--except='))
 const suites = fs.readdirSync(path.join(root, '__tests__'))
-  .filter((f) => f.endsWith('.test.mjs') && REGISTRY_SUITES.has(f) === (tier === 'registry'))
+  .filter((f) => f.endsWith('.test.mjs') && REGISTRY_SUITES.has(f) === (tier === 'registry') && !except.has(f))
   .sort()
   .map((f) => path.join('__tests__', f))
 const concurrency = Math.max(2, os.availableParallelism())

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-// Runs the offline JavaScript suites again on another Node.js line, the addon `npm test` built
-// standing in as it is (N-API: one binary for every Node.js):
+// Runs the offline JavaScript suites (the bench's smoke run aside) again on another Node.js line,
+// the addon `npm test` built standing in as it is (N-API: one binary for every Node.js):
 //
 //   node scripts/test-on-node.mjs 24     `npm run test:node-lts`
 //
@@ -40,5 +40,7 @@ if (!fs.existsSync(node)) {
 const version = spawnSync(node, ['--version'], { encoding: 'utf8' }).stdout.trim()
 if (!version.startsWith(`v${major}.`)) throw new Error(`${node} is ${version || 'not runnable'}, not Node.js ${major}`)
 console.log(`test-on-node: the offline suites on Node.js ${version}`)
-const r = spawnSync(node, [path.join(root, 'scripts', 'test-js.mjs'), 'offline', ...rest], { cwd: root, stdio: 'inherit' })
+// All but the bench's smoke run: the bench is a developer's tool on the developer's Node.js, not
+// what users run, and its smoke run is the tier's longest suite (about a minute).
+const r = spawnSync(node, [path.join(root, 'scripts', 'test-js.mjs'), 'offline', '--except=bench.test.mjs', ...rest], { cwd: root, stdio: 'inherit' })
 process.exit(r.status ?? 1)
