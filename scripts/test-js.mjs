@@ -8,6 +8,7 @@
 //                                       agreement, run with them: `npm run test:registry`
 //
 // `--except=<suite>` leaves a suite of the tier out (scripts/test-on-node.mjs does for the bench).
+//
 // Suites run in parallel, as many at once as the machine has cores (at least two): each
 // spawns its own agents, backends and temporary folders, and the ones that read the process
 // table look only for processes they marked themselves. Extra arguments go to `node --test`.
@@ -29,10 +30,15 @@ if (tier !== 'offline' && tier !== 'registry') {
 }
 const except = new Set(args.filter((a) => a.startsWith('--except=')).map((a) => a.slice('--except='.length)))
 const rest = args.filter((a) => !a.startsWith('--except='))
-const suites = fs.readdirSync(path.join(root, '__tests__'))
-  .filter((f) => f.endsWith('.test.mjs') && REGISTRY_SUITES.has(f) === (tier === 'registry') && !except.has(f))
-  .sort()
-  .map((f) => path.join('__tests__', f))
+const tierSuites = fs.readdirSync(path.join(root, '__tests__'))
+  .filter((f) => f.endsWith('.test.mjs') && REGISTRY_SUITES.has(f) === (tier === 'registry'))
+// A name that is no suite of the tier is a mistake, not a suite left out: it would run everything.
+const unknown = [...except].filter((f) => !tierSuites.includes(f))
+if (unknown.length) {
+  console.error(`test-js: --except names no ${tier} suite: ${unknown.join(', ')}`)
+  process.exit(2)
+}
+const suites = tierSuites.filter((f) => !except.has(f)).sort().map((f) => path.join('__tests__', f))
 const concurrency = Math.max(2, os.availableParallelism())
 const began = Date.now()
 const r = spawnSync(process.execPath, ['--test', `--test-concurrency=${concurrency}`, ...rest, ...suites], { cwd: root, stdio: 'inherit' })
