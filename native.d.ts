@@ -519,8 +519,22 @@ export declare class Session {
   get maxMode(): boolean
   /** Mode for the next turns: `agent`, `ask`, `plan`, … */
   setMode(mode?: string | undefined | null): void
-  /** Conversation id, latest checkpoint and blobs: persist it, then `client.loadSession(saved)`. */
-  save(): SavedSession
+  /**
+   * Conversation id, latest checkpoint and blobs: persist it, then `client.loadSession(saved)`.
+   * `{ blobs: false }` leaves the blobs out (`blobs: []`): a session opened with a `blobDir`
+   * keeps them in that folder, and reading them all again costs a long conversation's size.
+   */
+  save(options?: SaveOptions): SavedSession
+  /**
+   * Writes `{ ...fields, saved }` as JSON to `file`, where `saved` is what `save()` returns
+   * without its blobs (a session opened with a `blobDir` keeps them in that folder): the
+   * state is taken now, and the JSON made and written off the JavaScript thread. The file
+   * is new and private to this user from its first byte (0600; on Windows this user's
+   * access list); one already at `file` is replaced, so name a temporary of your own and
+   * rename it into place. Rejects with `E_INVALID` when `fields` is not an object or has
+   * `saved`, or when the file cannot be written (nothing is left at `file` then).
+   */
+  saveToFile(file: string, fields: Record<string, unknown>): Promise<void>
   /** Cancels any running turn; later prompts throw `E_CLOSED`. */
   close(): void
 }
@@ -909,6 +923,12 @@ export interface NewSessionOptions {
  * process the model can drive (a shell of the tools, an MCP server) never inherits them.
  */
 export declare function ownCredentialVariables(): Array<string>
+
+/** What `save()` puts in. */
+export interface SaveOptions {
+  /** The blobs too (the default). */
+  blobs?: boolean
+}
 
 /**
  * Writes the addon's log events to stderr at `level` and above (`'off'` stops them; the

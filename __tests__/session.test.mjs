@@ -457,6 +457,54 @@ test('blobDir keeps KV blobs on disk across clients', async () => {
   }
 })
 
+test('save({ blobs: false }) and saveToFile(): the record without the blob folder, written private and loadable', async () => {
+  const fs = await import('node:fs')
+  const { tmpdir } = await import('node:os')
+  const dir = fs.mkdtempSync(`${tmpdir()}/acp-save-`)
+  const blobDir = `${dir}/blobs`
+  const scenario = { turns: [[{ type: 'kvSet', id: 1, blobId: 'beef', data: 'kept' }, { type: 'checkpoint', state: { tokenDetails: { usedTokens: 5, maxTokens: 100 } } }, { type: 'turnEnded' }], [{ type: 'kvGet', id: 2, blobId: 'beef' }, { type: 'turnEnded' }]] }
+  const { backend, client, close } = await setup(scenario, { blobDir })
+  try {
+    const session = client.newSession()
+    const t1 = session.prompt('one')
+    await drain(t1)
+    await t1.result
+    const full = session.save()
+    assert.ok(full.blobs.some((b) => b.id === 'beef'), 'save() still holds the blobs (the KV set, and the conversation\'s own)')
+    const without = session.save({ blobs: false })
+    assert.deepEqual(without, { ...full, blobs: [] })
+    assert.ok(without.checkpoint, 'the checkpoint is kept')
+
+    // A leftover at the name is replaced, and the new file is private whatever the old one was.
+    const file = `${dir}/s.json.tmp`
+    fs.writeFileSync(file, 'a leftover, readable by all and longer than nothing')
+    if (process.platform !== 'win32') fs.chmodSync(file, 0o644)
+    await session.saveToFile(file, { sessionId: 's', title: 'ünïcode “title”', nested: { a: [1, null, true] } })
+    const record = JSON.parse(fs.readFileSync(file, 'utf8'))
+    assert.deepEqual(record, { sessionId: 's', title: 'ünïcode “title”', nested: { a: [1, null, true] }, saved: without })
+    if (process.platform !== 'win32') assert.equal(fs.statSync(file).mode & 0o777, 0o600)
+
+    // What it wrote loads: the next turn finds the blob in the folder.
+    const other = new AgentClient({ baseUrl: backend.url, blobDir })
+    const t2 = other.loadSession(record.saved).prompt('two')
+    await drain(t2)
+    await t2.result
+    const reply = backend.records()[1].messages.find((m) => m.kind === 'kvClientMessage').message.kvClientMessage
+    assert.equal(Buffer.from(reply.getBlobResult.blobData, 'base64').toString(), 'kept')
+
+    // Bad input: a clear rejection, and nothing written.
+    await assert.rejects(session.saveToFile(`${dir}/a.json`, /** @type {any} */ (['not', 'an', 'object'])), { code: 'E_INVALID', message: /fields must be an object/ })
+    await assert.rejects(session.saveToFile(`${dir}/b.json`, { saved: {} }), { code: 'E_INVALID', message: /`saved` is the session's/ })
+    await assert.rejects(session.saveToFile(`${dir}/missing/c.json`, {}), { code: 'E_INVALID', message: /missing\/c\.json/ })
+    fs.mkdirSync(`${dir}/folder`)
+    await assert.rejects(session.saveToFile(`${dir}/folder`, {}), { code: 'E_INVALID' })
+    assert.deepEqual(fs.readdirSync(dir).sort(), ['blobs', 'folder', 's.json.tmp'])
+  } finally {
+    close()
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
+})
+
 test('replay() rebuilds the conversation from the checkpoint for session/load (inline and blob-referenced turns)', async () => {
   const { createHash } = await import('node:crypto')
   // Hand-encoded protobuf: length-delimited field `n` holding `bytes`.

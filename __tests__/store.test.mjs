@@ -146,6 +146,28 @@ test('saves written in the background: the latest state wins, and a delete meanw
   await assert.rejects(a.saveInBackground({ sessionId: 'b', cwd: '/w' }), /not the record of session a/)
 })
 
+test('a save in the background through a writer of its own (the addon\'s saveToFile): renamed into place, or nothing left', async () => {
+  const store = new SessionStore(tempDir('acp-cache-'))
+  const a = store.open('a')
+  /** @type {string[]} */
+  const named = []
+  const ok = await a.saveInBackground({ sessionId: 'a', cwd: '/w', title: 'by the writer' }, async (file, record) => {
+    named.push(path.basename(file))
+    fs.writeFileSync(file, JSON.stringify({ ...record, saved: { conversationId: 'c' } }), { mode: 0o600 })
+  })
+  assert.equal(ok, true)
+  assert.match(named[0], new RegExp(`^a\\.json\\.${process.pid}\\.\\d+\\.tmp$`), 'a temporary of this process, for tidy() to know')
+  assert.deepEqual(store.get('a'), { sessionId: 'a', cwd: '/w', title: 'by the writer', saved: { conversationId: 'c' } })
+
+  // A writer that fails (after writing part of the file): the error, the last save kept, no temporary.
+  await assert.rejects(a.saveInBackground({ sessionId: 'a', cwd: '/w' }, async (file) => {
+    fs.writeFileSync(file, '{"half')
+    throw new Error('disk full')
+  }), /disk full/)
+  assert.equal(store.get('a')?.title, 'by the writer')
+  assert.deepEqual(fs.readdirSync(store.sessionsDir), ['a.json'])
+})
+
 test('session files refuse another session\'s record and ids that name no folder of their own', () => {
   const store = new SessionStore(tempDir('acp-cache-'))
   const a = store.open('a')

@@ -384,24 +384,29 @@ export class AgentSession {
    */
   async persistInBackground() {
     if (this.files.deleted) return
-    await this.files.saveInBackground(this.record())
+    // The addon adds its conversation to the record and writes the file on its own threads.
+    await this.files.saveInBackground(this.recordFields(), (file, fields) => this.native.saveToFile(file, fields))
   }
 
   /** The session as the store saves it. @returns {import('./store.mjs').SessionRecord} */
   record() {
-    const saved = this.native.save()
     // Blobs live in the session's blob folder already; the record keeps only the rest.
-    return {
-      sessionId: this.sessionId,
-      cwd: this.cwd,
-      additionalDirectories: this.additionalDirectories,
-      title: this.title,
-      updatedAt: new Date().toISOString(),
-      mode: this.mode,
-      model: this.model,
-      approval: this.approval,
-      saved: { ...saved, blobs: [] },
-    }
+    return { ...this.recordFields(), saved: this.native.save({ blobs: false }) }
+  }
+
+  /**
+   * The record but the addon's conversation (`saved`), as JSON writes it: a field the session
+   * does not have (a title not yet given) is left out.
+   * @returns {import('./store.mjs').SessionRecord}
+   */
+  recordFields() {
+    /** @type {import('./store.mjs').SessionRecord} */
+    const fields = { sessionId: this.sessionId, cwd: this.cwd, additionalDirectories: this.additionalDirectories, updatedAt: new Date().toISOString() }
+    if (this.title !== undefined) fields.title = this.title
+    if (this.mode !== undefined) fields.mode = this.mode
+    if (this.model !== undefined) fields.model = this.model
+    if (this.approval !== undefined) fields.approval = this.approval
+    return fields
   }
 
   /**

@@ -38,10 +38,25 @@ import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, privateDir, tightenInBackground, w
  * @property {boolean} deleted  whether the session was deleted since it was opened
  * @property {(record: SessionRecord) => boolean} save  saves the record, unless the session
  *   was deleted since it was opened (false, nothing written); throws for another session's record
- * @property {(record: SessionRecord) => Promise<boolean>} saveInBackground  `save`, the file
- *   written off the JS thread (a turn's end: the agent serves other sessions meanwhile); false
- *   when nothing was saved: the session was deleted, or a later save of it was renamed first
+ * @property {(record: SessionRecord, write?: WriteRecord) => Promise<boolean>} saveInBackground
+ *   `save`, the file written off the JS thread (a turn's end: the agent serves other sessions
+ *   meanwhile), by `write` when given (the addon's `saveToFile`, which adds the conversation to
+ *   the record itself); false when nothing was saved: the session was deleted, or a later save
+ *   of it was renamed first
  */
+
+/**
+ * Writes `record` to `file`, a new private file, off the JS thread (rejects on failure).
+ * @typedef {(file: string, record: SessionRecord) => Promise<void>} WriteRecord
+ */
+
+/** @type {WriteRecord} */
+const writeRecordAsJson = (file, record) => writeNewPrivateFileInBackground(file, JSON.stringify(record)).catch(async (/** @type {any} */ e) => {
+  if (e?.code !== 'EEXIST') throw e
+  // Left by a failed write of this process: it is ours to replace.
+  await fs.promises.rm(file, { force: true })
+  await writeNewPrivateFileInBackground(file, JSON.stringify(record))
+})
 
 /**
  * What `session/list` and conversation search read of a saved session.
@@ -180,7 +195,7 @@ export class SessionStore {
         renamed = save
         return true
       },
-      saveInBackground: async (record) => {
+      saveInBackground: async (record, write = writeRecordAsJson) => {
         check(record)
         if (deleted()) return false
         const save = ++started
@@ -188,13 +203,7 @@ export class SessionStore {
         // for `tidy()`.
         const tmp = `${file}.${process.pid}.${save}.tmp`
         try {
-          const text = JSON.stringify(record)
-          await writeNewPrivateFileInBackground(tmp, text).catch(async (/** @type {any} */ e) => {
-            if (e?.code !== 'EEXIST') throw e
-            // Left by a failed write of this process: it is ours to replace.
-            await fs.promises.rm(tmp, { force: true })
-            await writeNewPrivateFileInBackground(tmp, text)
-          })
+          await write(tmp, record)
           // The check and the rename on the JS thread, with nothing between them: a delete or a
           // later save cannot come in between.
           if (deleted() || save < renamed) {

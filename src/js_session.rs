@@ -12,6 +12,13 @@ use crate::js_turn::PromptTurn;
 use crate::json::Json;
 use crate::saved;
 
+/// What `save()` puts in.
+#[napi(object)]
+pub struct SaveOptions {
+    /// The blobs too (the default).
+    pub blobs: Option<bool>,
+}
+
 /// One conversation. One turn at a time: prompting while a turn runs throws `E_BUSY`.
 #[napi]
 pub struct Session {
@@ -301,9 +308,45 @@ impl Session {
     }
 
     /// Conversation id, latest checkpoint and blobs: persist it, then `client.loadSession(saved)`.
-    #[napi(ts_return_type = "SavedSession")]
-    pub fn save(&self) -> Value {
-        saved::to_json(self.inner.save())
+    /// `{ blobs: false }` leaves the blobs out (`blobs: []`): a session opened with a `blobDir`
+    /// keeps them in that folder, and reading them all again costs a long conversation's size.
+    #[napi(ts_args_type = "options?: SaveOptions", ts_return_type = "SavedSession")]
+    pub fn save(&self, options: Option<SaveOptions>) -> Value {
+        let with_blobs = options.and_then(|o| o.blobs).unwrap_or(true);
+        saved::to_json(if with_blobs { self.inner.save() } else { self.inner.save_without_blobs() })
+    }
+
+    /// Writes `{ ...fields, saved }` as JSON to `file`, where `saved` is what `save()` returns
+    /// without its blobs (a session opened with a `blobDir` keeps them in that folder): the
+    /// state is taken now, and the JSON made and written off the JavaScript thread. The file
+    /// is new and private to this user from its first byte (0600; on Windows this user's
+    /// access list); one already at `file` is replaced, so name a temporary of your own and
+    /// rename it into place. Rejects with `E_INVALID` when `fields` is not an object or has
+    /// `saved`, or when the file cannot be written (nothing is left at `file` then).
+    #[napi(ts_args_type = "file: string, fields: Record<string, unknown>", ts_return_type = "Promise<void>")]
+    pub fn save_to_file<'env>(&self, env: &'env Env, file: String, fields: Value) -> Result<PromiseRaw<'env, ()>> {
+        let saved = self.inner.save_without_blobs();
+        promise(
+            env,
+            async move {
+                let Value::Object(mut record) = fields else {
+                    return Err(CoreError::InvalidInput("saveToFile: fields must be an object".into()));
+                };
+                if record.contains_key("saved") {
+                    return Err(CoreError::InvalidInput("saveToFile: `saved` is the session's to write".into()));
+                }
+                tokio::task::spawn_blocking(move || {
+                    record.insert("saved".into(), saved::to_json(saved));
+                    let text = serde_json::to_vec(&Value::Object(record))
+                        .map_err(|e| CoreError::InvalidInput(format!("saveToFile: {e}")))?;
+                    cursor_acp_core::private_files::write_new_file(std::path::Path::new(&file), &text)
+                        .map_err(|e| CoreError::InvalidInput(format!("saveToFile: {file}: {e}")))
+                })
+                .await
+                .map_err(|e| CoreError::InvalidInput(format!("saveToFile: the write did not finish: {e}")))?
+            },
+            |_, ()| Ok(()),
+        )
     }
 
     /// Cancels any running turn; later prompts throw `E_CLOSED`.

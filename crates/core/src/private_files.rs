@@ -41,6 +41,38 @@ pub fn restrict(path: &Path) -> io::Result<()> {
     }
 }
 
+/// Writes `data` to `path` as a new file private to this user from its first byte: mode 0600
+/// given at creation (and set outright, the umask may narrow it), or on Windows this user's
+/// access list before anything is written. A file already at `path` is removed first, so that
+/// no wider mode or access list it has is kept; the caller names a file of its own there (a
+/// temporary it renames into place). On failure nothing is left at `path`.
+pub fn write_new_file(path: &Path, data: &[u8]) -> io::Result<()> {
+    use std::io::Write as _;
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let written = options.open(path).and_then(|mut file| {
+        #[cfg(unix)]
+        file.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
+        #[cfg(windows)]
+        restrict_file(path)?;
+        file.write_all(data)
+    });
+    if written.is_err() {
+        #[allow(
+            clippy::let_underscore_must_use,
+            reason = "the write's error is the one to report; a file that cannot be removed either is left to the caller's tidying"
+        )]
+        let _ = std::fs::remove_file(path);
+    }
+    written
+}
+
 /// Who may open `path`, as its access list says (Windows; elsewhere `None`): for tests and
 /// diagnostics, read back through the same API that wrote it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -312,5 +344,33 @@ mod tests {
         assert!(restrict_file(&link).is_err());
         assert!(restrict(&dir.path().join("missing")).is_err());
         assert_eq!(access_list(&file).unwrap(), None);
+    }
+
+    #[test]
+    fn a_new_file_is_private_and_replaces_a_wider_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        let file = dir.path().join("save.tmp");
+        std::fs::write(&file, "an older, longer and readable text").unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+        write_new_file(&file, b"new").unwrap();
+        assert_eq!((std::fs::read_to_string(&file).unwrap().as_str(), mode(&file)), ("new", 0o600));
+
+        // A link there is replaced, its target left as it was.
+        let target = dir.path().join("target");
+        std::fs::write(&target, "kept").unwrap();
+        let link = dir.path().join("link.tmp");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        write_new_file(&link, b"own").unwrap();
+        assert!(!std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "kept");
+
+        // A folder in the way, or a missing folder above: an error, and nothing written.
+        let folder = dir.path().join("folder");
+        std::fs::create_dir(&folder).unwrap();
+        assert!(write_new_file(&folder, b"x").is_err());
+        assert!(std::fs::metadata(&folder).unwrap().is_dir());
+        let missing = dir.path().join("missing").join("a");
+        assert_eq!(write_new_file(&missing, b"x").unwrap_err().kind(), io::ErrorKind::NotFound);
     }
 }

@@ -270,7 +270,12 @@ async fn a_full_turn_on_both_transports() {
             ir.message["interactionResponse"],
             json!({ "id": 5, "webSearchRequestResponse": { "approved": {} } })
         );
-        assert!(!session.save().blobs.is_empty(), "the KV set landed in the session store");
+        let saved = session.save();
+        assert!(!saved.blobs.is_empty(), "the KV set landed in the session store");
+        // Without the blobs, everything else as `save` has it.
+        let without = session.save_without_blobs();
+        assert!(without.blobs.is_empty());
+        assert_eq!(format!("{:?}", SavedSession { blobs: Vec::new(), ..saved }), format!("{without:?}"));
     }
 }
 

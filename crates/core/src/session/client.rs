@@ -463,11 +463,18 @@ impl Session {
 
     /// Conversation id, checkpoint and the blobs it may reference.
     pub fn save(&self) -> SavedSession {
+        SavedSession { blobs: self.inner.blobs.snapshot().unwrap_or_default(), ..self.save_without_blobs() }
+    }
+
+    /// What [`save`](Self::save) returns, without the blobs: for a session whose blob store keeps
+    /// them itself (a folder of files), where a copy in every save would read the whole
+    /// conversation from disk again at each turn's end.
+    pub fn save_without_blobs(&self) -> SavedSession {
         let s = self.lock();
         SavedSession {
             conversation_id: self.inner.conversation_id.clone(),
             checkpoint: s.checkpoint.clone(),
-            blobs: self.inner.blobs.snapshot().unwrap_or_default(),
+            blobs: Vec::new(),
             model: Some(s.model.model_id.clone()),
             model_details: Some(s.model.clone()),
             mode: s.mode.clone(),
