@@ -91,15 +91,16 @@ export function watchCommands(cwd, changed, home) {
 
 /**
  * The custom commands a session offers, by name (built-in names are never taken).
- * @param {string} cwd
- * @param {{ home?: string, reserved: Iterable<string>, log: import('./log.mjs').Logger }} o
+ * @param {string[]} folders  `commandFolders()`: a session finds them once, and reads what is
+ *   in them at every prompt
+ * @param {{ reserved: Iterable<string>, log: import('./log.mjs').Logger }} o
  * @returns {Map<string, CustomCommand>}
  */
-export function loadCommands(cwd, { home, reserved, log }) {
+export function loadCommands(folders, { reserved, log }) {
   const taken = new Set(reserved)
   /** @type {Map<string, CustomCommand>} */
   const commands = new Map()
-  for (const folder of commandFolders(cwd, home)) {
+  for (const folder of folders) {
     for (const entry of folderEntries(folder, 'the commands', log)) {
       if (!entry.name.endsWith('.md')) continue
       const name = entry.name.slice(0, -'.md'.length)

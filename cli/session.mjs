@@ -21,8 +21,8 @@ import { PermissionFlow } from './permissions.mjs'
 import { requestContext, timeZone } from './request-context.mjs'
 import { echo, toRequestError } from './request-errors.mjs'
 import { RequestError } from './acp.mjs'
-import { available, expand, loadCommands, parseCall, watchCommands } from './commands.mjs'
-import { loadSkills } from './skills.mjs'
+import { available, commandFolders, expand, loadCommands, parseCall, watchCommands } from './commands.mjs'
+import { loadSkills, skillFolders } from './skills.mjs'
 import { readTextOrNull } from './text-files.mjs'
 import { COMMANDS, checkApproval, checkMode, configOptions, modeState } from './session-config.mjs'
 import { AlwaysAllowed } from './always-allowed.mjs'
@@ -144,6 +144,8 @@ export class AgentSession {
     this.commandsSent = Promise.resolve()
     /** The user's commands and skills as last read (`readSetup`). @type {{ commands: Map<string, import('./commands.mjs').CustomCommand>, skills: Map<string, import('./skills.mjs').Skill> } | undefined} */
     this.setup = undefined
+    /** The folders `readSetup` reads, found at its first call. @type {{ commands: string[], skills: string[] } | undefined} */
+    this.setupFolders = undefined
     /** The command list last sent (JSON), to send it again only when it changed. */
     this.commandsListed = ''
     /** @type {(() => void) | undefined} */
@@ -432,8 +434,10 @@ export class AgentSession {
    * `this.setup`, which the turn's command, command list and request context all read.
    */
   readSetup() {
-    const commands = loadCommands(this.cwd, { reserved: COMMANDS.map((c) => c.name), log: this.log })
-    const skills = loadSkills([this.cwd, ...this.additionalDirectories], { log: this.log })
+    // Which folders those are (up to the git root, and the user's) is found once per session.
+    this.setupFolders ??= { commands: commandFolders(this.cwd), skills: skillFolders([this.cwd, ...this.additionalDirectories]) }
+    const commands = loadCommands(this.setupFolders.commands, { reserved: COMMANDS.map((c) => c.name), log: this.log })
+    const skills = loadSkills(this.setupFolders.skills, { log: this.log })
     this.setup = { commands, skills }
     return this.setup
   }

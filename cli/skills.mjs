@@ -38,14 +38,15 @@ export function skillFolders(roots, home = os.homedir()) {
 
 /**
  * The skills a session offers, by name.
- * @param {string[]} roots
- * @param {{ home?: string, log: import('./log.mjs').Logger }} o
+ * @param {string[]} folders  `skillFolders()`: a session finds them once, and reads what is in
+ *   them at every prompt
+ * @param {{ log: import('./log.mjs').Logger }} o
  * @returns {Map<string, Skill>}
  */
-export function loadSkills(roots, { home, log }) {
+export function loadSkills(folders, { log }) {
   /** @type {Map<string, Skill>} */
   const skills = new Map()
-  for (const folder of skillFolders(roots, home)) {
+  for (const folder of folders) {
     for (const entry of folderEntries(folder, 'the skills', log)) {
       if (!entry.isDirectory()) continue
       const file = path.join(folder, entry.name, 'SKILL.md')
