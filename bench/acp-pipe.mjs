@@ -52,7 +52,7 @@ export function cpuMs(pid) {
  * @param {{ baseUrl: string, env?: NodeJS.ProcessEnv, cacheDir: string, onUpdate?: (update: any, sessionId: string, at: number) => void }} o
  */
 export function startAgent({ baseUrl, env = {}, cacheDir, onUpdate = () => {} }) {
-  const child = spawn(process.execPath, [...(process.env.BENCH_AGENT_PROF ? ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_AGENT_PROF] : []), agentPath, '--base-url', baseUrl, '--cache-dir', cacheDir], {
+  const child = spawn(process.execPath, [...(process.env.BENCH_AGENT_PROF ? ['--cpu-prof', '--cpu-prof-interval', '50', '--cpu-prof-dir', process.env.BENCH_AGENT_PROF] : []), agentPath, '--base-url', baseUrl, '--cache-dir', cacheDir], {
     stdio: ['pipe', 'pipe', 'inherit'],
     env: { ...process.env, CURSOR_ACCESS_TOKEN: '', CURSOR_API_KEY: '', CURSOR_ACP_LOG: 'error', ...env },
   })
