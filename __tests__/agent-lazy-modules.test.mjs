@@ -72,3 +72,18 @@ test('a session with an MCP server loads the MCP client', async () => {
   assert.equal(loaded(modules).mcp, true)
   assert.equal(loaded(modules).sdk, false)
 })
+
+test('the agent\'s modules take node\'s own through cli/builtin.mjs, never an ES module import', () => {
+  // An ES module import of a built-in reads its every export, the lazy ones too (node:fs's
+  // `promises` loads streams and readline): cli/builtin.mjs says what that cost at start-up.
+  const root = fileURLToPath(new URL('..', import.meta.url))
+  const offending = []
+  for (const dir of ['cli', 'bin']) {
+    for (const name of fs.readdirSync(path.join(root, dir))) {
+      if (!name.endsWith('.mjs') || (dir === 'cli' && name === 'builtin.mjs')) continue
+      const text = fs.readFileSync(path.join(root, dir, name), 'utf8')
+      for (const m of text.matchAll(/^\s*import\b[^;'"]*?from\s+['"](node:[^'"]+|fs|path|os|util|v8|module|url|child_process|crypto)['"]|\bawait\s+import\(\s*['"](node:[^'"]+)['"]\s*\)/gm)) offending.push(`${dir}/${name}: ${m[0].trim()}`)
+    }
+  }
+  assert.deepEqual(offending, [])
+})

@@ -1,7 +1,9 @@
 // @ts-check
 // The native addon, loaded on first use (the first session, or `--embedded`): loading it takes
 // a good share of Node's own start-up, and answering `initialize` needs none of it.
-import { createRequire } from 'node:module'
+import { builtin } from './builtin.mjs'
+
+const { createRequire } = builtin('node:module')
 
 const require = createRequire(import.meta.url)
 

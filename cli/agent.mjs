@@ -4,7 +4,6 @@
 // the agent app of acp.mjs (the ACP SDK's, without its zod schemas), with every session backed
 // by the addon. The first `session/new` can be answered before the connection is made (see
 // `newSessionEarly` and cli/stdio.mjs).
-import path from 'node:path'
 
 import { loadAddon } from './addon.mjs'
 import { Credentials, isCursorHost } from './auth.mjs'
@@ -14,6 +13,9 @@ import { ModelCache } from './model-cache.mjs'
 import { echo, toRequestError } from './request-errors.mjs'
 import { RequestError, agent } from './acp.mjs'
 import { AgentSession } from './session.mjs'
+import { builtin } from './builtin.mjs'
+
+const path = builtin('node:path')
 
 /** A new session's id: the addon's, as it names conversations (node:crypto stays unloaded). */
 const newSessionId = () => loadAddon().newConversationId()

@@ -4,10 +4,12 @@
 // in the same folder starts with them. `cursor-acp-native status` lists them and
 // `cursor-acp-native permissions clear [folder]` forgets them. A file that is not what this
 // writes is treated as empty (and replaced on the next answer), never a failed session.
-import fs from 'node:fs'
-import path from 'node:path'
 
 import { replacePrivateJson } from './private-files.mjs'
+import { builtin } from './builtin.mjs'
+
+const fs = builtin('node:fs')
+const path = builtin('node:path')
 
 export const ALWAYS_ALLOWED_FILE = 'always-allowed.json'
 

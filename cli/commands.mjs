@@ -5,11 +5,13 @@
 // arguments: in place of `$ARGUMENTS` where the file has it, else after the text. A file that
 // cannot be a command (a name that is not a plain word, empty, too large, unreadable) is
 // skipped with a warning in the log; it never fails a session.
-import fs from 'node:fs'
-import os from 'node:os'
-import path from 'node:path'
 
 import { folderEntries } from './text-files.mjs'
+import { builtin } from './builtin.mjs'
+
+const fs = builtin('node:fs')
+const os = builtin('node:os')
+const path = builtin('node:path')
 
 /** @typedef {import('@agentclientprotocol/sdk').AvailableCommand} AvailableCommand */
 
@@ -65,7 +67,7 @@ export function commandFolders(cwd, home = os.homedir()) {
  * @param {string} [home]
  */
 export function watchCommands(cwd, changed, home) {
-  /** @type {fs.FSWatcher[]} */
+  /** @type {import('node:fs').FSWatcher[]} */
   const watchers = []
   /** @type {ReturnType<typeof setTimeout> | undefined} */
   let timer

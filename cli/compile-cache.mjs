@@ -10,12 +10,14 @@
 // folder under the system's temporary directory, which other users can make first and fill. A
 // `NODE_COMPILE_CACHE` the user set wins (Node turned it on already); `NODE_DISABLE_COMPILE_CACHE`
 // turns it off. Nothing here ever fails the agent: without a cache it only compiles as before.
-import fs from 'node:fs'
-import module from 'node:module'
-import path from 'node:path'
-import { parseArgs } from 'node:util'
 
 import { defaultCacheDir } from './user-folders.mjs'
+import { builtin } from './builtin.mjs'
+
+const fs = builtin('node:fs')
+const module = builtin('node:module')
+const path = builtin('node:path')
+const { parseArgs } = builtin('node:util')
 
 /** `node:module` as Node 22.1 and later have it (the types are Node 20's). */
 const nodeModule = /** @type {typeof module & {

@@ -5,11 +5,13 @@
 // Node needs a native module or a helper program per platform, and neither could be tested
 // here; a private file is what the official CLI falls back to as well. The tokens in it never
 // reach a log or an error message.
-import fs from 'node:fs'
-import { createRequire } from 'node:module'
-import path from 'node:path'
 
 import { PRIVATE_FILE_MODE, privateDir, tighten, writePrivateFile } from './private-files.mjs'
+import { builtin } from './builtin.mjs'
+
+const fs = builtin('node:fs')
+const { createRequire } = builtin('node:module')
+const path = builtin('node:path')
 
 /**
  * A login as stored: what `/auth/poll` gave, and where.

@@ -16,16 +16,18 @@
 // | { "url", "headers"?, "type"? } } }`, with `${env:NAME}`, `${userHome}`,
 // `${workspaceFolder}`, `${workspaceFolderBasename}`, `${pathSeparator}` and `${/}` replaced
 // in `command`, `args`, `env`, `url` and `headers`.
-import fs from 'node:fs'
-import { createRequire } from 'node:module'
-import os from 'node:os'
-import path from 'node:path'
 
 import { projectFolders } from './commands.mjs'
 import { askClient } from './permissions.mjs'
 import { serverEnvironment } from './mcp.mjs'
 import { replacePrivateJson } from './private-files.mjs'
 import { readTextOrNull } from './text-files.mjs'
+import { builtin } from './builtin.mjs'
+
+const fs = builtin('node:fs')
+const { createRequire } = builtin('node:module')
+const os = builtin('node:os')
+const path = builtin('node:path')
 
 /** @typedef {import('@agentclientprotocol/sdk').McpServer} McpServerConfig */
 /** @typedef {import('@agentclientprotocol/sdk').PermissionOption} PermissionOption */

@@ -18,7 +18,9 @@
 // The collector is the one `--expose-gc` gives, taken for this process at the first idle
 // period and never left in a global: the flag is set, a context is made to fetch `gc`, and the
 // flag is cleared again. With node started under `--expose-gc`, its own `gc` is used.
-import v8 from 'node:v8'
+import { builtin } from './builtin.mjs'
+
+const v8 = builtin('node:v8')
 
 /** How long without a turn before the agent collects. */
 export const IDLE_MS = 20_000
@@ -31,7 +33,7 @@ let collector
 /** `gc`: node's own when started under `--expose-gc`, else one fetched with the flag set for a moment. */
 async function fetchCollector() {
   if (typeof globalThis.gc === 'function') return globalThis.gc
-  const vm = await import('node:vm')
+  const vm = builtin('node:vm')
   v8.setFlagsFromString('--expose-gc')
   try {
     const gc = vm.runInNewContext('gc')

@@ -10,12 +10,14 @@
 // by 1.2× up to 10 s, at most 150 of them, and stop after 3 failures in a row that are not 404.
 // Each poll is the core's (the addon's `Account.pollLogin`, through the same HTTP stack as turns);
 // the schedule and when to give up are decided here.
-import { spawn } from 'node:child_process'
-import crypto from 'node:crypto'
-import path from 'node:path'
 
 import { AlwaysAllowed } from './always-allowed.mjs'
 import { SIGN_IN, accountFor, claims, expiresAt, isCursorHost } from './auth.mjs'
+import { builtin } from './builtin.mjs'
+
+const { spawn } = builtin('node:child_process')
+const crypto = builtin('node:crypto')
+const path = builtin('node:path')
 
 /** The official CLI's polling. */
 export const POLLING = /** @type {const} */ ({ firstDelayMs: 1000, factor: 1.2, maxDelayMs: 10_000, maxAttempts: 150, maxErrorsInARow: 3 })

@@ -8,8 +8,6 @@
 // `session/new`. What is loaded here is small; the agent and the addon come with the first
 // session, the ACP SDK right after it (or after the first `initialize`, see cli/stdio.mjs), the
 // MCP client SDK with the first MCP server.
-import fs from 'node:fs'
-import { parseArgs } from 'node:util'
 
 import { loadAddon, loadTesting, setCoreLogLevel } from './addon.mjs'
 import { CredentialStore } from './credentials.mjs'
@@ -22,6 +20,10 @@ import { defaultCacheDir, defaultConfigDir } from './user-folders.mjs'
 import { writePrivateFile } from './private-files.mjs'
 import { VERSION } from './version.mjs'
 import { flushCompileCache } from './compile-cache.mjs'
+import { builtin } from './builtin.mjs'
+
+const fs = builtin('node:fs')
+const { parseArgs } = builtin('node:util')
 
 // No optimizing compiler until the first turn (cli/optimizer.mjs says why).
 deferOptimizing()

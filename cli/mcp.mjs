@@ -13,6 +13,7 @@
 
 import { loadAddon } from './addon.mjs'
 import { VERSION } from './version.mjs'
+import { builtin } from './builtin.mjs'
 
 /** @typedef {import('@agentclientprotocol/sdk').McpServer} McpServerConfig */
 /** @typedef {import('@modelcontextprotocol/client').Client} Client */
@@ -77,7 +78,7 @@ async function transportFor(config, cwd) {
   if (process.platform !== 'win32') {
     const { ReadBuffer, serializeMessage } = await loadMcpClientSdk()
     // Loaded with the first stdio server, as the MCP client is (1 MiB for a session without).
-    const { spawn } = await import('node:child_process')
+    const { spawn } = builtin('node:child_process')
     const addon = loadAddon()
     return new ProcessGroupTransport(server, { ReadBuffer, serializeMessage, spawn, watch: (pgid) => addon.watchProcessGroup(pgid), forget: (pgid) => addon.forgetProcessGroup(pgid) })
   }

@@ -17,7 +17,9 @@
 // Flags changed at run time are V8's to honour; this one is read at each decision to optimize
 // (V8 optimizes again as soon as it is back on). It is left alone when node was started with
 // flags of the same family (a user debugging with `--jitless` or `--no-opt`).
-import v8 from 'node:v8'
+import { builtin } from './builtin.mjs'
+
+const v8 = builtin('node:v8')
 
 /** The longest the compiler stays off, for an agent that is used but never prompted. */
 const DEFER_LIMIT_MS = 30_000

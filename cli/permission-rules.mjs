@@ -11,11 +11,13 @@
 //
 // Deny wins over allow; what no rule names is left to the user. A rule that does not parse, or a
 // file that is not JSON, is skipped with a warning, never a failed session.
-import fs from 'node:fs'
-import os from 'node:os'
-import path from 'node:path'
 
 import { projectFolders } from './commands.mjs'
+import { builtin } from './builtin.mjs'
+
+const fs = builtin('node:fs')
+const os = builtin('node:os')
+const path = builtin('node:path')
 
 /** @typedef {import('../index.js').PermissionRequest} PermissionRequest */
 

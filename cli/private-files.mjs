@@ -3,11 +3,13 @@
 // sent to the server. Folders 0700 and files 0600 whatever the umask, existing ones tightened.
 // On Windows, where modes mean nothing, the core gives them an access list of this user only
 // (the addon's `makePrivate`), which a folder's files inherit.
-import fs from 'node:fs'
-import path from 'node:path'
-import { promisify } from 'node:util'
 
 import { loadAddon } from './addon.mjs'
+import { builtin } from './builtin.mjs'
+
+const fs = builtin('node:fs')
+const path = builtin('node:path')
+const { promisify } = builtin('node:util')
 
 const windows = process.platform === 'win32'
 
@@ -57,7 +59,7 @@ export function writeNewPrivateFileInBackground(file, text) {
  * fs's callback `writeFile`, as a promise: every turn saves its session through it, and
  * `fs.promises.writeFile` (a FileHandle per file) takes about 30% more of the JS thread.
  */
-const writeFileInBackground = /** @type {(file: string, text: string, options: fs.WriteFileOptions) => Promise<void>} */ (promisify(fs.writeFile))
+const writeFileInBackground = /** @type {(file: string, text: string, options: import('node:fs').WriteFileOptions) => Promise<void>} */ (promisify(fs.writeFile))
 
 /**
  * Replaces `dir/name` with `value` as JSON, private, all at once: written to a temporary file

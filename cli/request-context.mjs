@@ -3,11 +3,13 @@
 // .cursorrules, .cursor/rules/*.md and *.mdc of every root), its skills, the MCP servers' tools
 // and instructions, and the environment (OS, time zone, workspace and terminals folders). The shell
 // is the core's to fill in: the client's `shell`, the one the built-in tools run.
-import fs from 'node:fs'
-import os from 'node:os'
-import path from 'node:path'
 
 import { readTextOrNull } from './text-files.mjs'
+import { builtin } from './builtin.mjs'
+
+const fs = builtin('node:fs')
+const os = builtin('node:os')
+const path = builtin('node:path')
 
 /** @typedef {import('../index.js').RequestContext} RequestContext */
 /** @typedef {import('../index.js').agent.CursorRule} CursorRule */

@@ -8,8 +8,6 @@
 // Interaction queries are the addon's too: it asks the policy, a choice (`chooseFor`) or the
 // questions (questions.mjs). The request context comes from request-context.mjs.
 
-import { fileURLToPath } from 'node:url'
-
 import { loadAddon } from './addon.mjs'
 import { editorFiles } from './editor-files.mjs'
 import { questionAsker } from './questions.mjs'
@@ -28,6 +26,9 @@ import { COMMANDS, checkApproval, checkMode, configOptions, modeState } from './
 import { AlwaysAllowed } from './always-allowed.mjs'
 import { loadRules } from './permission-rules.mjs'
 import { UpdateRelay } from './update-relay.mjs'
+import { builtin } from './builtin.mjs'
+
+const { fileURLToPath } = builtin('node:url')
 
 /** @typedef {import('@agentclientprotocol/sdk').AgentContext} AgentContext */
 /** @typedef {import('@agentclientprotocol/sdk').ClientCapabilities} ClientCapabilities */

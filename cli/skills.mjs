@@ -6,11 +6,13 @@
 // the model can use them on its own; `/skill-name …` selects one for that prompt
 // (`selected_skills`). A skill that cannot be read (no front matter, no name or description,
 // too large) is skipped with a warning; it never fails a session.
-import fs from 'node:fs'
-import os from 'node:os'
-import path from 'node:path'
 
 import { folderEntries } from './text-files.mjs'
+import { builtin } from './builtin.mjs'
+
+const fs = builtin('node:fs')
+const os = builtin('node:os')
+const path = builtin('node:path')
 
 /** @typedef {import('../index.js').agent.AgentSkill} AgentSkill */
 

@@ -8,9 +8,11 @@
 // `open()`, lists, tidies and deletes. The addon writes only into the folders it is handed and
 // never makes one again once the store removed it; a session deleted while it is open saves
 // nothing again (see `SessionFiles`).
-import fs from 'node:fs'
-import path from 'node:path'
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, privateDir, tightenInBackground, writeNewPrivateFileInBackground, writePrivateFile } from './private-files.mjs'
+import { builtin } from './builtin.mjs'
+
+const fs = builtin('node:fs')
+const path = builtin('node:path')
 
 /**
  * One saved session.

@@ -2,7 +2,9 @@
 // Small text files read for the model's benefit (the old text of a diff, workspace rules), and
 // the folders of the user's set-up (commands, skills): anything missing, not a regular file,
 // too large or binary is simply absent.
-import fs from 'node:fs'
+import { builtin } from './builtin.mjs'
+
+const fs = builtin('node:fs')
 
 /**
  * The file's text, or null when it is missing, not a file, larger than `limit` or binary.
@@ -30,7 +32,7 @@ export function readTextOrNull(file, limit = 4 * 1024 * 1024) {
  * @param {string} folder
  * @param {string} what  e.g. "the commands"
  * @param {import('./log.mjs').Logger} log
- * @returns {fs.Dirent[]}
+ * @returns {import('node:fs').Dirent[]}
  */
 export function folderEntries(folder, what, log) {
   // Most of these folders do not exist, and each is looked at every turn: a stat that does not

@@ -3,8 +3,10 @@
 // the cache (saved sessions, their blobs and terminals, the compile cache) and the config (the
 // stored login, the answers remembered per workspace). Small on purpose: the entry point reads it
 // before the compile cache is on.
-import os from 'node:os'
-import path from 'node:path'
+import { builtin } from './builtin.mjs'
+
+const os = builtin('node:os')
+const path = builtin('node:path')
 
 /**
  * `cursor-acp-native` in the platform's folder of a kind, or `override` when set.
