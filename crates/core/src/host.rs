@@ -523,7 +523,12 @@ impl BlobStore for DirBlobStore {
             let path = path?;
             let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let tmp = dir.join(format!(".{}.{}-{n}.tmp", hex::encode(&id), std::process::id()));
-            let written = write_private(&tmp, &data).await;
+            let written = {
+                let tmp = tmp.clone();
+                tokio::task::spawn_blocking(move || crate::private_files::write_new_file(&tmp, &data))
+                    .await
+                    .unwrap_or_else(|e| Err(std::io::Error::other(e)))
+            };
             let renamed = match written {
                 Ok(()) => tokio::fs::rename(&tmp, &path).await,
                 Err(e) => Err(e),
@@ -558,21 +563,4 @@ impl BlobStore for DirBlobStore {
         }
         Some(out)
     }
-}
-
-/// Writes a new file readable by this user only.
-async fn write_private(path: &std::path::Path, data: &[u8]) -> std::io::Result<()> {
-    use tokio::io::AsyncWriteExt;
-    let mut options = tokio::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    options.mode(0o600);
-    let mut file = options.open(path).await?;
-    #[cfg(unix)]
-    file.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o600)).await?;
-    // Inherited from a private folder already; set all the same, the folder may be another's.
-    #[cfg(windows)]
-    crate::private_files::restrict_file(path)?;
-    file.write_all(data).await?;
-    file.flush().await
 }
