@@ -147,27 +147,13 @@ function workspaceRules(roots) {
     if (content?.trim()) rules.push({ fullPath: file, content })
   }
   for (const root of roots) {
-    const files = ruleFiles(root)
-    addRule(files.agents)
-    addRule(files.cursorrules)
-    const dir = files.rulesDir
+    addRule(path.join(root, 'AGENTS.md'))
+    addRule(path.join(root, '.cursorrules'))
+    const dir = path.join(root, '.cursor', 'rules')
     if (!fs.statSync(dir, { throwIfNoEntry: false })) continue // the usual case, without an exception
     try {
       for (const name of fs.readdirSync(dir).sort()) if (name.endsWith('.mdc') || name.endsWith('.md')) addRule(path.join(dir, name))
     } catch {}
   }
   return rules
-}
-
-/** Each root's rule paths, joined once per process: they are looked at every turn. @type {Map<string, { agents: string, cursorrules: string, rulesDir: string }>} */
-const ruleFilesOf = new Map()
-
-/** @param {string} root */
-function ruleFiles(root) {
-  let files = ruleFilesOf.get(root)
-  if (!files) {
-    files = { agents: path.join(root, 'AGENTS.md'), cursorrules: path.join(root, '.cursorrules'), rulesDir: path.join(root, '.cursor', 'rules') }
-    ruleFilesOf.set(root, files)
-  }
-  return files
 }
