@@ -6,6 +6,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { CLI, INIT, startAgent, tempDir } from './acp-harness.mjs'
+import { SessionStore } from '../cli/store.mjs'
 import { addon, AgentClient, within } from './helpers.mjs'
 
 const { LocalTools, checkClientOptions, DEFAULT_BASE_URL } = addon
@@ -97,6 +98,35 @@ test('the agent fails at start with the same message for a bad flag or CURSOR_AC
   const notJson = await runAgent([], { CURSOR_ACP_CLIENT_OPTIONS: '{stall' })
   assert.equal(notJson.code, 2)
   assert.match(notJson.stderr, /CURSOR_ACP_CLIENT_OPTIONS is not JSON/)
+  // JSON that is not an object gets the core's message, not a TypeError of the agent's.
+  for (const json of ['null', '[1]', '5']) {
+    const expected = invalid(() => checkClientOptions(JSON.parse(json))).message
+    const notObject = await runAgent([], { CURSOR_ACP_CLIENT_OPTIONS: json })
+    assert.equal(notObject.code, 2, `${json}: ${notObject.stderr}`)
+    assert.ok(notObject.stderr.startsWith(`cursor-acp-native: ${expected}\n`), `${json}: ${notObject.stderr}`)
+  }
+})
+
+test('with a bad option, an editor gets initialize answered and then the exit, before any session', async () => {
+  const cacheDir = tempDir('acp-cache-')
+  const child = spawn(process.execPath, [CLI, '--cache-dir', cacheDir, '--base-url', 'ftp://example.com'], {
+    stdio: ['pipe', 'pipe', 'pipe'],
+    env: { ...process.env, CURSOR_ACCESS_TOKEN: '', CURSOR_API_KEY: '' },
+  })
+  let stdout = ''
+  let stderr = ''
+  child.stdout.on('data', (c) => { stdout += c })
+  child.stderr.on('data', (c) => { stderr += c })
+  // As an editor opening a thread: both at once, before any answer.
+  child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: INIT })}\n`)
+  child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'session/new', params: { cwd: tempDir(), mcpServers: [] } })}\n`)
+  const code = await within(10_000, new Promise((resolve) => child.on('exit', resolve)), 'the agent to exit').finally(() => child.kill())
+  assert.equal(code, 2, stderr)
+  assert.ok(stderr.startsWith(`cursor-acp-native: ${invalid(() => checkClientOptions({ baseUrl: 'ftp://example.com' })).message}\n`), stderr)
+  const answers = stdout.trim().split('\n').map((line) => JSON.parse(line))
+  assert.deepEqual(answers.map((a) => a.id), [0], 'initialize answered, session/new not')
+  assert.equal(answers[0].result.protocolVersion, INIT.protocolVersion)
+  assert.deepEqual(new SessionStore(cacheDir).list(), [], 'no session was made')
 })
 
 test('CURSOR_ACP_CLIENT_OPTIONS is applied, and the flags win over it', async () => {

@@ -5,9 +5,9 @@
 // JSON lines; everything else goes to stderr.
 //
 // Start-up is kept short: editors start an agent per thread and wait for `initialize`, then
-// `session/new`. What is loaded here is small; the agent and the addon come with the first
-// session, the ACP SDK right after it (or after the first `initialize`, see cli/stdio.mjs), the
-// MCP client SDK with the first MCP server.
+// `session/new`. What is loaded here is small; the addon comes once the first line is answered,
+// the agent with the first session, the ACP SDK right after it (or after the first
+// `initialize`, see cli/stdio.mjs), the MCP client SDK with the first MCP server.
 
 import { loadAddon, loadTesting, setCoreLogLevel } from './addon.mjs'
 import { CredentialStore } from './credentials.mjs'
@@ -141,16 +141,21 @@ if (args['no-browser'] && command !== 'login') fail('--no-browser goes with logi
 /**
  * The client's options: CURSOR_ACP_CLIENT_OPTIONS, then the flags (and their variables) over it.
  * The core checks them all, with one message each (`checkClientOptions`, as `new AgentClient`
- * would): a bad value stops the agent here rather than failing every session. The addon is
- * loaded for that only when there are options to check; without any it loads with the first
- * session, as ever.
+ * would): a bad value stops the agent with status 2 before it makes any session, rather than
+ * failing every session. The check needs the addon, whose load is a good share of start-up, so
+ * the agent answers `initialize` first and checks right after (`checkOptionsOnce`), while the
+ * editor reads that answer; the commands and `--embedded`, which load the addon anyway, check
+ * at once.
  * @type {Partial<import('../index.js').AgentClientOptions>}
  */
 let clientOptions = {}
-/** @param {unknown} options */
-const checkClientOptions = (options) => {
+let optionsUnchecked = false
+/** Checks the client's options the first time it is called (when there are any). */
+const checkOptionsOnce = () => {
+  if (!optionsUnchecked) return
+  optionsUnchecked = false
   try {
-    loadAddon().checkClientOptions(/** @type {Record<string, unknown>} */ (options))
+    loadAddon().checkClientOptions(/** @type {Record<string, unknown>} */ (clientOptions))
   } catch (e) {
     fail(errorMessage(e))
   }
@@ -161,7 +166,9 @@ if (env.CURSOR_ACP_CLIENT_OPTIONS) {
   } catch (e) {
     fail(`CURSOR_ACP_CLIENT_OPTIONS is not JSON: ${errorMessage(e)}`)
   }
-  checkClientOptions(clientOptions)
+  optionsUnchecked = true
+  // Options that are not an object get the core's own message at once.
+  if (clientOptions === null || typeof clientOptions !== 'object' || Array.isArray(clientOptions)) checkOptionsOnce()
   // The agent's shell is its built-in tools' (the request context names that one).
   if ('shell' in clientOptions) fail('CURSOR_ACP_CLIENT_OPTIONS cannot set shell: the agent runs commands in its built-in tools\' shell (bash, else sh)')
 }
@@ -172,8 +179,9 @@ const flagOptions = {
 }
 if (Object.values(flagOptions).some((v) => v !== undefined)) {
   for (const [name, value] of Object.entries(flagOptions)) if (value !== undefined) clientOptions = { ...clientOptions, [name]: value }
-  checkClientOptions(clientOptions)
+  optionsUnchecked = true
 }
+if (command || args.embedded) checkOptionsOnce()
 /** @type {'auto' | 'sse' | 'h2'} */
 const transport = /** @type {any} */ (clientOptions.transport) // undefined: the core's default
 
@@ -272,6 +280,14 @@ process.on('SIGTERM', shutdown)
 process.on('SIGINT', shutdown)
 log.debug('reading the client on stdin')
 
+/**
+ * The options are checked right after the first line is answered; a client that sends nothing
+ * (a person at a terminal) hears of a bad option this long after start all the same.
+ */
+const OPTIONS_CHECK_IDLE_MS = 100
+const idleCheck = setTimeout(checkOptionsOnce, OPTIONS_CHECK_IDLE_MS)
+idleCheck.unref()
+
 /** @type {Promise<import('./agent.mjs').Agent> | undefined} */
 let agent
 const loadAgent = () => (agent ??= import('./agent.mjs').then(({ createAgent }) => createAgent(config)))
@@ -282,6 +298,15 @@ connection = await serveStdio({
   newSessionEarly: async (initialize, params) => (await loadAgent()).newSessionEarly(initialize, params),
   log,
   onInputFailure: () => { inputFailed = true },
+  afterFirstLine: () => {
+    clearTimeout(idleCheck)
+    checkOptionsOnce()
+    // Every session needs the addon: loaded now, while the client reads the answer. One that
+    // does not load is reported by the first session, as it would be without this.
+    try {
+      loadAddon()
+    } catch {}
+  },
 })
 log.info(`cursor-acp-native ${VERSION} ready (${baseUrl}, sessions in ${store.dir})`)
 // Now that the first requests are answered: a visit to every saved session, in the background.

@@ -73,9 +73,12 @@ const SESSION_NEW_WAIT_MS = 20
  * @param {import('./log.mjs').Logger} o.log
  * @param {(error: unknown) => void} [o.onInputFailure]  called when reading the input fails
  *   (not at its end): the connection then closes as it does at the end of the input
+ * @param {() => void} [o.afterFirstLine]  called once the first line is read (or the input ended
+ *   first), right after an `initialize` is answered and before anything else is: work the
+ *   agent needs before its first session is done there, while the client reads that answer
  * @returns {Promise<AgentConnection>}
  */
-export async function serveStdio({ input, output, loadAgent, newSessionEarly, log, onInputFailure }) {
+export async function serveStdio({ input, output, loadAgent, newSessionEarly, log, onInputFailure, afterFirstLine }) {
   const lines = new LineReader(input)
   const first = await lines.next()
   const initialize = first === null ? null : acceptableInitialize(first)
@@ -90,8 +93,9 @@ export async function serveStdio({ input, output, loadAgent, newSessionEarly, lo
     const { promise, resolve } = withResolvers()
     early.push({ id, result, end: lines.end, seen: promise, see: resolve })
   }
+  if (initialize) answer(initialize)
+  afterFirstLine?.()
   if (initialize) {
-    answer(initialize)
     const second = newSessionEarly ? await lines.next(SESSION_NEW_WAIT_MS) : null
     let request = second === null ? null : acceptableRequest(second, 'session/new')
     // Its answer is told from the connection's answer to initialize by its id.
