@@ -335,7 +335,9 @@ impl Session {
                 if record.contains_key("saved") {
                     return Err(CoreError::InvalidInput("saveToFile: `saved` is the session's to write".into()));
                 }
-                tokio::task::spawn_blocking(move || {
+                // On the core's file thread, in the order asked: one thread for every session's
+                // saves rather than a pool thread started per save.
+                cursor_acp_core::file_queue::run(move || {
                     record.insert("saved".into(), saved::to_json(saved));
                     let text = serde_json::to_vec(&Value::Object(record))
                         .map_err(|e| CoreError::InvalidInput(format!("saveToFile: {e}")))?;

@@ -523,15 +523,16 @@ impl BlobStore for DirBlobStore {
             let path = path?;
             let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let tmp = dir.join(format!(".{}.{}-{n}.tmp", hex::encode(&id), std::process::id()));
-            let written = {
+            // Written and renamed in one job of the file thread: a blob is whole once it has
+            // its name.
+            let renamed = {
                 let tmp = tmp.clone();
-                tokio::task::spawn_blocking(move || crate::private_files::write_new_file(&tmp, &data))
-                    .await
-                    .unwrap_or_else(|e| Err(std::io::Error::other(e)))
-            };
-            let renamed = match written {
-                Ok(()) => tokio::fs::rename(&tmp, &path).await,
-                Err(e) => Err(e),
+                crate::file_queue::run(move || {
+                    crate::private_files::write_new_file(&tmp, &data)?;
+                    std::fs::rename(&tmp, &path)
+                })
+                .await
+                .unwrap_or_else(|e| Err(std::io::Error::other(e)))
             };
             let Err(e) = renamed else { return Ok(()) };
             #[allow(

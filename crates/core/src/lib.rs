@@ -9,6 +9,7 @@ pub mod connect;
 pub mod descriptors;
 pub mod error;
 pub mod field;
+pub mod file_queue;
 pub mod host;
 pub mod kinds;
 pub mod models;
