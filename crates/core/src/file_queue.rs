@@ -9,7 +9,7 @@
 
 use std::panic::AssertUnwindSafe;
 use std::sync::mpsc;
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 
 /// The thread's name, as a debugger or `top -H` shows it.
 pub const THREAD_NAME: &str = "acp-files";
@@ -28,25 +28,24 @@ pub enum QueueError {
 }
 
 /// The sender to the file thread, started on first use.
-fn sender() -> Result<mpsc::Sender<Job>, QueueError> {
-    static QUEUE: OnceLock<Result<Mutex<mpsc::Sender<Job>>, String>> = OnceLock::new();
-    let queue = QUEUE.get_or_init(|| {
-        let (tx, rx) = mpsc::channel::<Job>();
-        std::thread::Builder::new()
-            .name(THREAD_NAME.into())
-            .spawn(move || {
-                // Ends with the process: the sender lives in a static.
-                for job in rx {
-                    job();
-                }
-            })
-            .map(|_| Mutex::new(tx))
-            .map_err(|e| e.to_string())
-    });
-    match queue {
-        Ok(tx) => Ok(tx.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()),
-        Err(e) => Err(QueueError::Unavailable(e.clone())),
-    }
+fn sender() -> Result<&'static mpsc::Sender<Job>, QueueError> {
+    static QUEUE: OnceLock<Result<mpsc::Sender<Job>, String>> = OnceLock::new();
+    QUEUE
+        .get_or_init(|| {
+            let (tx, rx) = mpsc::channel::<Job>();
+            std::thread::Builder::new()
+                .name(THREAD_NAME.into())
+                .spawn(move || {
+                    // Ends with the process: the sender lives in a static.
+                    for job in rx {
+                        job();
+                    }
+                })
+                .map(|_| tx)
+                .map_err(|e| e.to_string())
+        })
+        .as_ref()
+        .map_err(|e| QueueError::Unavailable(e.clone()))
 }
 
 /// Runs `job` on the file thread after the jobs queued before it, and gives its result. A job
@@ -67,9 +66,7 @@ pub async fn run<T: Send + 'static>(job: impl FnOnce() -> T + Send + 'static) ->
         )]
         let _ = done.send(outcome);
     });
-    sender()?
-        .send(job)
-        .map_err(|_| QueueError::Unavailable("the file thread has ended".into()))?;
+    sender()?.send(job).map_err(|_| QueueError::Unavailable("the file thread has ended".into()))?;
     match result.await {
         Ok(Ok(value)) => Ok(value),
         Ok(Err(message)) => Err(QueueError::Panicked(message)),
@@ -80,6 +77,7 @@ pub async fn run<T: Send + 'static>(job: impl FnOnce() -> T + Send + 'static) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Mutex;
 
     #[tokio::test]
     async fn many_jobs_each_run_once_and_give_their_results() {
