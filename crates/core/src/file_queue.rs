@@ -48,9 +48,13 @@ fn sender() -> Result<&'static mpsc::Sender<Job>, QueueError> {
         .map_err(|e| QueueError::Unavailable(e.clone()))
 }
 
-/// Runs `job` on the file thread after the jobs queued before it, and gives its result. A job
-/// that panics fails alone: the thread goes on with the next.
-pub async fn run<T: Send + 'static>(job: impl FnOnce() -> T + Send + 'static) -> Result<T, QueueError> {
+/// Queues `job` on the file thread now, after the jobs queued before it, and gives a future of
+/// its result. The job is queued by this call, not when the future is first polled: jobs run in
+/// the order of the calls, even when their futures are spawned and polled on different threads.
+/// A job that panics fails alone: the thread goes on with the next.
+pub fn run<T: Send + 'static>(
+    job: impl FnOnce() -> T + Send + 'static,
+) -> impl std::future::Future<Output = Result<T, QueueError>> + Send {
     let (done, result) = tokio::sync::oneshot::channel();
     let job: Job = Box::new(move || {
         let outcome = std::panic::catch_unwind(AssertUnwindSafe(job)).map_err(|panic| {
@@ -66,11 +70,15 @@ pub async fn run<T: Send + 'static>(job: impl FnOnce() -> T + Send + 'static) ->
         )]
         let _ = done.send(outcome);
     });
-    sender()?.send(job).map_err(|_| QueueError::Unavailable("the file thread has ended".into()))?;
-    match result.await {
-        Ok(Ok(value)) => Ok(value),
-        Ok(Err(message)) => Err(QueueError::Panicked(message)),
-        Err(_) => Err(QueueError::Unavailable("the file thread dropped the job".into())),
+    let queued = sender()
+        .and_then(|queue| queue.send(job).map_err(|_| QueueError::Unavailable("the file thread has ended".into())));
+    async move {
+        queued?;
+        match result.await {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(message)) => Err(QueueError::Panicked(message)),
+            Err(_) => Err(QueueError::Unavailable("the file thread dropped the job".into())),
+        }
     }
 }
 
@@ -100,25 +108,30 @@ mod tests {
         assert_eq!(sorted, (0..50).collect::<Vec<_>>(), "every job ran once");
     }
 
-    #[tokio::test]
-    async fn a_job_queued_after_another_runs_after_it() {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn jobs_run_in_the_order_of_the_calls_whatever_order_their_futures_are_polled_in() {
         let log = std::sync::Arc::new(Mutex::new(Vec::new()));
+        // The first holds the thread while the rest are queued behind it.
         let first = {
             let log = log.clone();
             run(move || {
                 std::thread::sleep(std::time::Duration::from_millis(20));
-                log.lock().unwrap().push("first");
+                log.lock().unwrap().push(0);
             })
         };
-        let second = {
-            let log = log.clone();
-            run(move || log.lock().unwrap().push("second"))
-        };
-        // Polled in the order made: the first is queued before the second.
-        let (a, b) = tokio::join!(first, second);
-        a.unwrap();
-        b.unwrap();
-        assert_eq!(*log.lock().unwrap(), vec!["first", "second"]);
+        let rest: Vec<_> = (1..50)
+            .map(|i| {
+                let log = log.clone();
+                run(move || log.lock().unwrap().push(i))
+            })
+            .collect();
+        // Spawned last first, each on whichever worker picks it up.
+        let mut pending: Vec<_> = rest.into_iter().rev().map(tokio::spawn).collect();
+        pending.push(tokio::spawn(first));
+        for p in pending {
+            p.await.unwrap().unwrap();
+        }
+        assert_eq!(*log.lock().unwrap(), (0..50).collect::<Vec<_>>());
     }
 
     #[tokio::test]
