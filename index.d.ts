@@ -10,6 +10,7 @@ export {
   makePrivate,
   newConversationId,
   PromptTurn,
+  RecordFile,
   Session,
   checkClientOptions,
   DEFAULT_BASE_URL,

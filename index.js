@@ -14,6 +14,7 @@ exports.accessList = native.accessList
 exports.makePrivate = native.makePrivate
 exports.newConversationId = native.newConversationId
 exports.PromptTurn = native.PromptTurn
+exports.RecordFile = native.RecordFile
 exports.Session = native.Session
 exports.checkClientOptions = native.checkClientOptions
 exports.DEFAULT_BASE_URL = native.DEFAULT_BASE_URL

@@ -426,6 +426,30 @@ export declare class PromptTurn {
   cancel(): void
 }
 
+/**
+ * The file each save of one session's record replaces whole. A save is numbered as it starts
+ * (`begin()`), written to a temporary of its own, and renamed over the file by `replace` (or
+ * by `Session.saveToFile` on the addon's file thread): the save that started last is the one
+ * kept, whatever order the writes end in, and once `close()` returned no save lands.
+ */
+export declare class RecordFile {
+  /** The record at `path`; nothing is touched on disk. */
+  constructor(path: string)
+  get path(): string
+  /** Numbers a new save (1, 2, …); `null` once closed: nothing is to be written. */
+  begin(): number | null
+  /**
+   * Renames `temporary`, save number `save` written in full, over the file: true when it
+   * landed; false when the file was closed or a save that started later landed first (the
+   * temporary is removed then). Throws `E_INVALID` for a number `begin()` did not give, or
+   * when the rename fails (the temporary removed either way; the file keeps its last save).
+   */
+  replace(temporary: string, save: number): boolean
+  /** No save lands from now on, not even one being written now. */
+  close(): void
+  get closed(): boolean
+}
+
 /** One conversation. One turn at a time: prompting while a turn runs throws `E_BUSY`. */
 export declare class Session {
   /** The Cursor conversation id (stable across turns). */
@@ -528,13 +552,17 @@ export declare class Session {
   /**
    * Writes `{ ...fields, saved }` as JSON to `file`, where `saved` is what `save()` returns
    * without its blobs (a session opened with a `blobDir` keeps them in that folder): the
-   * state is taken now, and the JSON made and written off the JavaScript thread. The file
-   * is new and private to this user from its first byte (0600; on Windows this user's
-   * access list); one already at `file` is replaced, so name a temporary of your own and
-   * rename it into place. Rejects with `E_INVALID` when `fields` is not an object or has
-   * `saved`, or when the file cannot be written (nothing is left at `file` then).
+   * state is taken now, and the JSON made and written on the addon's file thread, in the
+   * order saves were asked for. The file is new and private to this user from its first byte
+   * (0600; on Windows this user's access list); one already at `file` is replaced, so name a
+   * temporary of your own. With `into`, the temporary is then renamed over that record as
+   * its save number `save` (from `into.begin()`), in the same job: resolves true when it
+   * landed, false when `into` was closed or a later save landed first (the temporary
+   * removed). Without `into` it resolves true once written. Rejects with `E_INVALID` when
+   * `fields` is not an object or has `saved`, when `into` comes without a `save` it gave,
+   * or when the file cannot be written or renamed (nothing is left at `file` then).
    */
-  saveToFile(file: string, fields: Record<string, unknown>): Promise<void>
+  saveToFile(file: string, fields: Record<string, unknown>, into?: RecordFile, save?: number): Promise<boolean>
   /** Cancels any running turn; later prompts throw `E_CLOSED`. */
   close(): void
 }

@@ -841,6 +841,7 @@ module.exports.EmbeddedBackend = nativeBinding.EmbeddedBackend
 module.exports.ExecContext = nativeBinding.ExecContext
 module.exports.LocalTools = nativeBinding.LocalTools
 module.exports.PromptTurn = nativeBinding.PromptTurn
+module.exports.RecordFile = nativeBinding.RecordFile
 module.exports.Session = nativeBinding.Session
 module.exports.accessList = nativeBinding.accessList
 module.exports.checkClientOptions = nativeBinding.checkClientOptions

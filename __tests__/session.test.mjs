@@ -505,6 +505,62 @@ test('save({ blobs: false }) and saveToFile(): the record without the blob folde
   }
 })
 
+test('saveToFile(…, into, save) lands the save over a RecordFile: the latest started wins, none once closed', async () => {
+  const fs = await import('node:fs')
+  const { tmpdir } = await import('node:os')
+  const { RecordFile } = await import('../index.js')
+  const dir = fs.mkdtempSync(`${tmpdir()}/acp-land-`)
+  const { client, close } = await setup({ turns: [[{ type: 'turnEnded' }]] })
+  try {
+    const session = client.newSession()
+    const into = new RecordFile(`${dir}/s.json`)
+    assert.equal(into.path, `${dir}/s.json`)
+    const read = () => JSON.parse(fs.readFileSync(`${dir}/s.json`, 'utf8')).title
+
+    // In order, each replaces the one before; written and renamed on the file thread.
+    const one = /** @type {number} */ (into.begin())
+    assert.equal(await session.saveToFile(`${dir}/s.json.1.tmp`, { title: 'one' }, into, one), true)
+    assert.equal(read(), 'one')
+
+    // Started earlier, landing later (a save in place came between): dropped with its temporary.
+    const two = /** @type {number} */ (into.begin())
+    const three = /** @type {number} */ (into.begin())
+    fs.writeFileSync(`${dir}/s.json.3.tmp`, JSON.stringify({ title: 'three, in place' }))
+    assert.equal(into.replace(`${dir}/s.json.3.tmp`, three), true)
+    assert.equal(await session.saveToFile(`${dir}/s.json.2.tmp`, { title: 'two' }, into, two), false)
+    assert.equal(read(), 'three, in place')
+
+    // A number it never gave, or none: refused before anything is written.
+    await assert.rejects(session.saveToFile(`${dir}/s.json.9.tmp`, { title: 'nine' }, into, 9), { code: 'E_INVALID', message: /save 9 was not begun/ })
+    await assert.rejects(session.saveToFile(`${dir}/s.json.9.tmp`, { title: 'nine' }, into), { code: 'E_INVALID', message: /needs its save number/ })
+    assert.throws(() => into.replace(`${dir}/s.json.9.tmp`, 9), { code: 'E_INVALID', message: /save 9 was not begun/ })
+
+    // Closed while saves are queued (behind a large one that holds the file thread): none lands,
+    // no temporary stays, and no new save begins.
+    const large = session.saveToFile(`${dir}/large.json`, { text: 'x'.repeat(32 * 1024 * 1024) })
+    const queued = []
+    for (let i = 0; i < 20; i++) {
+      const save = /** @type {number} */ (into.begin())
+      queued.push(session.saveToFile(`${dir}/s.json.q${save}.tmp`, { title: `queued ${save}` }, into, save))
+    }
+    into.close()
+    const landed = await Promise.all(queued)
+    assert.equal(await large, true)
+    fs.rmSync(`${dir}/large.json`)
+    assert.equal(into.closed, true)
+    assert.equal(into.begin(), null)
+    // Those the file thread reached before the close landed in order; none after it.
+    const after = landed.indexOf(false)
+    assert.ok(after >= 0, 'the close came before the last of 20 queued saves')
+    assert.ok(landed.slice(after).every((l) => l === false), JSON.stringify(landed))
+    assert.equal(read(), after === 0 ? 'three, in place' : `queued ${three + after}`)
+    assert.deepEqual(fs.readdirSync(dir), ['s.json'], 'no temporary stays')
+  } finally {
+    close()
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
+})
+
 test('replay() rebuilds the conversation from the checkpoint for session/load (inline and blob-referenced turns)', async () => {
   const { createHash } = await import('node:crypto')
   // Hand-encoded protobuf: length-delimited field `n` holding `bytes`.

@@ -146,17 +146,18 @@ test('saves written in the background: the latest state wins, and a delete meanw
   await assert.rejects(a.saveInBackground({ sessionId: 'b', cwd: '/w' }), /not the record of session a/)
 })
 
-test('a save in the background through a writer of its own (the addon\'s saveToFile): renamed into place, or nothing left', async () => {
+test('a save in the background through a writer of its own (the addon\'s saveToFile): landed through the record, or nothing left', async () => {
   const store = new SessionStore(tempDir('acp-cache-'))
   const a = store.open('a')
   /** @type {string[]} */
   const named = []
-  const ok = await a.saveInBackground({ sessionId: 'a', cwd: '/w', title: 'by the writer' }, async (file, record) => {
+  const ok = await a.saveInBackground({ sessionId: 'a', cwd: '/w', title: 'by the writer' }, async (file, record, into, save) => {
     named.push(path.basename(file))
     fs.writeFileSync(file, JSON.stringify({ ...record, saved: { conversationId: 'c' } }), { mode: 0o600 })
+    return into.replace(file, save)
   })
   assert.equal(ok, true)
-  assert.match(named[0], new RegExp(`^a\\.json\\.${process.pid}\\.\\d+\\.tmp$`), 'a temporary of this process, for tidy() to know')
+  assert.match(named[0], new RegExp(`^a\\.json\\.${process.pid}\\.\\d+\\.1\\.tmp$`), 'a temporary of this process, for tidy() to know')
   assert.deepEqual(store.get('a'), { sessionId: 'a', cwd: '/w', title: 'by the writer', saved: { conversationId: 'c' } })
 
   // A writer that fails (after writing part of the file): the error, the last save kept, no temporary.
@@ -166,6 +167,42 @@ test('a save in the background through a writer of its own (the addon\'s saveToF
   }), /disk full/)
   assert.equal(store.get('a')?.title, 'by the writer')
   assert.deepEqual(fs.readdirSync(store.sessionsDir), ['a.json'])
+
+  // The session deleted while the writer writes: the record it lands through is closed, so the
+  // save is dropped even though its writer renames after the delete.
+  const writing = a.saveInBackground({ sessionId: 'a', cwd: '/w', title: 'late' }, async (file, record, into, save) => {
+    await new Promise((resolve) => setImmediate(resolve))
+    fs.writeFileSync(file, JSON.stringify(record))
+    return into.replace(file, save)
+  })
+  store.delete('a')
+  assert.equal(await writing, false)
+  assert.deepEqual(fs.readdirSync(store.sessionsDir), [], 'no record, no temporary')
+})
+
+test('a session opened twice: each opening writes temporaries of its own, and the delete stops both', async () => {
+  const store = new SessionStore(tempDir('acp-cache-'))
+  const first = store.open('a')
+  const second = store.open('a')
+  /** @type {string[]} */
+  const temporaries = []
+  /** @type {(() => void)[]} */
+  const release = []
+  /** @type {import('../cli/store.mjs').WriteRecord} */
+  const held = async (file, record, into, save) => {
+    fs.writeFileSync(file, JSON.stringify(record))
+    temporaries.push(path.basename(file))
+    await new Promise((resolve) => release.push(() => resolve(undefined)))
+    return into.replace(file, save)
+  }
+  const saves = [first.saveInBackground({ sessionId: 'a', cwd: '/w', title: 'first' }, held), second.saveInBackground({ sessionId: 'a', cwd: '/w', title: 'second' }, held)]
+  // Each writer wrote its temporary before its first wait.
+  assert.notEqual(temporaries[0], temporaries[1])
+  assert.equal(fs.readdirSync(store.sessionsDir).length, 2, 'both written beside each other')
+  store.delete('a')
+  for (const r of release) r()
+  assert.deepEqual(await Promise.all(saves), [false, false])
+  assert.deepEqual(fs.readdirSync(store.sessionsDir), [])
 })
 
 test('session files refuse another session\'s record and ids that name no folder of their own', () => {

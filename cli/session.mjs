@@ -387,8 +387,9 @@ export class AgentSession {
    */
   async persistInBackground() {
     if (this.files.deleted) return
-    // The addon adds its conversation to the record and writes the file on its own threads.
-    await this.files.saveInBackground(this.recordFields(), (file, fields) => this.native.saveToFile(file, fields))
+    // The addon adds its conversation to the record, writes the file and lands it on its file
+    // thread: the JS thread makes no file system call for it.
+    await this.files.saveInBackground(this.recordFields(), (file, fields, into, save) => this.native.saveToFile(file, fields, into, save))
   }
 
   /** The session as the store saves it. @returns {import('./store.mjs').SessionRecord} */

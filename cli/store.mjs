@@ -10,6 +10,7 @@
 // nothing again (see `SessionFiles`).
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, privateDir, tightenInBackground, writeNewPrivateFileInBackground, writePrivateFile } from './private-files.mjs'
 import { builtin } from './builtin.mjs'
+import { loadAddon } from './addon.mjs'
 
 const fs = builtin('node:fs')
 const path = builtin('node:path')
@@ -41,24 +42,29 @@ const path = builtin('node:path')
  * @property {(record: SessionRecord) => boolean} save  saves the record, unless the session
  *   was deleted since it was opened (false, nothing written); throws for another session's record
  * @property {(record: SessionRecord, write?: WriteRecord) => Promise<boolean>} saveInBackground
- *   `save`, the file written off the JS thread (a turn's end: the agent serves other sessions
- *   meanwhile), by `write` when given (the addon's `saveToFile`, which adds the conversation to
- *   the record itself); false when nothing was saved: the session was deleted, or a later save
- *   of it was renamed first
+ *   `save`, the file written and renamed into place off the JS thread (a turn's end: the agent
+ *   serves other sessions meanwhile), by `write` when given (the addon's `saveToFile`, which
+ *   adds the conversation to the record itself); false when nothing was saved: the session was
+ *   deleted, or a later save of it landed first
  */
 
 /**
- * Writes `record` to `file`, a new private file, off the JS thread (rejects on failure).
- * @typedef {(file: string, record: SessionRecord) => Promise<void>} WriteRecord
+ * Writes `record` to `file`, a new private file, off the JS thread, then lands it: renames it
+ * over the session's record as save number `save` of `into` (`RecordFile.replace`). Resolves
+ * whether it landed; rejects on failure.
+ * @typedef {(file: string, record: SessionRecord, into: import('../index.js').RecordFile, save: number) => Promise<boolean>} WriteRecord
  */
 
 /** @type {WriteRecord} */
-const writeRecordAsJson = (file, record) => writeNewPrivateFileInBackground(file, JSON.stringify(record)).catch(async (/** @type {any} */ e) => {
-  if (e?.code !== 'EEXIST') throw e
-  // Left by a failed write of this process: it is ours to replace.
-  await fs.promises.rm(file, { force: true })
-  await writeNewPrivateFileInBackground(file, JSON.stringify(record))
-})
+const writeRecordAsJson = async (file, record, into, save) => {
+  await writeNewPrivateFileInBackground(file, JSON.stringify(record)).catch(async (/** @type {any} */ e) => {
+    if (e?.code !== 'EEXIST') throw e
+    // Left by a failed write of this process: it is ours to replace.
+    await fs.promises.rm(file, { force: true })
+    await writeNewPrivateFileInBackground(file, JSON.stringify(record))
+  })
+  return into.replace(file, save)
+}
 
 /**
  * What `session/list` and conversation search read of a saved session.
@@ -67,8 +73,8 @@ const writeRecordAsJson = (file, record) => writeNewPrivateFileInBackground(file
 
 /** A session id that can name a file and a folder: `.` and `..` name folders that are not its own. */
 const SAFE_ID = /^(?!\.{1,2}$)[A-Za-z0-9._-]{1,128}$/
-/** `<id>.json.<pid>.tmp` or `<id>.json.<pid>.<n>.tmp`: a session being written by process `pid`. */
-const TEMPORARY = /^[A-Za-z0-9._-]{1,128}\.json\.(\d+)(?:\.\d+)?\.tmp$/
+/** `<id>.json.<pid>.tmp`, `<id>.json.<pid>.<opening>.<save>.tmp` (or an older `<id>.json.<pid>.<n>.tmp`): a session being written by process `pid`. */
+const TEMPORARY = /^[A-Za-z0-9._-]{1,128}\.json\.(\d+)(?:\.\d+){0,2}\.tmp$/
 
 export class SessionStore {
   /**
@@ -84,6 +90,16 @@ export class SessionStore {
    * @type {Map<string, number>}
    */
   #deletions = new Map()
+
+  /**
+   * The records with saves being written, by session id, and how many each: only while they
+   * are written (a few entries at any time).
+   * @type {Map<string, Map<import('../index.js').RecordFile, number>>}
+   */
+  #savesUnderWay = new Map()
+
+  /** Numbers each `open()`, for its temporaries' names. */
+  #openings = 0
 
   /**
    * Opens (or makes) the store: its folders, made 0700 or tightened to it. The cache folder
@@ -174,14 +190,21 @@ export class SessionStore {
     const opened = this.#deletions.get(id) ?? 0
     const deleted = () => (this.#deletions.get(id) ?? 0) !== opened
     const file = /** @type {string} */ (this.file(id))
+    // The core lands the saves (`RecordFile`): the one started last is kept whatever order
+    // they are written in, and none lands once `delete()` closed it.
+    const into = new (loadAddon().RecordFile)(file)
     /** @param {SessionRecord} record */
     const check = (record) => {
       if (record.sessionId !== id) throw new Error(`not the record of session ${id}: ${JSON.stringify(record.sessionId)}`)
     }
-    // The saves are numbered as they start: one that ends after a later one was renamed into
-    // place is dropped, so the file always holds the latest state.
-    let started = 0
-    let renamed = 0
+    // Its temporaries are named under this process's id (for `tidy()`) and this opening's
+    // number: a session opened twice does not write over its other opening's.
+    const opening = ++this.#openings
+    /** A new save's number and its temporary; null when the session was deleted. */
+    const begin = () => {
+      const save = deleted() ? null : into.begin()
+      return save === null ? null : { save, tmp: `${file}.${process.pid}.${opening}.${save}.tmp` }
+    }
     return {
       sessionId: id,
       blobDir: this.blobsOf(id),
@@ -191,35 +214,51 @@ export class SessionStore {
       },
       save: (record) => {
         check(record)
-        if (deleted()) return false
-        const save = ++started
-        this.put(record)
-        renamed = save
-        return true
+        const started = begin()
+        if (!started) return false
+        // Left by an earlier process that had this one's id: ours to replace.
+        fs.rmSync(started.tmp, { force: true })
+        try {
+          writePrivateFile(started.tmp, JSON.stringify(record), { exclusive: true })
+        } catch (e) {
+          fs.rmSync(started.tmp, { force: true })
+          throw e
+        }
+        return into.replace(started.tmp, started.save)
       },
       saveInBackground: async (record, write = writeRecordAsJson) => {
         check(record)
-        if (deleted()) return false
-        const save = ++started
-        // Its own temporary (a save still being written may have one), under this process's id
-        // for `tidy()`.
-        const tmp = `${file}.${process.pid}.${save}.tmp`
+        const started = begin()
+        if (!started) return false
+        const finished = this.#writing(id, into)
         try {
-          await write(tmp, record)
-          // The check and the rename on the JS thread, with nothing between them: a delete or a
-          // later save cannot come in between.
-          if (deleted() || save < renamed) {
-            await fs.promises.rm(tmp, { force: true })
-            return false
-          }
-          fs.renameSync(tmp, file)
+          return await write(started.tmp, record, into, started.save)
         } catch (e) {
-          await fs.promises.rm(tmp, { force: true }).catch(() => {})
+          await fs.promises.rm(started.tmp, { force: true }).catch(() => {})
           throw e
+        } finally {
+          finished()
         }
-        renamed = save
-        return true
       },
+    }
+  }
+
+  /**
+   * Counts a save of session `id` being written into `into`, until the function it returns is
+   * called: `delete()` closes the records of the saves under way, so that none lands after it.
+   * @param {string} id
+   * @param {import('../index.js').RecordFile} into
+   */
+  #writing(id, into) {
+    let records = this.#savesUnderWay.get(id)
+    if (!records) this.#savesUnderWay.set(id, (records = new Map()))
+    records.set(into, (records.get(into) ?? 0) + 1)
+    const under = records
+    return () => {
+      const left = (under.get(into) ?? 1) - 1
+      if (left) return void under.set(into, left)
+      under.delete(into)
+      if (!under.size && this.#savesUnderWay.get(id) === under) this.#savesUnderWay.delete(id)
     }
   }
 
@@ -259,8 +298,11 @@ export class SessionStore {
   delete(sessionId) {
     const file = this.file(sessionId)
     if (!file) return
-    // First: whatever happens below, a save of the session that was open is refused.
+    // First: whatever happens below, a save of the session that was open is refused, and none
+    // being written lands (closing a record waits for a rename under way).
     this.#deletions.set(sessionId, (this.#deletions.get(sessionId) ?? 0) + 1)
+    for (const into of this.#savesUnderWay.get(sessionId)?.keys() ?? []) into.close()
+    this.#savesUnderWay.delete(sessionId)
     fs.rmSync(file, { force: true })
     removeFolder(this.blobsOf(sessionId))
     removeFolder(this.terminalsOf(sessionId))

@@ -8,6 +8,7 @@ use napi::Env;
 use serde_json::{json, Value};
 
 use crate::js_error::{coded, promise};
+use crate::js_record_file::{not_begun, replace_now, RecordFile};
 use crate::js_turn::PromptTurn;
 use crate::json::Json;
 use crate::saved;
@@ -318,36 +319,39 @@ impl Session {
 
     /// Writes `{ ...fields, saved }` as JSON to `file`, where `saved` is what `save()` returns
     /// without its blobs (a session opened with a `blobDir` keeps them in that folder): the
-    /// state is taken now, and the JSON made and written off the JavaScript thread. The file
-    /// is new and private to this user from its first byte (0600; on Windows this user's
-    /// access list); one already at `file` is replaced, so name a temporary of your own and
-    /// rename it into place. Rejects with `E_INVALID` when `fields` is not an object or has
-    /// `saved`, or when the file cannot be written (nothing is left at `file` then).
-    #[napi(ts_args_type = "file: string, fields: Record<string, unknown>", ts_return_type = "Promise<void>")]
-    pub fn save_to_file<'env>(&self, env: &'env Env, file: String, fields: Value) -> Result<PromiseRaw<'env, ()>> {
+    /// state is taken now, and the JSON made and written on the addon's file thread, in the
+    /// order saves were asked for. The file is new and private to this user from its first byte
+    /// (0600; on Windows this user's access list); one already at `file` is replaced, so name a
+    /// temporary of your own. With `into`, the temporary is then renamed over that record as
+    /// its save number `save` (from `into.begin()`), in the same job: resolves true when it
+    /// landed, false when `into` was closed or a later save landed first (the temporary
+    /// removed). Without `into` it resolves true once written. Rejects with `E_INVALID` when
+    /// `fields` is not an object or has `saved`, when `into` comes without a `save` it gave,
+    /// or when the file cannot be written or renamed (nothing is left at `file` then).
+    #[napi(
+        ts_args_type = "file: string, fields: Record<string, unknown>, into?: RecordFile, save?: number",
+        ts_return_type = "Promise<boolean>"
+    )]
+    pub fn save_to_file<'env>(
+        &self,
+        env: &'env Env,
+        file: String,
+        fields: Value,
+        into: Option<&RecordFile>,
+        save: Option<u32>,
+    ) -> Result<PromiseRaw<'env, bool>> {
         let saved = self.inner.save_without_blobs();
+        // Queued here, on the JavaScript thread, so that saves run in the order they were asked
+        // for; a refusal is the promise's, as a failed write is.
+        let queued = queue_save(file, fields, saved, into.map(|record| record.inner.clone()), save);
         promise(
             env,
             async move {
-                let Value::Object(mut record) = fields else {
-                    return Err(CoreError::InvalidInput("saveToFile: fields must be an object".into()));
-                };
-                if record.contains_key("saved") {
-                    return Err(CoreError::InvalidInput("saveToFile: `saved` is the session's to write".into()));
-                }
-                // On the core's file thread, in the order asked: one thread for every session's
-                // saves rather than a pool thread started per save.
-                cursor_acp_core::file_queue::run(move || {
-                    record.insert("saved".into(), saved::to_json(saved));
-                    let text = serde_json::to_vec(&Value::Object(record))
-                        .map_err(|e| CoreError::InvalidInput(format!("saveToFile: {e}")))?;
-                    cursor_acp_core::private_files::write_new_file(std::path::Path::new(&file), &text)
-                        .map_err(|e| CoreError::InvalidInput(format!("saveToFile: {file}: {e}")))
-                })
-                .await
-                .map_err(|e| CoreError::InvalidInput(format!("saveToFile: the write did not finish: {e}")))?
+                queued?
+                    .await
+                    .map_err(|e| CoreError::InvalidInput(format!("saveToFile: the write did not finish: {e}")))?
             },
-            |_, ()| Ok(()),
+            |_, landed| Ok(landed),
         )
     }
 
@@ -356,6 +360,46 @@ impl Session {
     pub fn close(&self) {
         self.inner.close();
     }
+}
+
+/// `saveToFile`'s job, checked and queued on the core's file thread: the record written to
+/// `file`, then landed over `into` as save `save` when given. The rename runs in the same job:
+/// a turn's end costs the JavaScript thread no file system call.
+fn queue_save(
+    file: String,
+    fields: Value,
+    saved: session::SavedSession,
+    into: Option<std::sync::Arc<cursor_acp_core::record_file::RecordFile>>,
+    save: Option<u32>,
+) -> std::result::Result<
+    impl std::future::Future<
+        Output = std::result::Result<std::result::Result<bool, CoreError>, cursor_acp_core::file_queue::QueueError>,
+    >,
+    CoreError,
+> {
+    let Value::Object(mut record) = fields else {
+        return Err(CoreError::InvalidInput("saveToFile: fields must be an object".into()));
+    };
+    if record.contains_key("saved") {
+        return Err(CoreError::InvalidInput("saveToFile: `saved` is the session's to write".into()));
+    }
+    let landing = match (into, save) {
+        (None, _) => None,
+        (Some(into), Some(save)) if into.issued(u64::from(save)).is_some() => Some((into, save)),
+        (Some(into), Some(save)) => return Err(not_begun(&into, save)),
+        (Some(_), None) => return Err(CoreError::InvalidInput("saveToFile: `into` needs its save number".into())),
+    };
+    Ok(cursor_acp_core::file_queue::run(move || {
+        record.insert("saved".into(), saved::to_json(saved));
+        let text = serde_json::to_vec(&Value::Object(record))
+            .map_err(|e| CoreError::InvalidInput(format!("saveToFile: {e}")))?;
+        cursor_acp_core::private_files::write_new_file(std::path::Path::new(&file), &text)
+            .map_err(|e| CoreError::InvalidInput(format!("saveToFile: {file}: {e}")))?;
+        match landing {
+            Some((into, save)) => replace_now(&into, &file, save),
+            None => Ok(true),
+        }
+    }))
 }
 
 fn uuid_v4() -> String {

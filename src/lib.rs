@@ -29,6 +29,7 @@ mod js_files;
 mod js_host;
 mod js_log;
 mod js_models;
+mod js_record_file;
 mod js_session;
 mod js_token;
 mod js_tools;

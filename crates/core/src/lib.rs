@@ -17,6 +17,7 @@ pub mod private_files;
 pub mod prompt;
 pub mod proto;
 pub mod protojson;
+pub mod record_file;
 pub mod session;
 pub mod tool_schema;
 pub mod tools;
