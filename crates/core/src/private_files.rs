@@ -43,20 +43,25 @@ pub fn restrict(path: &Path) -> io::Result<()> {
 
 /// Writes `data` to `path` as a new file private to this user from its first byte: mode 0600
 /// given at creation (and set outright, the umask may narrow it), or on Windows this user's
-/// access list before anything is written. A file already at `path` is removed first, so that
-/// no wider mode or access list it has is kept; the caller names a file of its own there (a
-/// temporary it renames into place). On failure nothing is left at `path`.
+/// access list before anything is written. A file already at `path` is removed and made again,
+/// so that no wider mode or access list it has is kept; the caller names a file of its own there
+/// (a temporary it renames into place). On failure nothing is left at `path`.
 pub fn write_new_file(path: &Path, data: &[u8]) -> io::Result<()> {
     use std::io::Write as _;
-    match std::fs::remove_file(path) {
-        Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
-        _ => {}
-    }
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create_new(true);
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let written = options.open(path).and_then(|mut file| {
+    // Made first and removed only when something is there: the usual case (a fresh temporary)
+    // costs no removal that finds nothing.
+    let opened = match options.open(path) {
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+            std::fs::remove_file(path)?;
+            options.open(path)
+        }
+        opened => opened,
+    };
+    let written = opened.and_then(|mut file| {
         #[cfg(unix)]
         file.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
         #[cfg(windows)]
