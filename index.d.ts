@@ -19,6 +19,7 @@ export {
   describeInteraction,
   forgetProcessGroup,
   ownCredentialVariables,
+  prepareTls,
   setLogLevel,
   watchProcessGroup,
 } from './native'

@@ -23,5 +23,6 @@ exports.describeExecResult = native.describeExecResult
 exports.describeInteraction = native.describeInteraction
 exports.forgetProcessGroup = native.forgetProcessGroup
 exports.ownCredentialVariables = native.ownCredentialVariables
+exports.prepareTls = native.prepareTls
 exports.setLogLevel = native.setLogLevel
 exports.watchProcessGroup = native.watchProcessGroup

@@ -952,6 +952,15 @@ export interface NewSessionOptions {
  */
 export declare function ownCredentialVariables(): Array<string>
 
+/**
+ * Reads the system's certificate store and makes the TLS setup every client shares now, on a
+ * thread of its own, so that the first `new AgentClient()` does not wait for it on the
+ * JavaScript thread (about 5 ms on Linux). A client made meanwhile waits for the same setup.
+ * The store is read once per process: set `SSL_CERT_FILE` or `SSL_CERT_DIR` before calling it.
+ * Later calls do nothing.
+ */
+export declare function prepareTls(): void
+
 /** What `save()` puts in. */
 export interface SaveOptions {
   /** The blobs too (the default). */

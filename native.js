@@ -853,6 +853,7 @@ module.exports.forgetProcessGroup = nativeBinding.forgetProcessGroup
 module.exports.makePrivate = nativeBinding.makePrivate
 module.exports.newConversationId = nativeBinding.newConversationId
 module.exports.ownCredentialVariables = nativeBinding.ownCredentialVariables
+module.exports.prepareTls = nativeBinding.prepareTls
 module.exports.setLogLevel = nativeBinding.setLogLevel
 module.exports.startEmbeddedBackend = nativeBinding.startEmbeddedBackend
 module.exports.watchProcessGroup = nativeBinding.watchProcessGroup

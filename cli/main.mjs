@@ -301,10 +301,11 @@ connection = await serveStdio({
   afterFirstLine: () => {
     clearTimeout(idleCheck)
     checkOptionsOnce()
-    // Every session needs the addon: loaded now, while the client reads the answer. One that
-    // does not load is reported by the first session, as it would be without this.
+    // Every session needs the addon: loaded now, while the client reads the answer, and its
+    // TLS setup (the system's certificate store) made on a thread of its own meanwhile. One
+    // that does not load is reported by the first session, as it would be without this.
     try {
-      loadAddon()
+      loadAddon().prepareTls()
     } catch {}
   },
 })

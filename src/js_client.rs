@@ -16,6 +16,17 @@ use crate::js_host::{Callback, ExecCallback, JsBlobStore, JsHost};
 use crate::js_session::Session;
 use crate::saved;
 
+/// Reads the system's certificate store and makes the TLS setup every client shares now, on a
+/// thread of its own, so that the first `new AgentClient()` does not wait for it on the
+/// JavaScript thread (about 5 ms on Linux). A client made meanwhile waits for the same setup.
+/// The store is read once per process: set `SSL_CERT_FILE` or `SSL_CERT_DIR` before calling it.
+/// Later calls do nothing.
+#[napi]
+pub fn prepare_tls() {
+    // The thread is not waited for: the first client joins its work through the shared setup.
+    drop(cursor_acp_core::transport::prepare_tls_in_background());
+}
+
 /// Blob storage callbacks; they replace the built-in store. Ids are lower-case hex.
 #[napi(object, object_to_js = false)]
 pub struct KvOptions {

@@ -13,23 +13,63 @@ const IDLE_STREAM_CONNECTIONS: usize = 32;
 
 static CRYPTO_PROVIDER: Once = Once::new();
 
-/// The TLS setup of a client of `kind` for an `https` base URL or a plain one.
+/// The process's certificate verifier, or why the system has none.
+type SharedVerifier = Result<Arc<rustls_platform_verifier::Verifier>, String>;
+
+/// The crypto provider clients are made with: the process's default (ours, unless another
+/// library installed one first).
+fn crypto_provider() -> Arc<rustls::crypto::CryptoProvider> {
+    rustls::crypto::CryptoProvider::get_default()
+        .cloned()
+        .unwrap_or_else(|| Arc::new(rustls::crypto::ring::default_provider()))
+}
+
+/// The certificate verifier every client shares, made at the first call.
 ///
 /// Left to itself, reqwest makes a certificate verifier for every client, and the platform
-/// verifier reads and parses the system's certificate store as it is made: milliseconds on the
-/// caller's thread, the JS thread for `new AgentClient()`, every time. It is made once per
-/// process instead. Where the system has no certificates it cannot be made at all; a client of
-/// a plain `http` URL (the embedded backend, a local gateway) then still works, with TLS that
-/// trusts nobody, and an `https` one fails to build, saying why.
-fn tls_config(kind: TransportKind, https: bool) -> Result<rustls::ClientConfig, CoreError> {
-    type Shared = Result<Arc<rustls_platform_verifier::Verifier>, String>;
-    static VERIFIER: OnceLock<Shared> = OnceLock::new();
-    let provider = rustls::crypto::CryptoProvider::get_default()
-        .cloned()
-        .unwrap_or_else(|| Arc::new(rustls::crypto::ring::default_provider()));
-    let verifier = VERIFIER.get_or_init(|| {
+/// verifier reads and parses the system's certificate store as it is made: about 5 ms on
+/// Linux, on the caller's thread (the JS thread, for `new AgentClient()`), every time. It is
+/// made once per process instead, and [`prepare_tls_in_background`] makes it before the first
+/// client is asked for.
+fn shared_verifier(provider: &Arc<rustls::crypto::CryptoProvider>) -> &'static SharedVerifier {
+    static VERIFIER: OnceLock<SharedVerifier> = OnceLock::new();
+    VERIFIER.get_or_init(|| {
         rustls_platform_verifier::Verifier::new(provider.clone()).map(Arc::new).map_err(|e| e.to_string())
+    })
+}
+
+/// Makes the process's TLS setup (the crypto provider, the certificate verifier and with it
+/// the system's certificate store) on a thread of its own, so that the first client made
+/// finds it ready; a client made meanwhile waits for that same setup rather than making
+/// another. Called as the addon loads: a host that loads it and then makes a client (the stdio
+/// agent loads it once `initialize` is answered) takes the store's reading off its own thread.
+/// Once per process: the first call gives the thread (a caller may wait for it), later calls
+/// `None`, as does a system that cannot start a thread (the first client then makes the setup
+/// on its own thread, as it would without this). Nothing else is reported: a system without
+/// certificates is said by the first `https` client.
+pub fn prepare_tls_in_background() -> Option<std::thread::JoinHandle<()>> {
+    static STARTED: Once = Once::new();
+    let mut thread = None;
+    STARTED.call_once(|| {
+        let started = std::thread::Builder::new().name("acp-tls-setup".into()).spawn(|| {
+            install_crypto_provider();
+            shared_verifier(&crypto_provider());
+        });
+        match started {
+            Ok(handle) => thread = Some(handle),
+            Err(e) => tracing::debug!("the TLS setup thread could not start: {e}"),
+        }
     });
+    thread
+}
+
+/// The TLS setup of a client of `kind` for an `https` base URL or a plain one, with the
+/// process's one verifier ([`shared_verifier`]). Where the system has no certificates there is
+/// none; a client of a plain `http` URL (the embedded backend, a local gateway) then still
+/// works, with TLS that trusts nobody, and an `https` one fails to build, saying why.
+fn tls_config(kind: TransportKind, https: bool) -> Result<rustls::ClientConfig, CoreError> {
+    let provider = crypto_provider();
+    let verifier = shared_verifier(&provider);
     let builder = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(|e| CoreError::InvalidInput(format!("TLS setup: {e}")))?;

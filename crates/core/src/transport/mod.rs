@@ -51,8 +51,8 @@ pub use account::{
     Account, AccountTokens, LoginPoll, ACCOUNT_CALL_TIMEOUT, EXCHANGE_API_KEY_PATH, POLL_PATH, REFRESH_PATH,
 };
 use auto::{AutoConnections, Fallback, RunCheck};
-pub use clients::web_client;
 use clients::{http_client, H2Connections};
+pub use clients::{prepare_tls_in_background, web_client};
 pub use config::{
     check_headers, is_client_string, parse_base_url, AppendEncoding, Compression, TransportConfig, TransportKind,
     BASE_URL_TAKES, BIDI_APPEND_PATH, CLIENT_STRING_TAKES, DEFAULT_BASE_URL, DEFAULT_CLIENT_VERSION,
