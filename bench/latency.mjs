@@ -58,6 +58,10 @@ const listen = (server) => new Promise((resolve) => server.listen(0, '127.0.0.1'
 /** TLS in front of a plain (HTTP/1.1 and h2c) backend, offering h2 and HTTP/1.1 by ALPN. */
 async function tlsFront(backendPort, { key, cert }) {
   const server = tls.createServer({ key, cert, ALPNProtocols: ['h2', 'http/1.1'] }, (secure) => {
+    // Both sides without Nagle's delay, as a real front end has it: otherwise a response's
+    // small frames after its headers wait for the client's delayed acknowledgement (20–45 ms,
+    // a round trip more for some turns).
+    secure.setNoDelay(true)
     const plain = net.connect(backendPort, '127.0.0.1')
     plain.setNoDelay(true)
     const end = () => { secure.destroy(); plain.destroy() }
@@ -184,7 +188,7 @@ async function agentSample(url, caFile, pauseMs, cut, name) {
   const agent = startAgent({
     baseUrl: url,
     cacheDir,
-    env: { SSL_CERT_FILE: caFile },
+    env: { SSL_CERT_FILE: caFile, CURSOR_ACP_LOG: process.env.LAT_LOG ?? 'error' },
     onUpdate: (update, _sessionId, at) => {
       if (update.sessionUpdate !== 'agent_message_chunk') return
       for (const w of [...waiters]) {
