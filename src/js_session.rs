@@ -344,15 +344,7 @@ impl Session {
         // Queued here, on the JavaScript thread, so that saves run in the order they were asked
         // for; a refusal is the promise's, as a failed write is.
         let queued = queue_save(file, fields, saved, into.map(|record| record.inner.clone()), save);
-        promise(
-            env,
-            async move {
-                queued?
-                    .await
-                    .map_err(|e| CoreError::InvalidInput(format!("saveToFile: the write did not finish: {e}")))?
-            },
-            |_, landed| Ok(landed),
-        )
+        promise(env, async move { queued?.await }, |_, landed| Ok(landed))
     }
 
     /// Cancels any running turn; later prompts throw `E_CLOSED`.
@@ -368,15 +360,10 @@ impl Session {
 fn queue_save(
     file: String,
     fields: Value,
-    saved: session::SavedSession,
+    state: session::SavedSession,
     into: Option<std::sync::Arc<cursor_acp_core::record_file::RecordFile>>,
     save: Option<u32>,
-) -> std::result::Result<
-    impl std::future::Future<
-        Output = std::result::Result<std::result::Result<bool, CoreError>, cursor_acp_core::file_queue::QueueError>,
-    >,
-    CoreError,
-> {
+) -> std::result::Result<impl std::future::Future<Output = std::result::Result<bool, CoreError>>, CoreError> {
     let Value::Object(mut record) = fields else {
         return Err(CoreError::InvalidInput("saveToFile: fields must be an object".into()));
     };
@@ -389,8 +376,8 @@ fn queue_save(
         (Some(into), Some(save)) => return Err(not_begun(&into, save)),
         (Some(_), None) => return Err(CoreError::InvalidInput("saveToFile: `into` needs its save number".into())),
     };
-    Ok(cursor_acp_core::file_queue::run(move || {
-        record.insert("saved".into(), saved::to_json(saved));
+    let job = cursor_acp_core::file_queue::run(move || {
+        record.insert("saved".into(), saved::to_json(state));
         let text = serde_json::to_vec(&Value::Object(record))
             .map_err(|e| CoreError::InvalidInput(format!("saveToFile: {e}")))?;
         cursor_acp_core::private_files::write_new_file(std::path::Path::new(&file), &text)
@@ -399,7 +386,10 @@ fn queue_save(
             Some((into, save)) => replace_now(&into, &file, save),
             None => Ok(true),
         }
-    }))
+    });
+    Ok(
+        async move { job.await.map_err(|e| CoreError::InvalidInput(format!("saveToFile: the write did not finish: {e}")))? },
+    )
 }
 
 fn uuid_v4() -> String {
