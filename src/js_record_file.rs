@@ -68,22 +68,14 @@ pub(crate) fn replace_now(
     temporary: &str,
     save: u32,
 ) -> std::result::Result<bool, CoreError> {
-    let Some(save) = record.issued(u64::from(save)) else {
-        #[allow(
-            clippy::let_underscore_must_use,
-            reason = "the number's error is the one to report; the temporary goes as on every failure"
-        )]
-        let _ = std::fs::remove_file(temporary);
-        return Err(not_begun(record, save));
-    };
-    match record.replace(save, Path::new(temporary)) {
+    match record.replace_numbered(u64::from(save), Path::new(temporary)) {
         Ok(Landing::Landed) => Ok(true),
         Ok(Landing::Superseded | Landing::Closed) => Ok(false),
         Err(e) => Err(CoreError::InvalidInput(format!("{}: {e}", record.path().display()))),
     }
 }
 
-/// The error for save number `save` that `record` never gave.
+/// The error for save number `save` that `record` never gave, said before anything is written.
 pub(crate) fn not_begun(record: &record_file::RecordFile, save: u32) -> CoreError {
     CoreError::InvalidInput(format!("{}: save {save} was not begun for this record", record.path().display()))
 }

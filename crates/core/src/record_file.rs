@@ -83,25 +83,32 @@ impl RecordFile {
     pub fn replace(&self, save: SaveNumber, temporary: &Path) -> io::Result<Landing> {
         let mut saves = self.saves();
         let landing = if saves.closed {
-            Landing::Closed
+            Ok(Landing::Closed)
         } else if save.0 < saves.landed {
-            Landing::Superseded
+            Ok(Landing::Superseded)
         } else {
-            match std::fs::rename(temporary, &self.path) {
-                Ok(()) => {
-                    saves.landed = save.0;
-                    return Ok(Landing::Landed);
-                }
-                Err(e) => {
-                    drop(saves);
-                    remove_quietly(temporary);
-                    return Err(e);
-                }
-            }
+            std::fs::rename(temporary, &self.path).map(|()| {
+                saves.landed = save.0;
+                Landing::Landed
+            })
         };
         drop(saves);
-        remove_quietly(temporary);
-        Ok(landing)
+        if !matches!(landing, Ok(Landing::Landed)) {
+            remove_quietly(temporary);
+        }
+        landing
+    }
+
+    /// [`replace`](Self::replace) with the number as a host gave it back: one this file did not
+    /// issue is an `InvalidInput` error, and its temporary is removed as on every failure.
+    pub fn replace_numbered(&self, save: u64, temporary: &Path) -> io::Result<Landing> {
+        match self.issued(save) {
+            Some(save) => self.replace(save, temporary),
+            None => {
+                remove_quietly(temporary);
+                Err(io::Error::new(io::ErrorKind::InvalidInput, format!("save {save} was not begun for this record")))
+            }
+        }
     }
 
     /// No save lands from now on: one being written is dropped when it comes to land.
@@ -215,6 +222,21 @@ mod tests {
         assert_eq!(record.issued(first.get()), Some(first));
         assert_eq!(record.issued(0), None);
         assert_eq!(record.issued(2), None);
+
+        // Given back unissued: refused, and its temporary goes; an issued one lands.
+        let dir = temp_dir();
+        let record = RecordFile::new(dir.join("s.json"));
+        let save = record.begin().unwrap();
+        let refused = record.replace_numbered(2, &written(&dir, "s.json.2.tmp", "two")).unwrap_err();
+        assert_eq!(refused.kind(), io::ErrorKind::InvalidInput);
+        assert!(refused.to_string().contains("save 2 was not begun"), "{refused}");
+        assert_eq!(names(&dir), Vec::<String>::new());
+        assert_eq!(
+            record.replace_numbered(save.get(), &written(&dir, "s.json.1.tmp", "one")).unwrap(),
+            Landing::Landed
+        );
+        assert_eq!(names(&dir), ["s.json"]);
+        std::fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]

@@ -41,8 +41,9 @@ fn shared_verifier(provider: &Arc<rustls::crypto::CryptoProvider>) -> &'static S
 /// Makes the process's TLS setup (the crypto provider, the certificate verifier and with it
 /// the system's certificate store) on a thread of its own, so that the first client made
 /// finds it ready; a client made meanwhile waits for that same setup rather than making
-/// another. Called as the addon loads: a host that loads it and then makes a client (the stdio
-/// agent loads it once `initialize` is answered) takes the store's reading off its own thread.
+/// another. The addon's `prepareTls()`: the stdio agent calls it once `initialize` is answered,
+/// and the store's reading is off its JavaScript thread. Not made as the addon loads: a host
+/// may still set `SSL_CERT_FILE` after loading it.
 /// Once per process: the first call gives the thread (a caller may wait for it), later calls
 /// `None`, as does a system that cannot start a thread (the first client then makes the setup
 /// on its own thread, as it would without this). Nothing else is reported: a system without
