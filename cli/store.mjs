@@ -172,9 +172,7 @@ export class SessionStore {
     const file = this.file(record.sessionId)
     if (!file) throw new Error(`not a session id: ${JSON.stringify(record.sessionId)}`)
     const tmp = `${file}.${process.pid}.tmp`
-    // Left by a failed write of this process: it is ours to replace.
-    fs.rmSync(tmp, { force: true })
-    writePrivateFile(tmp, JSON.stringify(record), { exclusive: true })
+    writeTemporary(tmp, record)
     fs.renameSync(tmp, file)
   }
 
@@ -216,14 +214,7 @@ export class SessionStore {
         check(record)
         const started = begin()
         if (!started) return false
-        // Left by an earlier process that had this one's id: ours to replace.
-        fs.rmSync(started.tmp, { force: true })
-        try {
-          writePrivateFile(started.tmp, JSON.stringify(record), { exclusive: true })
-        } catch (e) {
-          fs.rmSync(started.tmp, { force: true })
-          throw e
-        }
+        writeTemporary(started.tmp, record)
         return into.replace(started.tmp, started.save)
       },
       saveInBackground: async (record, write = writeRecordAsJson) => {
@@ -250,15 +241,14 @@ export class SessionStore {
    * @param {import('../index.js').RecordFile} into
    */
   #writing(id, into) {
-    let records = this.#savesUnderWay.get(id)
-    if (!records) this.#savesUnderWay.set(id, (records = new Map()))
+    const records = this.#savesUnderWay.get(id) ?? new Map()
+    this.#savesUnderWay.set(id, records)
     records.set(into, (records.get(into) ?? 0) + 1)
-    const under = records
     return () => {
-      const left = (under.get(into) ?? 1) - 1
-      if (left) return void under.set(into, left)
-      under.delete(into)
-      if (!under.size && this.#savesUnderWay.get(id) === under) this.#savesUnderWay.delete(id)
+      const left = (records.get(into) ?? 1) - 1
+      if (left) return void records.set(into, left)
+      records.delete(into)
+      if (!records.size && this.#savesUnderWay.get(id) === records) this.#savesUnderWay.delete(id)
     }
   }
 
@@ -380,6 +370,23 @@ export class SessionStore {
       ...(record.saved?.conversationId ? { conversationId: record.saved.conversationId } : {}),
     }
     return { stamp, summary }
+  }
+}
+
+/**
+ * Writes `record` as JSON to `tmp`, a new private file of this process (one left there by a
+ * failed write, or by an earlier process that had this one's id, is ours to replace); on
+ * failure nothing is left at `tmp`.
+ * @param {string} tmp
+ * @param {SessionRecord} record
+ */
+function writeTemporary(tmp, record) {
+  fs.rmSync(tmp, { force: true })
+  try {
+    writePrivateFile(tmp, JSON.stringify(record), { exclusive: true })
+  } catch (e) {
+    fs.rmSync(tmp, { force: true })
+    throw e
   }
 }
 
