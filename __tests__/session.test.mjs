@@ -561,6 +561,21 @@ test('saveToFile(…, into, save) lands the save over a RecordFile: the latest s
   }
 })
 
+test('prepareTls(): the TLS setup made ahead, once; clients made after it play their turns', async () => {
+  const { prepareTls } = await import('../index.js')
+  assert.equal(prepareTls(), undefined)
+  assert.equal(prepareTls(), undefined, 'a second call does nothing and does not throw')
+  const { client, close } = await setup({ turns: [[{ type: 'text', text: 'after the setup' }, { type: 'turnEnded' }]] })
+  try {
+    const turn = client.newSession().prompt('hi')
+    const text = (await drain(turn)).filter((u) => u.sessionUpdate === 'agent_message_chunk').map((u) => u.content.text).join('')
+    assert.equal(text, 'after the setup')
+    assert.equal((await turn.result).stopReason, 'end_turn')
+  } finally {
+    close()
+  }
+})
+
 test('replay() rebuilds the conversation from the checkpoint for session/load (inline and blob-referenced turns)', async () => {
   const { createHash } = await import('node:crypto')
   // Hand-encoded protobuf: length-delimited field `n` holding `bytes`.
