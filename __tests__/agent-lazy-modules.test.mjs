@@ -49,7 +49,9 @@ test('a plain session loads neither the ACP SDK, zod nor the MCP client', async 
     await agent.notify('session/cancel', { sessionId })
     await turn
   })
-  assert.ok(modules.some((url) => url.endsWith('/cli/session.mjs')), `the hook saw the agent's modules: ${modules.length}`)
+  assert.ok(modules.some((url) => url.endsWith('/dist/main.mjs')), `the hook saw the agent's modules: ${modules.length}`)
+  // The agent runs from its bundle: the package ships no cli/ (scripts/bundle-cli.mjs).
+  assert.deepEqual(modules.filter((url) => url.includes('/cli/')), [])
   assert.deepEqual(loaded(modules), { sdk: false, zod: false, mcp: false })
   // node:crypto with its 15 internal modules, about 1 MiB of an idle agent, for a session id.
   const own = builtins(modules)

@@ -1,5 +1,6 @@
-// The agent turns Node's compile cache on for its own modules (cli/compile-cache.mjs), in a
-// folder of its cache that only its user can enter: a second start reads what the first wrote.
+// The agent turns Node's compile cache on for its own code (cli/compile-cache.mjs), in a folder
+// of its cache that only its user can enter: a second start reads what the first wrote (the
+// agent's bundle, dist/main.mjs, which holds every module of cli/ but the cache's own).
 // Nodes without the cache (before 22.1) start as before and make no folder; npm run
 // test:node-lts runs this on Node 24.
 import assert from 'node:assert/strict'
@@ -33,12 +34,10 @@ test('a second start reads the compiled code the first wrote, in a folder of thi
   assert.doesNotMatch(first, /was accepted/, 'nothing to read the first time')
   const folder = path.join(cacheDir, 'compile-cache')
   const entries = fs.readdirSync(folder, { recursive: true })
-  assert.ok(entries.length > 5, `cache entries written: ${entries.length}`)
+  assert.ok(entries.length > 0, 'no cache entry written')
   if (process.platform !== 'win32') assert.equal(fs.statSync(folder).mode & 0o777, 0o700)
   const second = start(cacheDir)
-  for (const name of ['cli/main.mjs', 'cli/stdio.mjs', 'cli/initialize.mjs']) {
-    assert.match(second, new RegExp(`V8 code cache for ESM \\S+/${name} was accepted`), name)
-  }
+  assert.match(second, /V8 code cache for ESM \S+\/dist\/main\.mjs was accepted/)
 })
 
 test('NODE_DISABLE_COMPILE_CACHE turns it off, and a node without one makes no folder', () => {

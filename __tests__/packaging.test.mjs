@@ -25,10 +25,10 @@ const installed = path.join(app, 'node_modules', 'cursor-acp-native')
 const node = (script, args = []) => run(process.execPath, [script, ...args], { cwd: app })
 
 test('the root tarball holds the entry points, loader, typings, bin and CLI, and no binary or sources', () => {
-  for (const file of ['package.json', 'index.js', 'index.d.ts', 'testing.js', 'testing.d.ts', 'load-native.js', 'native.js', 'native.d.ts', 'types/agent.d.ts', 'types/acp.d.mts', 'bin/cursor-acp-native.mjs', 'cli/agent.mjs', 'README.md', 'LICENSE']) {
+  for (const file of ['package.json', 'index.js', 'index.d.ts', 'testing.js', 'testing.d.ts', 'load-native.js', 'native.js', 'native.d.ts', 'types/agent.d.ts', 'types/acp.d.mts', 'bin/cursor-acp-native.mjs', 'dist/compile-cache.mjs', 'dist/main.mjs', 'README.md', 'LICENSE']) {
     assert.ok(packs.rootFiles.includes(file), `${file} is not in the tarball`)
   }
-  const unwanted = packs.rootFiles.filter((f) => f.endsWith('.node') || /^(src|crates|__tests__|bench|npm|proto|target)\//.test(f))
+  const unwanted = packs.rootFiles.filter((f) => f.endsWith('.node') || /^(src|crates|cli|__tests__|bench|npm|proto|target)\//.test(f))
   assert.deepEqual(unwanted, [])
   const manifest = JSON.parse(fs.readFileSync(path.join(installed, 'package.json'), 'utf8'))
   assert.equal(manifest.publishConfig.provenance, true)

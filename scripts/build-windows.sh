@@ -158,7 +158,7 @@ check_imports() {
 stage() {
   step "stage $STAGE"
   rm -rf "$STAGE" && mkdir -p "$STAGE/scripts"
-  cp -r "$ROOT/index.js" "$ROOT/index.d.ts" "$ROOT/load-native.js" "$ROOT/native.js" "$ROOT/native.d.ts" "$ROOT/testing.js" "$ROOT/testing.d.ts" "$ROOT/package.json" "$ROOT/bin" "$ROOT/cli" "$ROOT/__tests__" "$STAGE/"
+  cp -r "$ROOT/index.js" "$ROOT/index.d.ts" "$ROOT/load-native.js" "$ROOT/native.js" "$ROOT/native.d.ts" "$ROOT/testing.js" "$ROOT/testing.d.ts" "$ROOT/package.json" "$ROOT/bin" "$ROOT/cli" "$ROOT/dist" "$ROOT/__tests__" "$STAGE/"
   cp "$ROOT/scripts/acp-turn.mjs" "$STAGE/scripts/"
   ln -s "$ROOT/node_modules" "$STAGE/node_modules"
   cp "$WIN_DIR/out/cursor-acp-native.win32-x64-gnu.node" "$STAGE/cursor-acp-native.win32-x64-msvc.node"
