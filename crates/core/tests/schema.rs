@@ -1,13 +1,17 @@
 //! proto/ holds exactly what the wire-schema sheets list. `proto/schema-digest.json` is the
 //! generator's record of the sheets (every message, field, enum value and rpc); these tests
-//! compare it with the descriptors the core is compiled with. A field deleted from (or changed
-//! in) a .proto file fails the first test, a hand-added one the second: proto/ stays generated
-//! (docs/proto.md).
+//! compare it with proto/ as it compiles (the core embeds the same messages and enums:
+//! tests/descriptor_files.rs). A field deleted from (or changed in) a .proto file fails the first
+//! test, a hand-added one the second: proto/ stays generated (docs/proto.md).
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use cursor_acp_core::descriptors::whole_schema as pool;
 use prost_reflect::{FieldDescriptor, Kind, MessageDescriptor};
+
+#[path = "common/compiled_schema.rs"]
+mod compiled_schema;
+// proto/ as protox compiles it; tests/descriptor_files.rs checks that the core embeds the same.
+use compiled_schema::compiled as pool;
 use serde_json::Value;
 
 const DIGEST: &str = include_str!("../../../proto/schema-digest.json");
