@@ -235,10 +235,7 @@ impl Session {
         ts_return_type = "Promise<string | null>"
     )]
     pub fn open_card<'env>(&self, env: &'env Env, id: String, card: Value) -> Result<PromiseRaw<'env, Option<String>>> {
-        let call = match card_update("tool_call", &id, card).map_err(|e| coded(env, &e))? {
-            acp::SessionUpdate::ToolCall(call) => call,
-            _ => return Err(coded(env, &CoreError::InvalidInput("card: not a tool call".into()))),
-        };
+        let call: acp::ToolCall = card_update("tool_call", &id, card).map_err(|e| coded(env, &e))?;
         let session = self.inner.clone();
         promise(env, async move { Ok(session.open_card(call).await) }, |_, id| Ok(id))
     }
@@ -263,10 +260,8 @@ impl Session {
     /// client only while the card is open in the running turn.
     #[napi(ts_args_type = "id: string, outcome: ToolCardOutcome")]
     pub fn settle_card(&self, env: Env, id: String, outcome: Value) -> Result<()> {
-        match card_update("tool_call_update", &id, outcome).map_err(|e| coded(&env, &e))? {
-            acp::SessionUpdate::ToolCallUpdate(update) => self.inner.settle_card(update),
-            _ => return Err(coded(&env, &CoreError::InvalidInput("outcome: not a tool call update".into()))),
-        }
+        let update: acp::ToolCallUpdate = card_update("tool_call_update", &id, outcome).map_err(|e| coded(&env, &e))?;
+        self.inner.settle_card(update);
         Ok(())
     }
 
@@ -396,8 +391,14 @@ fn uuid_v4() -> String {
     cursor_acp_core::new_id()
 }
 
-/// A card's fields (an object) as the ACP update `kind` about card `id`.
-fn card_update(kind: &str, id: &str, fields: Value) -> std::result::Result<acp::SessionUpdate, CoreError> {
+/// A card's fields (an object) as the ACP update `kind` about card `id` (`T`: its type, a tool
+/// call or a tool call update). Read as that type alone, not as any `SessionUpdate`: the
+/// deserializer of every update the schema has would be in the addon for these two.
+fn card_update<T: serde::de::DeserializeOwned>(
+    kind: &str,
+    id: &str,
+    fields: Value,
+) -> std::result::Result<T, CoreError> {
     let Value::Object(mut fields) = fields else {
         return Err(CoreError::InvalidInput("a card must be an object".into()));
     };
@@ -407,7 +408,6 @@ fn card_update(kind: &str, id: &str, fields: Value) -> std::result::Result<acp::
         serde_json::from_value::<acp::ToolCallStatus>(status.clone())
             .map_err(|_| CoreError::InvalidInput(format!("not an ACP {kind}: `status` cannot be {status}")))?;
     }
-    fields.insert("sessionUpdate".into(), Value::String(kind.into()));
     fields.insert("toolCallId".into(), Value::String(id.into()));
     serde_json::from_value(Value::Object(fields))
         .map_err(|e| CoreError::InvalidInput(format!("not an ACP {kind}: {e}")))
