@@ -73,35 +73,34 @@ pub fn whole_schema() -> &'static DescriptorPool {
 /// after another (repeated fields of an encoded message append).
 pub fn build_whole_schema() -> DescriptorPool {
     let package_file = |package: &Package| format!("{}.proto", package.name);
+    let bytes = inflated_files();
     let mut set = BytesMut::new();
-    with_file_bytes(|bytes| {
-        for (number, package) in index::PACKAGES.iter().enumerate() {
-            let mut file = BytesMut::new();
-            put_length_delimited(&mut file, FILE_NAME, package_file(package).as_bytes());
-            put_length_delimited(&mut file, FILE_PACKAGE, package.name.as_bytes());
-            for &import in package.imports {
-                put_length_delimited(&mut file, FILE_DEPENDENCY, package_file(&index::PACKAGES[import]).as_bytes());
-            }
-            put_length_delimited(&mut file, FILE_SYNTAX, package.syntax.as_bytes());
-            for descriptor in index::FILES.iter().filter(|f| f.package == number) {
-                file.extend_from_slice(&bytes[descriptor.body.clone()]);
-            }
-            put_length_delimited(&mut set, SET_FILE, &file);
+    for (number, package) in index::PACKAGES.iter().enumerate() {
+        let mut file = BytesMut::new();
+        put_length_delimited(&mut file, FILE_NAME, package_file(package).as_bytes());
+        put_length_delimited(&mut file, FILE_PACKAGE, package.name.as_bytes());
+        for &import in package.imports {
+            put_length_delimited(&mut file, FILE_DEPENDENCY, package_file(&index::PACKAGES[import]).as_bytes());
         }
-    });
+        put_length_delimited(&mut file, FILE_SYNTAX, package.syntax.as_bytes());
+        for descriptor in index::FILES.iter().filter(|f| f.package == number) {
+            file.extend_from_slice(&bytes[descriptor.body.clone()]);
+        }
+        put_length_delimited(&mut set, SET_FILE, &file);
+    }
     DescriptorPool::decode(&set[..]).expect("build.rs writes descriptor files that import what they use")
 }
 
-/// `build` given the descriptor files' bytes, inflated for it. build.rs deflates them: 236 KB in
+/// The descriptor files' bytes, inflated for one pool's build. build.rs deflates them: 236 KB in
 /// every download against 52. They are not kept: a pool is built once per descriptor file a
 /// process meets, the inflate takes 0.4–0.5 ms, and the bytes kept would be 236 KB of memory in
 /// every process that converts a message.
-fn with_file_bytes<R>(build: impl FnOnce(&[u8]) -> R) -> R {
+fn inflated_files() -> Vec<u8> {
     let mut bytes = Vec::with_capacity(index::FILES_LEN);
     std::io::Read::read_to_end(&mut flate2::read::DeflateDecoder::new(FILES_DEFLATED), &mut bytes)
         .expect("build.rs deflates the descriptor files");
     assert_eq!(bytes.len(), index::FILES_LEN, "the descriptor files inflate to the length build.rs wrote");
-    build(&bytes)
+    bytes
 }
 
 // Field numbers of descriptor.proto's `FileDescriptorSet` and `FileDescriptorProto`.
@@ -310,12 +309,11 @@ fn pool_of_file(root: usize) -> DescriptorPool {
         }
     }
     // A `FileDescriptorSet`, written from the files' bytes as they are.
+    let bytes = inflated_files();
     let mut set = BytesMut::new();
-    with_file_bytes(|bytes| {
-        for (file, _) in wanted.iter().enumerate().filter(|(_, wanted)| **wanted) {
-            put_length_delimited(&mut set, SET_FILE, &bytes[index::FILES[file].bytes.clone()]);
-        }
-    });
+    for (file, _) in wanted.iter().enumerate().filter(|(_, wanted)| **wanted) {
+        put_length_delimited(&mut set, SET_FILE, &bytes[index::FILES[file].bytes.clone()]);
+    }
     DescriptorPool::decode(&set[..]).expect("build.rs writes descriptor files that import what they use")
 }
 
