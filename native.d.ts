@@ -417,6 +417,14 @@ export declare class PromptTurn {
    */
   nextBatch(max: number): Promise<SessionUpdate[]>
   /**
+   * Like `nextBatch`, the updates as ACP's stdio transport carries them: a `session/update`
+   * notification of `sessionId` per update, one JSON-RPC line each (ending in `
+  `), in a
+   * `Buffer` to write as it is; empty once the turn is over. For an agent relaying the turn
+   * to its client: no object is made for each update, and nothing is serialized again.
+   */
+  nextLines(max: number, sessionId: string): Promise<Buffer>
+  /**
    * `{ stopReason, usage? }`, settled when the turn is over; every update was queued before
    * it (and stays readable from the iterator). Awaited without iterating, updates are dropped.
    * Rejects with a coded error (`E_AUTH`, `E_NETWORK`, `E_PROTOCOL`, `E_SERVER`, …).

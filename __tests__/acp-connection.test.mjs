@@ -217,3 +217,43 @@ test("the agent's own requests: ids, results, errors, malformed answers", async 
   })
   assert.equal(out.others.length, 4)
 })
+
+test("JsonLines: the addon's serialized lines leave in order with the messages around them, in one write", async () => {
+  /** @type {string[][]} each write of the output: its pieces */
+  const writes = []
+  const output = new Writable({
+    write(chunk, _encoding, done) {
+      writes.push([chunk.toString()])
+      done()
+    },
+    writev(chunks, done) {
+      writes.push(chunks.map((c) => c.chunk.toString()))
+      done()
+    },
+  })
+  const stream = new light.JsonLines(output, new PassThrough())
+  const tick = () => new Promise((resolve) => setImmediate(resolve))
+  const lines = Buffer.from('{"jsonrpc":"2.0","method":"b","params":{"text":"ü\\n"}}\n{"jsonrpc":"2.0","method":"c"}\n')
+  await Promise.all([
+    stream.write({ jsonrpc: '2.0', method: 'a' }),
+    stream.writeLines(lines),
+    stream.write({ jsonrpc: '2.0', method: 'd' }),
+    stream.write({ jsonrpc: '2.0', method: 'e' }),
+  ])
+  await tick()
+  assert.equal(writes.length, 1, `what was written in one go leaves in one write: ${JSON.stringify(writes)}`)
+  const methods = (pieces) => pieces.join('').trimEnd().split('\n').map((l) => JSON.parse(l).method)
+  assert.deepEqual(methods(writes[0]), ['a', 'b', 'c', 'd', 'e'])
+  assert.equal(JSON.parse(writes[0].join('').split('\n')[1]).params.text, 'ü\n')
+
+  // Lines alone, and nothing at all.
+  await stream.writeLines(Buffer.from('{"jsonrpc":"2.0","method":"f"}\n'))
+  await stream.writeLines(new Uint8Array(0))
+  await tick()
+  assert.deepEqual(writes.slice(1).map(methods), [['f']])
+
+  // Once the output is gone, lines are refused as messages are.
+  output.destroy()
+  await assert.rejects(stream.writeLines(lines), /closed/)
+  await assert.rejects(stream.write({ jsonrpc: '2.0', method: 'g' }), /closed/)
+})

@@ -110,3 +110,15 @@ test('bench smoke run: every scenario measured for all three clients, and they p
   assert.match(run.stdout, /\| stream-frames \| frames\/s \|/)
   assert.equal(results.results['stream-frames'].addon.frames, results.size.streamFrames.count)
 })
+
+test("bench/update-lines.mjs: both ways of writing a turn's updates measured, and they wrote the same lines", () => {
+  const run = spawnSync(process.execPath, ['bench/update-lines.mjs', '--runs', '2', '--updates', '200'], { cwd: root, encoding: 'utf8', timeout: 120_000 })
+  assert.equal(run.status, 0, run.stderr)
+  const result = JSON.parse(run.stdout)
+  for (const way of ['objects', 'lines']) {
+    assert.equal(result[way].lines, 200, `${way}: a line per update`)
+    assert.deepEqual(result[way].samples.lines, [200, 200], `${way}: every round`)
+    for (const figure of ['loopMs', 'cpuMs', 'wallMs']) assert.ok(result[way][figure] > 0, `${way} ${figure}: ${result[way][figure]}`)
+  }
+  assert.ok(Number.isFinite(result.loopRatio) && Number.isFinite(result.cpuRatio), run.stdout)
+})

@@ -357,6 +357,69 @@ test('nextBatch drains bursts; coalescing keeps every character', async () => {
   }
 })
 
+test('nextLines: the batches as ACP session/update lines of the session id, the same updates as nextBatch, then empty', async () => {
+  const steps = [
+    { type: 'thinking', text: 'Let me look.' },
+    { type: 'text', text: 'Line one\nline "two" \u2028 é ' },
+    { type: 'toolCallStarted', callId: 'c1', toolCall: { readToolCall: { args: { path: '/w/a.txt' } } } },
+    { type: 'toolCallCompleted', callId: 'c1', toolCall: { readToolCall: { args: { path: '/w/a.txt' }, result: { success: { content: 'hi' } } } } },
+    { type: 'textBurst', text: 'xy', count: 2000 },
+    { type: 'turnEnded' },
+  ]
+  const { client, close } = await setup({ steps })
+  try {
+    // Message ids are new in each turn: compared by order of appearance.
+    const normalized = (updates) => {
+      const ids = []
+      return updates.map((u) => {
+        if (!u.messageId) return u
+        if (!ids.includes(u.messageId)) ids.push(u.messageId)
+        return { ...u, messageId: `m${ids.indexOf(u.messageId)}` }
+      })
+    }
+    const byObjects = client.newSession().prompt('same')
+    const objects = []
+    for (let b = await within(10_000, byObjects.nextBatch(1000), 'nextBatch'); b.length; b = await within(10_000, byObjects.nextBatch(1000), 'nextBatch')) objects.push(...b)
+    assert.equal((await byObjects.result).stopReason, 'end_turn')
+
+    // A session id JSON must escape stays inside its string, on its line.
+    const sessionId = 'thread "7"\n'
+    const byLines = client.newSession().prompt('same')
+    const lines = []
+    let reads = 0
+    for (;;) {
+      const bytes = await within(10_000, byLines.nextLines(3, sessionId), 'nextLines')
+      assert.ok(Buffer.isBuffer(bytes))
+      if (bytes.length === 0) break
+      reads += 1
+      const text = bytes.toString('utf8')
+      assert.ok(text.endsWith('\n'), 'every line ends in LF')
+      const batch = text.slice(0, -1).split('\n').map((line) => JSON.parse(line))
+      assert.ok(batch.length <= 3, `at most max updates a read: ${batch.length}`)
+      lines.push(...batch)
+    }
+    assert.equal((await byLines.result).stopReason, 'end_turn')
+    assert.ok(reads >= 2, `${reads} reads`)
+    for (const line of lines) {
+      assert.deepEqual(Object.keys(line), ['jsonrpc', 'method', 'params'])
+      assert.equal(line.jsonrpc, '2.0')
+      assert.equal(line.method, 'session/update')
+      assert.equal(line.params.sessionId, sessionId)
+      assertAcpUpdate(line.params.update)
+    }
+    const updates = lines.map((l) => l.params.update)
+    // Text merges as it is read, so the chunks may split differently; what they say may not.
+    const text = (us) => us.filter((u) => u.sessionUpdate === 'agent_message_chunk').map((u) => u.content.text).join('')
+    assert.equal(text(updates), text(objects))
+    assert.ok(text(updates).startsWith('Line one\nline "two" \u2028 é '))
+    const notText = (us) => normalized(us.filter((u) => u.sessionUpdate !== 'agent_message_chunk'))
+    assert.deepEqual(notText(updates), notText(objects))
+    assert.equal((await within(5_000, byLines.nextLines(3, sessionId), 'a read after the end')).length, 0)
+  } finally {
+    close()
+  }
+})
+
 test('nextBatch reads made before earlier ones settle are answered in call order; reads past the end get []', async () => {
   // Alternating thinking and text, so that no two updates merge: one update per read.
   const steps = Array.from({ length: 20 }, (_, i) => ({ type: i % 2 ? 'text' : 'thinking', text: `${i},` }))

@@ -172,8 +172,13 @@ export class JsonLines {
     this.failure = undefined
     /** @type {Promise<void>} settles once the output has drained */
     this.ready = WRITTEN
-    /** @type {string | null} the lines written since the last flush */
-    this.batch = null
+    /**
+     * What was written since the last flush, in order: text of the messages (each string
+     * holds the lines of several in a row) and bytes of lines the addon serialized. Null when
+     * nothing waits for the flush.
+     * @type {(string | Uint8Array)[] | null}
+     */
+    this.pending = null
     this.cancelled = false
     /** @type {(message: Record<string, any>) => void} */
     this.receive = () => {}
@@ -205,21 +210,52 @@ export class JsonLines {
     }
     // The lines written in one go of the event loop (a batch of updates, several sessions'
     // turns at once) leave in one `write`: one system call, not one a line.
-    if (this.batch === null) {
-      this.batch = line
+    const { pending } = this
+    if (pending === null) {
+      this.pending = [line]
       process.nextTick(this.flush)
+    } else if (typeof pending[pending.length - 1] === 'string') {
+      pending[pending.length - 1] += line
     } else {
-      this.batch += line
+      pending.push(line)
     }
     return this.ready
   }
 
-  /** Writes the lines queued since the last flush. */
+  /**
+   * Writes `lines`, whole JSON-RPC lines serialized already (the addon's `PromptTurn.nextLines`:
+   * a turn's updates), after the messages before them, as `write` writes a message.
+   * @param {Uint8Array} lines  UTF-8, each line ending in LF
+   * @returns {Promise<void>}
+   */
+  writeLines(lines) {
+    if (this.failure !== undefined) return rejected(this.failure)
+    if (this.output.destroyed || this.output.writableEnded) return rejected((this.failure = new Error('the output is closed')))
+    if (lines.length === 0) return this.ready
+    if (this.pending === null) {
+      this.pending = [lines]
+      process.nextTick(this.flush)
+    } else {
+      this.pending.push(lines)
+    }
+    return this.ready
+  }
+
+  /** Writes what was queued since the last flush. */
   flush = () => {
-    const { batch, output } = this
-    this.batch = null
-    if (batch === null || this.failure !== undefined || output.destroyed) return
-    if (output.write(batch) || this.ready !== WRITTEN) return
+    const { pending, output } = this
+    this.pending = null
+    if (pending === null || this.failure !== undefined || output.destroyed) return
+    let flowing
+    if (pending.length === 1) {
+      flowing = output.write(pending[0])
+    } else {
+      // Corked, the pieces leave together (one `writev` on a pipe or a socket).
+      output.cork()
+      for (const piece of pending) flowing = output.write(piece)
+      output.uncork()
+    }
+    if (flowing || this.ready !== WRITTEN) return
     // Backed up: writes are waited for until it drains (or fails).
     this.ready = new Promise((resolve, reject) => {
       const drained = () => done(undefined)
@@ -611,6 +647,14 @@ class AgentContext {
   notify(method, params) {
     return this.connection.sendNotification(method, params)
   }
+
+  /**
+   * Notifications serialized already, one JSON-RPC line each (`PromptTurn.nextLines`).
+   * @param {Uint8Array} lines
+   */
+  notifyLines(lines) {
+    return this.connection.sendLines(lines)
+  }
 }
 
 /**
@@ -880,7 +924,25 @@ class Connection {
    */
   send(message) {
     if (this.signal.aborted) return rejected(this.closedReason())
-    const written = this.stream.write(message)
+    return this.closingOnFailure(this.stream.write(message))
+  }
+
+  /**
+   * Writes notifications serialized already (the addon's lines of a turn's updates) after the
+   * messages before them, as `send` writes a message.
+   * @param {Uint8Array} lines
+   * @returns {Promise<void>}
+   */
+  sendLines(lines) {
+    if (this.signal.aborted) return rejected(this.closedReason())
+    return this.closingOnFailure(this.stream.writeLines(lines))
+  }
+
+  /**
+   * `written`, closing the connection if it fails.
+   * @param {Promise<void>} written
+   */
+  closingOnFailure(written) {
     return written === WRITTEN ? written : written.catch((error) => {
       this.close(error)
       throw error

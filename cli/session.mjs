@@ -593,9 +593,9 @@ export class AgentSession {
         this.title = titleOf(first)
         await this.update({ sessionUpdate: 'session_info_update', title: this.title, updatedAt: new Date().toISOString() })
       }
-      // In batches, each written at once (update-relay.mjs says why).
-      for (let batch = await turn.nextBatch(UPDATE_BATCH); batch.length; batch = await turn.nextBatch(UPDATE_BATCH)) {
-        await this.relay.sendAll(batch)
+      // In batches, each written at once as the addon serialized it (update-relay.mjs says why).
+      for (let lines = await turn.nextLines(UPDATE_BATCH, this.sessionId); lines.length; lines = await turn.nextLines(UPDATE_BATCH, this.sessionId)) {
+        await this.relay.sendLines(lines)
       }
       const result = await turn.result
       /** @type {PromptResponse & { usage?: PromptUsage }} */

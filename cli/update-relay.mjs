@@ -8,12 +8,17 @@
 // tool call, a question) are opened and settled through the addon's session too
 // (`openCard`, `settleCard`, `cardAnnounced`), and reach the client in the same stream.
 //
-// A batch of updates is written without waiting between its updates: a request about a card
-// (a permission, a form) is sent once the addon says the card is out, which it says after it
-// handed over the batch that holds it; writing the whole batch at once keeps the card ahead of
-// the request on the wire.
+// A batch of updates is written at once, as the addon serialized it (`PromptTurn.nextLines`):
+// a request about a card (a permission, a form) is sent once the addon says the card is out,
+// which it says after it handed over the batch that holds it; writing the whole batch at once
+// keeps the card ahead of the request on the wire.
 /** @typedef {import('@agentclientprotocol/sdk').SessionUpdate} SessionUpdate */
 /** @typedef {import('@agentclientprotocol/sdk').AgentContext} AgentContext */
+/**
+ * What the agent's own connection (acp.mjs) adds to the SDK's context: notifications written
+ * as the addon serialized them.
+ * @typedef {{ notifyLines(lines: Uint8Array): Promise<void> }} LineNotifier
+ */
 
 /** One turn of the session, as the agent's requests to the client need it. */
 export class TurnScope {
@@ -90,11 +95,12 @@ export class UpdateRelay {
   }
 
   /**
-   * Sends a batch of updates in order, all queued at once; resolves when the last is written.
-   * @param {SessionUpdate[]} updates
+   * Sends a batch of the turn's updates, serialized by the addon as this session's
+   * `session/update` lines (`PromptTurn.nextLines`), all queued at once; resolves when they
+   * are written.
+   * @param {Uint8Array} lines
    */
-  async sendAll(updates) {
-    // `map` calls `send` for each in order, synchronously: they are queued back to back.
-    await Promise.all(updates.map((update) => this.send(update)))
+  sendLines(lines) {
+    return /** @type {AgentContext & LineNotifier} */ (this.client()).notifyLines(lines)
   }
 }

@@ -664,7 +664,7 @@ var init_acp = __esm({
         this.skip = null;
         this.failure = void 0;
         this.ready = WRITTEN;
-        this.batch = null;
+        this.pending = null;
         this.cancelled = false;
         this.receive = () => {
         };
@@ -692,20 +692,49 @@ var init_acp = __esm({
         } catch (e) {
           return rejected(e);
         }
-        if (this.batch === null) {
-          this.batch = line;
+        const { pending } = this;
+        if (pending === null) {
+          this.pending = [line];
           process.nextTick(this.flush);
+        } else if (typeof pending[pending.length - 1] === "string") {
+          pending[pending.length - 1] += line;
         } else {
-          this.batch += line;
+          pending.push(line);
         }
         return this.ready;
       }
-      /** Writes the lines queued since the last flush. */
+      /**
+       * Writes `lines`, whole JSON-RPC lines serialized already (the addon's `PromptTurn.nextLines`:
+       * a turn's updates), after the messages before them, as `write` writes a message.
+       * @param {Uint8Array} lines  UTF-8, each line ending in LF
+       * @returns {Promise<void>}
+       */
+      writeLines(lines) {
+        if (this.failure !== void 0) return rejected(this.failure);
+        if (this.output.destroyed || this.output.writableEnded) return rejected(this.failure = new Error("the output is closed"));
+        if (lines.length === 0) return this.ready;
+        if (this.pending === null) {
+          this.pending = [lines];
+          process.nextTick(this.flush);
+        } else {
+          this.pending.push(lines);
+        }
+        return this.ready;
+      }
+      /** Writes what was queued since the last flush. */
       flush = /* @__PURE__ */ __name(() => {
-        const { batch, output } = this;
-        this.batch = null;
-        if (batch === null || this.failure !== void 0 || output.destroyed) return;
-        if (output.write(batch) || this.ready !== WRITTEN) return;
+        const { pending, output } = this;
+        this.pending = null;
+        if (pending === null || this.failure !== void 0 || output.destroyed) return;
+        let flowing;
+        if (pending.length === 1) {
+          flowing = output.write(pending[0]);
+        } else {
+          output.cork();
+          for (const piece of pending) flowing = output.write(piece);
+          output.uncork();
+        }
+        if (flowing || this.ready !== WRITTEN) return;
         this.ready = new Promise((resolve, reject) => {
           const drained = /* @__PURE__ */ __name(() => done(void 0), "drained");
           const failed = /* @__PURE__ */ __name((e) => done(e ?? this.failure ?? new Error("the output is closed")), "failed");
@@ -916,6 +945,13 @@ var init_acp = __esm({
        */
       notify(method, params) {
         return this.connection.sendNotification(method, params);
+      }
+      /**
+       * Notifications serialized already, one JSON-RPC line each (`PromptTurn.nextLines`).
+       * @param {Uint8Array} lines
+       */
+      notifyLines(lines) {
+        return this.connection.sendLines(lines);
       }
     };
     Connection = class {
@@ -1163,7 +1199,23 @@ var init_acp = __esm({
        */
       send(message) {
         if (this.signal.aborted) return rejected(this.closedReason());
-        const written = this.stream.write(message);
+        return this.closingOnFailure(this.stream.write(message));
+      }
+      /**
+       * Writes notifications serialized already (the addon's lines of a turn's updates) after the
+       * messages before them, as `send` writes a message.
+       * @param {Uint8Array} lines
+       * @returns {Promise<void>}
+       */
+      sendLines(lines) {
+        if (this.signal.aborted) return rejected(this.closedReason());
+        return this.closingOnFailure(this.stream.writeLines(lines));
+      }
+      /**
+       * `written`, closing the connection if it fails.
+       * @param {Promise<void>} written
+       */
+      closingOnFailure(written) {
         return written === WRITTEN ? written : written.catch((error) => {
           this.close(error);
           throw error;
@@ -3680,11 +3732,16 @@ var init_update_relay = __esm({
         return new Promise((resolve) => setImmediate(resolve));
       }
       /**
-       * Sends a batch of updates in order, all queued at once; resolves when the last is written.
-       * @param {SessionUpdate[]} updates
+       * Sends a batch of the turn's updates, serialized by the addon as this session's
+       * `session/update` lines (`PromptTurn.nextLines`), all queued at once; resolves when they
+       * are written.
+       * @param {Uint8Array} lines
        */
-      async sendAll(updates) {
-        await Promise.all(updates.map((update) => this.send(update)));
+      sendLines(lines) {
+        return (
+          /** @type {AgentContext & LineNotifier} */
+          this.client().notifyLines(lines)
+        );
       }
     };
   }
@@ -4166,8 +4223,8 @@ var init_session = __esm({
             this.title = titleOf(first);
             await this.update({ sessionUpdate: "session_info_update", title: this.title, updatedAt: (/* @__PURE__ */ new Date()).toISOString() });
           }
-          for (let batch = await turn.nextBatch(UPDATE_BATCH); batch.length; batch = await turn.nextBatch(UPDATE_BATCH)) {
-            await this.relay.sendAll(batch);
+          for (let lines = await turn.nextLines(UPDATE_BATCH, this.sessionId); lines.length; lines = await turn.nextLines(UPDATE_BATCH, this.sessionId)) {
+            await this.relay.sendLines(lines);
           }
           const result = await turn.result;
           const response = { stopReason: scope.cancelled ? "cancelled" : result.stopReason };

@@ -123,6 +123,25 @@ impl PromptTurn {
         Ok(promise)
     }
 
+    /// Like `nextBatch`, the updates as ACP's stdio transport carries them: a `session/update`
+    /// notification of `sessionId` per update, one JSON-RPC line each (ending in `\n`), in a
+    /// `Buffer` to write as it is; empty once the turn is over. For an agent relaying the turn
+    /// to its client: no object is made for each update, and nothing is serialized again.
+    #[napi(ts_return_type = "Promise<Buffer>")]
+    pub fn next_lines<'env>(&self, env: &'env Env, max: u32, session_id: String) -> Result<PromiseRaw<'env, Buffer>> {
+        let (promise, resolver) = deferred(env)?;
+        self.turn.read_batch(
+            max.max(1) as usize,
+            Box::new(move |batch| {
+                // Serialized on the thread that hands the batch over: off the JS thread when the
+                // turn's thread has it.
+                let lines = cursor_acp_core::translate::notification_lines(&session_id, batch);
+                resolver.settle(move |_| Ok(Buffer::from(lines)));
+            }),
+        );
+        Ok(promise)
+    }
+
     /// `{ stopReason, usage? }`, settled when the turn is over; every update was queued before
     /// it (and stays readable from the iterator). Awaited without iterating, updates are dropped.
     /// Rejects with a coded error (`E_AUTH`, `E_NETWORK`, `E_PROTOCOL`, `E_SERVER`, …).

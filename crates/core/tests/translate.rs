@@ -3,7 +3,7 @@
 
 use cursor_acp_core::proto::agent::v1 as pb;
 use cursor_acp_core::protojson::from_json;
-use cursor_acp_core::translate::{to_json, Translator};
+use cursor_acp_core::translate::{notification_lines, to_json, Translator};
 use serde_json::{json, Value};
 
 fn upd(v: Value) -> pb::InteractionUpdate {
@@ -698,4 +698,40 @@ fn a_display_terminal_gets_the_output_of_a_result_when_nothing_streamed() {
     assert_eq!(out[1]["_meta"], json!({ "terminal_output": { "terminal_id": "sh", "data": "Linux\n" } }));
     assert_eq!(out[2]["status"], "completed");
     assert_eq!(out[2]["_meta"]["terminal_exit"]["exit_code"], 0);
+}
+
+#[test]
+fn notification_lines_are_one_json_rpc_line_per_update_in_order() {
+    let mut t = Translator::with_cwd(Some("/w/".into()));
+    let updates: Vec<_> = [
+        json!({ "thinkingDelta": { "text": "hmm\t" } }),
+        text("line one\nline \"two\"\r\n\u{2028}é"),
+        completed(
+            "e",
+            json!({ "editToolCall": { "args": { "path": "src/new.rs" },
+            "result": { "success": { "path": "/w/src/new.rs", "afterFullFileContent": "fn x() {}\n" } } } }),
+        ),
+    ]
+    .into_iter()
+    .flat_map(|u| t.on_update(&upd(u)))
+    .collect();
+    assert!(updates.len() >= 3, "a thought chunk, a text chunk, then the edit's card");
+    let expected: Vec<Value> = updates.iter().map(to_json).collect();
+    // A session id that JSON must escape stays inside its string.
+    let session = "s\"1\n";
+    let bytes = notification_lines(session, updates);
+    let text = std::str::from_utf8(&bytes).unwrap();
+    assert!(text.ends_with('\n'));
+    let lines: Vec<&str> = text.strip_suffix('\n').unwrap().split('\n').collect();
+    assert_eq!(lines.len(), expected.len(), "one line per update: {text}");
+    for (line, update) in lines.iter().zip(&expected) {
+        let parsed: Value = serde_json::from_str(line).unwrap();
+        assert_eq!(
+            parsed,
+            json!({ "jsonrpc": "2.0", "method": "session/update", "params": { "sessionId": session, "update": update } })
+        );
+    }
+    // The new file's diff keeps its explicit `oldText: null`.
+    assert!(text.contains(r#""oldText":null"#), "{text}");
+    assert!(notification_lines(session, Vec::new()).is_empty(), "no update, no bytes");
 }

@@ -42,3 +42,36 @@ pub use translator::{Translator, CANCELLED_BY_USER};
 pub fn to_json(update: &acp::SessionUpdate) -> Value {
     crate::cards::acp_json(update)
 }
+
+/// `updates` as ACP's stdio transport carries them: for each, a `session/update` notification
+/// of session `session_id`, as JSON-RPC on one line (the update as [`to_json`] gives it), each
+/// line ending in `\n`. JSON never holds a raw line break (it escapes them in strings), so each
+/// notification is exactly one line. An agent writes these bytes as they are: no JavaScript
+/// object of each update is made and serialized again.
+pub fn notification_lines(session_id: &str, updates: impl IntoIterator<Item = acp::SessionUpdate>) -> Vec<u8> {
+    let mut head = br#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"#.to_vec();
+    if serde_json::to_writer(&mut head, session_id).is_err() {
+        // A string always serializes, and a `Vec` always takes the bytes.
+        return Vec::new();
+    }
+    head.extend_from_slice(br#","update":"#);
+    let mut out = Vec::new();
+    for update in updates {
+        let start = out.len();
+        out.extend_from_slice(&head);
+        // The chunks, nearly all of a turn, are written straight from their values (their
+        // content is one block, which `to_json` leaves as it is); the rest go through `to_json`.
+        let written = match &update {
+            acp::SessionUpdate::AgentMessageChunk(_)
+            | acp::SessionUpdate::AgentThoughtChunk(_)
+            | acp::SessionUpdate::UserMessageChunk(_) => serde_json::to_writer(&mut out, &update),
+            _ => serde_json::to_writer(&mut out, &to_json(&update)),
+        };
+        match written {
+            Ok(()) => out.extend_from_slice(b"}}\n"),
+            // Values of the schema always serialize; were one not to, no half line is left.
+            Err(_) => out.truncate(start),
+        }
+    }
+    out
+}
