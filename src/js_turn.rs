@@ -30,6 +30,27 @@ impl PromptTurn {
     pub(crate) fn new(turn: Turn) -> Self {
         PromptTurn { turn, failure_thrown: Arc::default() }
     }
+
+    /// The next batch of up to `max` updates (at least one), as `convert` makes it. No task: the
+    /// turn hands the batch over from whichever thread has it (this one, if updates are queued
+    /// already), converted there (off the JS thread when the turn's thread has it), and the
+    /// promises settle in the order the reads were made.
+    fn read_batch_as<'env, V: ToNapiValue + Send + 'static>(
+        &self,
+        env: &'env Env,
+        max: u32,
+        convert: impl FnOnce(Vec<cursor_acp_core::acp::SessionUpdate>) -> V + Send + 'static,
+    ) -> Result<PromiseRaw<'env, V>> {
+        let (promise, resolver) = deferred(env)?;
+        self.turn.read_batch(
+            max.max(1) as usize,
+            Box::new(move |batch| {
+                let value = convert(batch);
+                resolver.settle(move |_| Ok(value));
+            }),
+        );
+        Ok(promise)
+    }
 }
 
 /// What one read of the iterator settles with: an update, or the turn's failure.
@@ -110,17 +131,7 @@ impl PromptTurn {
     /// than `for await` for bursts.
     #[napi(ts_return_type = "Promise<SessionUpdate[]>")]
     pub fn next_batch<'env>(&self, env: &'env Env, max: u32) -> Result<PromiseRaw<'env, Json>> {
-        // No task: the turn hands the batch over from whichever thread has it (this one, if
-        // updates are queued already), converted there, and the promise settles in order.
-        let (promise, resolver) = deferred(env)?;
-        self.turn.read_batch(
-            max.max(1) as usize,
-            Box::new(move |batch| {
-                let batch = Json(Value::Array(batch.into_iter().map(update_json).collect()));
-                resolver.settle(move |_| Ok(batch));
-            }),
-        );
-        Ok(promise)
+        self.read_batch_as(env, max, |batch| Json(Value::Array(batch.into_iter().map(update_json).collect())))
     }
 
     /// Like `nextBatch`, the updates as ACP's stdio transport carries them: a `session/update`
@@ -129,17 +140,9 @@ impl PromptTurn {
     /// to its client: no object is made for each update, and nothing is serialized again.
     #[napi(ts_return_type = "Promise<Buffer>")]
     pub fn next_lines<'env>(&self, env: &'env Env, max: u32, session_id: String) -> Result<PromiseRaw<'env, Buffer>> {
-        let (promise, resolver) = deferred(env)?;
-        self.turn.read_batch(
-            max.max(1) as usize,
-            Box::new(move |batch| {
-                // Serialized on the thread that hands the batch over: off the JS thread when the
-                // turn's thread has it.
-                let lines = cursor_acp_core::translate::notification_lines(&session_id, batch);
-                resolver.settle(move |_| Ok(Buffer::from(lines)));
-            }),
-        );
-        Ok(promise)
+        self.read_batch_as(env, max, move |batch| {
+            Buffer::from(cursor_acp_core::translate::notification_lines(&session_id, batch))
+        })
     }
 
     /// `{ stopReason, usage? }`, settled when the turn is over; every update was queued before

@@ -139,3 +139,16 @@ pub fn acp_json(value: &impl serde::Serialize) -> Value {
     }
     value
 }
+
+/// Writes `update` to `out` as the JSON of [`acp_json`]. A chunk (text, thought, a user's words:
+/// nearly all of a turn) holds one content block and never a list of diffs, so it is written
+/// straight from its value, with no JSON tree between; every other update goes through
+/// [`acp_json`].
+pub fn write_acp_json(out: &mut Vec<u8>, update: &acp::SessionUpdate) -> serde_json::Result<()> {
+    match update {
+        acp::SessionUpdate::AgentMessageChunk(_)
+        | acp::SessionUpdate::AgentThoughtChunk(_)
+        | acp::SessionUpdate::UserMessageChunk(_) => serde_json::to_writer(out, update),
+        _ => serde_json::to_writer(out, &acp_json(update)),
+    }
+}

@@ -59,15 +59,7 @@ pub fn notification_lines(session_id: &str, updates: impl IntoIterator<Item = ac
     for update in updates {
         let start = out.len();
         out.extend_from_slice(&head);
-        // The chunks, nearly all of a turn, are written straight from their values (their
-        // content is one block, which `to_json` leaves as it is); the rest go through `to_json`.
-        let written = match &update {
-            acp::SessionUpdate::AgentMessageChunk(_)
-            | acp::SessionUpdate::AgentThoughtChunk(_)
-            | acp::SessionUpdate::UserMessageChunk(_) => serde_json::to_writer(&mut out, &update),
-            _ => serde_json::to_writer(&mut out, &to_json(&update)),
-        };
-        match written {
+        match crate::cards::write_acp_json(&mut out, &update) {
             Ok(()) => out.extend_from_slice(b"}}\n"),
             // Values of the schema always serialize; were one not to, no half line is left.
             Err(_) => out.truncate(start),
