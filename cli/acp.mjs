@@ -199,8 +199,8 @@ export class JsonLines {
    * @returns {Promise<void>}
    */
   write(message) {
-    if (this.failure !== undefined) return rejected(this.failure)
-    if (this.output.destroyed || this.output.writableEnded) return rejected((this.failure = new Error('the output is closed')))
+    const refused = this.refusal()
+    if (refused) return refused
     if (this.skip?.(message)) return WRITTEN
     let line
     try {
@@ -208,18 +208,7 @@ export class JsonLines {
     } catch (e) {
       return rejected(e)
     }
-    // The lines written in one go of the event loop (a batch of updates, several sessions'
-    // turns at once) leave in one `write`: one system call, not one a line.
-    const { pending } = this
-    if (pending === null) {
-      this.pending = [line]
-      process.nextTick(this.flush)
-    } else if (typeof pending[pending.length - 1] === 'string') {
-      pending[pending.length - 1] += line
-    } else {
-      pending.push(line)
-    }
-    return this.ready
+    return this.queue(line)
   }
 
   /**
@@ -229,14 +218,32 @@ export class JsonLines {
    * @returns {Promise<void>}
    */
   writeLines(lines) {
+    return this.refusal() ?? (lines.length ? this.queue(lines) : this.ready)
+  }
+
+  /** A write's rejection once the output failed or closed; null while it takes writes. */
+  refusal() {
     if (this.failure !== undefined) return rejected(this.failure)
     if (this.output.destroyed || this.output.writableEnded) return rejected((this.failure = new Error('the output is closed')))
-    if (lines.length === 0) return this.ready
-    if (this.pending === null) {
-      this.pending = [lines]
+    return null
+  }
+
+  /**
+   * Queues `piece` for the next flush, after what is queued. What is written in one go of the
+   * event loop (a batch of updates, several sessions' turns at once) leaves in one `write`: one
+   * system call, not one a line.
+   * @param {string | Uint8Array} piece
+   * @returns {Promise<void>}
+   */
+  queue(piece) {
+    const { pending } = this
+    if (pending === null) {
+      this.pending = [piece]
       process.nextTick(this.flush)
+    } else if (typeof piece === 'string' && typeof pending[pending.length - 1] === 'string') {
+      pending[pending.length - 1] += piece
     } else {
-      this.pending.push(lines)
+      pending.push(piece)
     }
     return this.ready
   }

@@ -682,8 +682,8 @@ var init_acp = __esm({
        * @returns {Promise<void>}
        */
       write(message) {
-        if (this.failure !== void 0) return rejected(this.failure);
-        if (this.output.destroyed || this.output.writableEnded) return rejected(this.failure = new Error("the output is closed"));
+        const refused = this.refusal();
+        if (refused) return refused;
         if (this.skip?.(message)) return WRITTEN;
         let line;
         try {
@@ -692,16 +692,7 @@ var init_acp = __esm({
         } catch (e) {
           return rejected(e);
         }
-        const { pending } = this;
-        if (pending === null) {
-          this.pending = [line];
-          process.nextTick(this.flush);
-        } else if (typeof pending[pending.length - 1] === "string") {
-          pending[pending.length - 1] += line;
-        } else {
-          pending.push(line);
-        }
-        return this.ready;
+        return this.queue(line);
       }
       /**
        * Writes `lines`, whole JSON-RPC lines serialized already (the addon's `PromptTurn.nextLines`:
@@ -710,14 +701,30 @@ var init_acp = __esm({
        * @returns {Promise<void>}
        */
       writeLines(lines) {
+        return this.refusal() ?? (lines.length ? this.queue(lines) : this.ready);
+      }
+      /** A write's rejection once the output failed or closed; null while it takes writes. */
+      refusal() {
         if (this.failure !== void 0) return rejected(this.failure);
         if (this.output.destroyed || this.output.writableEnded) return rejected(this.failure = new Error("the output is closed"));
-        if (lines.length === 0) return this.ready;
-        if (this.pending === null) {
-          this.pending = [lines];
+        return null;
+      }
+      /**
+       * Queues `piece` for the next flush, after what is queued. What is written in one go of the
+       * event loop (a batch of updates, several sessions' turns at once) leaves in one `write`: one
+       * system call, not one a line.
+       * @param {string | Uint8Array} piece
+       * @returns {Promise<void>}
+       */
+      queue(piece) {
+        const { pending } = this;
+        if (pending === null) {
+          this.pending = [piece];
           process.nextTick(this.flush);
+        } else if (typeof piece === "string" && typeof pending[pending.length - 1] === "string") {
+          pending[pending.length - 1] += piece;
         } else {
-          this.pending.push(lines);
+          pending.push(piece);
         }
         return this.ready;
       }
